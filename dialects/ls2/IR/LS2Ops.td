@@ -1,0 +1,484 @@
+//===- LS2Ops.td - ls2 dialect operations -------------------*- tablegen -*-===//
+//
+// Shapes in the descriptions use T for a dynamic token count, H for hidden
+// size, V for vocabulary. `?` dims are dynamic; everything else is static.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LS2_OPS_TD
+#define LS2_OPS_TD
+
+include "LS2Base.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+class LS2_Op<string mnemonic, list<Trait> traits = []>
+    : Op<LS2_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Elementwise primitives
+//===----------------------------------------------------------------------===//
+
+class LS2_UnaryFloatOp<string mnemonic, string formula>
+    : LS2_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "elementwise " # formula;
+  let description = "Computes `" # formula # "` element by element. Inputs "
+    # "in f16/bf16 are computed in f32 and rounded once.";
+  let arguments = (ins LS2_FloatTensor:$input);
+  let results = (outs LS2_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def LS2_NegOp : LS2_UnaryFloatOp<"neg", "-x">;
+def LS2_ExpOp : LS2_UnaryFloatOp<"exp", "exp(x)">;
+def LS2_LogOp : LS2_UnaryFloatOp<"log", "log(x)">;
+def LS2_TanhOp : LS2_UnaryFloatOp<"tanh", "tanh(x)">;
+def LS2_ErfOp : LS2_UnaryFloatOp<"erf", "erf(x)">;
+def LS2_SqrtOp : LS2_UnaryFloatOp<"sqrt", "sqrt(x)">;
+def LS2_RsqrtOp : LS2_UnaryFloatOp<"rsqrt", "1/sqrt(x)">;
+
+class LS2_BinaryOp<string mnemonic, string formula, list<Trait> traits = []>
+    : LS2_Op<mnemonic, !listconcat([Pure,
+        DeclareOpInterfaceMethods<InferTypeOpInterface>], traits)> {
+  let summary = "elementwise " # formula;
+  let description = "Computes `" # formula # "` element by element. Both "
+    # "operands have the same element type and either the same shape, or "
+    # "one of them is a rank-0 scalar that is used for every element. The "
+    # "type is written once when both operands share it.";
+  let arguments = (ins LS2_NumericTensor:$lhs, LS2_NumericTensor:$rhs);
+  let results = (outs LS2_NumericTensor:$result);
+  let assemblyFormat =
+    "$lhs `,` $rhs attr-dict `:` custom<BinaryTypes>(type($lhs), type($rhs))";
+}
+
+def LS2_AddOp : LS2_BinaryOp<"add", "x + y", [Commutative]>;
+def LS2_SubOp : LS2_BinaryOp<"sub", "x - y">;
+def LS2_MulOp : LS2_BinaryOp<"mul", "x * y", [Commutative]>;
+def LS2_DivOp : LS2_BinaryOp<"div", "x / y">;
+def LS2_MaxOp : LS2_BinaryOp<"max", "max(x, y)", [Commutative]>;
+def LS2_MinOp : LS2_BinaryOp<"min", "min(x, y)", [Commutative]>;
+
+def LS2_CompareOp : LS2_Op<"compare", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "elementwise comparison producing an i1 predicate";
+  let description = [{
+    `%p = ls2.compare lt, %a, %b : tensor<?x768xf32>` gives true where a < b.
+    Operands follow the rules of the binary ops (same shape, or one rank-0).
+    Comparisons with NaN are false except `ne`.
+  }];
+  let arguments = (ins LS2_CompareDirectionAttr:$direction,
+                       LS2_NumericTensor:$lhs, LS2_NumericTensor:$rhs);
+  let results = (outs LS2_BoolTensor:$result);
+  let assemblyFormat = "$direction `,` $lhs `,` $rhs attr-dict `:` "
+                       "custom<BinaryTypes>(type($lhs), type($rhs))";
+}
+
+def LS2_SelectOp : LS2_Op<"select", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "elementwise choice: pred ? on_true : on_false";
+  let description = [{
+    The predicate has the result's shape. Each value operand has the
+    result's type or is a rank-0 scalar of its element type.
+  }];
+  let arguments = (ins LS2_BoolTensor:$pred, LS2_AnyTensor:$on_true,
+                       LS2_AnyTensor:$on_false);
+  let results = (outs LS2_AnyTensor:$result);
+  let assemblyFormat = "$pred `,` $on_true `,` $on_false attr-dict `:` "
+                       "type($pred) `,` type($on_true) `,` type($on_false)";
+}
+
+def LS2_CastOp : LS2_Op<"cast", [Pure, Elementwise]> {
+  let summary = "element type conversion";
+  let description = [{
+    Converts between f32, f16, bf16, i32, i64 and i1 with the same shape.
+    Float narrowing rounds to nearest even; float to integer truncates
+    toward zero; i1 converts to 0 or 1.
+  }];
+  let arguments = (ins LS2_AnyTensor:$input);
+  let results = (outs LS2_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Constants, iota, dims
+//===----------------------------------------------------------------------===//
+
+def LS2_ConstantOp : LS2_Op<"constant", [ConstantLike, Pure,
+    AllTypesMatch<["value", "result"]>]> {
+  let summary = "a statically shaped tensor constant";
+  let description = [{
+    `%c = ls2.constant dense<0.125> : tensor<f32>`. Constants must be
+    statically shaped; scalars are rank-0 tensors.
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs LS2_AnyTensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
+def LS2_DimOp : LS2_Op<"dim", [Pure]> {
+  let summary = "the size of one dimension, as an index";
+  let description = [{
+    `%t = ls2.dim %x[0] : tensor<?x768xf16>` gives the token count of %x at
+    run time (a static dim folds to its constant).
+  }];
+  let arguments = (ins LS2_AnyTensor:$input, I64Attr:$index);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$input `[` $index `]` attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def LS2_IotaOp : LS2_Op<"iota", [Pure]> {
+  let summary = "indices along one dimension";
+  let description = [{
+    `%i = ls2.iota [%t] {dimension = 1} : tensor<?x64xi32>` holds, at each
+    position, its index along `dimension`. One `index` operand gives the size
+    of each dynamic result dim, in order.
+  }];
+  let arguments = (ins Variadic<Index>:$dynamic_sizes, I64Attr:$dimension);
+  let results = (outs LS2_NumericTensor:$result);
+  let assemblyFormat = "`[` $dynamic_sizes `]` attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation (injective)
+//===----------------------------------------------------------------------===//
+
+def LS2_BroadcastOp : LS2_Op<"broadcast", [Pure]> {
+  let summary = "broadcast into a larger shape";
+  let description = [{
+    Operand dim i becomes result dim `dims[i]` (strictly increasing); it must
+    equal that result dim or be 1. Result dims not named in `dims` are new.
+    One `index` operand gives the size of each dynamic result dim, in order:
+
+      %b = ls2.broadcast %bias [%t] {dims = array<i64: 1>}
+             : tensor<768xf32> -> tensor<?x768xf32>
+  }];
+  let arguments = (ins LS2_AnyTensor:$input, Variadic<Index>:$dynamic_sizes,
+                       DenseI64ArrayAttr:$dims);
+  let results = (outs LS2_AnyTensor:$result);
+  let assemblyFormat = "$input `[` $dynamic_sizes `]` attr-dict `:` "
+                       "type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def LS2_ReshapeOp : LS2_Op<"reshape", [Pure]> {
+  let summary = "reinterpret a row-major tensor with another shape";
+  let description = [{
+    The element count is preserved. The result may have at most one dynamic
+    dim, whose size follows from the element count; a statically shaped
+    input gives a statically shaped result.
+  }];
+  let arguments = (ins LS2_AnyTensor:$input);
+  let results = (outs LS2_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def LS2_TransposeOp : LS2_Op<"transpose", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "permute dimensions";
+  let description = [{
+    Result dim i is input dim `permutation[i]`:
+    `ls2.transpose %x [1, 0, 2] : tensor<?x12x64xf16> -> tensor<12x?x64xf16>`.
+  }];
+  let arguments = (ins LS2_AnyTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs LS2_AnyTensor:$result);
+  let assemblyFormat = "$input $permutation attr-dict `:` type($input) `->` "
+                       "type($result)";
+}
+
+def LS2_SliceOp : LS2_Op<"slice", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "a contiguous range [start, limit) along one static axis";
+  let description = [{
+    `ls2.slice %qkv {axis = 1, start = 768, limit = 1536}
+       : tensor<?x2304xf16> -> tensor<?x768xf16>` takes columns 768..1535.
+  }];
+  let arguments = (ins LS2_AnyTensor:$input, I64Attr:$axis, I64Attr:$start,
+                       I64Attr:$limit);
+  let results = (outs LS2_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def LS2_ConcatOp : LS2_Op<"concat", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "join tensors along one axis";
+  let description = [{
+    All operands have the same element type and rank and agree on every dim
+    but `axis`.
+  }];
+  let arguments = (ins Variadic<LS2_AnyTensor>:$inputs, I64Attr:$axis);
+  let results = (outs LS2_AnyTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` `(` type($inputs) `)` `->` "
+                       "type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions, matmul, embedding
+//===----------------------------------------------------------------------===//
+
+class LS2_ReduceOp<string mnemonic, string what>
+    : LS2_Op<mnemonic, [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = what # " over the given axes";
+  let description = "Reduces `axes` (distinct, ascending) of the input. "
+    # "Float sums accumulate in f32 whatever the element type. With "
+    # "`keep_dims` the reduced dims stay with size 1.";
+  let arguments = (ins LS2_NumericTensor:$input, DenseI64ArrayAttr:$axes,
+                       UnitAttr:$keep_dims);
+  let results = (outs LS2_NumericTensor:$result);
+  let assemblyFormat = "$input $axes attr-dict `:` type($input) `->` "
+                       "type($result)";
+}
+
+def LS2_ReduceSumOp : LS2_ReduceOp<"reduce_sum", "sum">;
+def LS2_ReduceMaxOp : LS2_ReduceOp<"reduce_max", "maximum">;
+
+def LS2_MatmulOp : LS2_Op<"matmul", [Pure]> {
+  let summary = "batched matrix product with transpose flags";
+  let description = [{
+    `a` is [..., M, K] (or [..., K, M] with `transpose_a`), `b` is [..., K, N]
+    (or [..., N, K] with `transpose_b`). Leading batch dims of a and b are
+    equal, or `b` is rank 2 and shared by every batch (a linear layer).
+    Products accumulate in `acc_type` (f32 unless stated); the result's
+    element type is any float type.
+
+      %y = ls2.matmul %x, %w {transpose_b}
+             : tensor<?x768xf16>, tensor<3072x768xf16> -> tensor<?x3072xf16>
+  }];
+  let arguments = (ins LS2_FloatTensor:$a, LS2_FloatTensor:$b,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b,
+                       OptionalAttr<TypeAttr>:$acc_type);
+  let results = (outs LS2_FloatTensor:$result);
+  let assemblyFormat = "$a `,` $b attr-dict `:` type($a) `,` type($b) `->` "
+                       "type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The accumulation type: acc_type when given, else f32.
+    ::mlir::Type getAccumulationType();
+  }];
+}
+
+def LS2_GatherOp : LS2_Op<"gather", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "embedding lookup: rows of a table selected by ids";
+  let description = [{
+    table [V, H...], ids [...] -> result [ids..., H...]. Ids outside [0, V)
+    are an error that the runtime reports (never an out-of-bounds read).
+
+      %e = ls2.gather %wte[%ids] : tensor<50257x768xbf16>, tensor<?xi32>
+             -> tensor<?x768xbf16>
+  }];
+  let arguments = (ins LS2_AnyTensor:$table, LS2_IdTensor:$ids);
+  let results = (outs LS2_AnyTensor:$result);
+  let assemblyFormat = "$table `[` $ids `]` attr-dict `:` type($table) `,` "
+                       "type($ids) `->` type($result)";
+}
+
+def LS2_ScatterAddOp : LS2_Op<"scatter_add", [Pure]> {
+  let summary = "embedding gradient: rows added into a table by id";
+  let description = [{
+    The gradient of `gather`: updates [ids..., H...] are summed into a zeroed
+    [V, H...] table (V from the result type) at the rows their ids name.
+    Rows equal to `padding_idx`, when given, receive nothing (PyTorch's
+    nn.Embedding padding_idx). Sums accumulate in f32 in a fixed order.
+  }];
+  let arguments = (ins LS2_FloatTensor:$updates, LS2_IdTensor:$ids,
+                       OptionalAttr<I64Attr>:$padding_idx);
+  let results = (outs LS2_FloatTensor:$result);
+  let assemblyFormat = "$updates `,` $ids attr-dict `:` type($updates) `,` "
+                       "type($ids) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Counter-based randomness (Philox-4x32-10, Salmon et al., SC'11)
+//===----------------------------------------------------------------------===//
+
+def LS2_RandomUniformOp : LS2_Op<"random_uniform", [Pure]> {
+  let summary = "uniform f32 numbers in [0, 1) from Philox";
+  let description = [{
+    Element e of the row-major result comes from Philox-4x32-10 with key
+    `seed` and counter (e / 4, stream, offset low 32 bits, offset high 32
+    bits), output word e % 4, as `(word >> 8) * 2^-24`. A function of its
+    operands alone: same seed, offset and stream give the same bits, so
+    backward regenerates masks instead of storing them. Each random site
+    in a program has its own `stream`; the runtime advances `offset` per
+    step. Dynamic result dims take their sizes from `index` operands.
+  }];
+  let arguments = (ins LS2_I64Scalar:$seed, LS2_I64Scalar:$offset,
+                       Variadic<Index>:$dynamic_sizes, I64Attr:$stream);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = "$seed `,` $offset `[` $dynamic_sizes `]` attr-dict "
+                       "`:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Composites
+//===----------------------------------------------------------------------===//
+
+def LS2_DropoutOp : LS2_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "inverted dropout with a Philox mask";
+  let description = [{
+    result = keep ? input / (1 - rate) : 0, where keep = u >= rate and u is
+    `ls2.random_uniform` of the same seed, offset and stream over the
+    input's shape. rate is in [0, 1).
+  }];
+  let arguments = (ins LS2_FloatTensor:$input, LS2_I64Scalar:$seed,
+                       LS2_I64Scalar:$offset, F32Attr:$rate, I64Attr:$stream);
+  let results = (outs LS2_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $seed `,` $offset attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def LS2_GeluOp : LS2_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit (Hendrycks & Gimpel, 2016)";
+  let description = [{
+    `none`: x * 0.5 * (1 + erf(x / sqrt(2))); `tanh`: x * 0.5 * (1 +
+    tanh(sqrt(2/pi) * (x + 0.044715 x^3))), as torch.nn.functional.gelu.
+    Computed in f32.
+  }];
+  let arguments = (ins LS2_FloatTensor:$input,
+      DefaultValuedAttr<LS2_GeluApproximationAttr,
+                        "::ls2c::ls2::GeluApproximation::None">:$approximate);
+  let results = (outs LS2_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def LS2_LayerNormOp : LS2_Op<"layer_norm", [Pure,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "layer normalization over the last dim (Ba et al., 2016)";
+  let description = [{
+    x [..., H], gamma [H], beta [H] (x's element type) ->
+    y [..., H] = (x - mean) * rstd * gamma + beta, with mean [...] and
+    rstd = 1 / sqrt(var + epsilon) [...] returned in f32 for backward.
+    Statistics accumulate in f32; var is the biased variance.
+  }];
+  let arguments = (ins LS2_FloatTensor:$input, LS2_FloatTensor:$gamma,
+                       LS2_FloatTensor:$beta, F32Attr:$epsilon);
+  let results = (outs LS2_FloatTensor:$result, LS2_F32Tensor:$mean,
+                      LS2_F32Tensor:$rstd);
+  let assemblyFormat = "$input `,` $gamma `,` $beta attr-dict `:` type($input) "
+                       "`,` type($gamma) `,` type($beta)";
+  let hasVerifier = 1;
+}
+
+def LS2_SoftmaxOp : LS2_Op<"softmax", [Pure]> {
+  let summary = "masked, scaled softmax over the last dim";
+  let description = [{
+    softmax(scale * x + mask) over the last dim, computed in f32. An f32/f16/
+    bf16 mask is additive; an i1 mask keeps positions where it is true. The
+    mask has the input's rank and each dim equals the input's or is 1.
+    `causal` masks key j > query i + (keys - queries) over the last two
+    dims (bottom-right alignment). A row with no visible key is all zeros,
+    never NaN or uniform.
+  }];
+  let arguments = (ins LS2_FloatTensor:$input,
+                       Optional<LS2_AnyTensor>:$mask,
+                       DefaultValuedAttr<F32Attr, "1.0">:$scale,
+                       UnitAttr:$causal);
+  let results = (outs LS2_FloatTensor:$result);
+  let assemblyFormat = "$input (`mask` $mask^ `:` type($mask))? attr-dict `:` "
+                       "type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def LS2_AttentionOp : LS2_Op<"attention", [Pure, AttrSizedOperandSegments]> {
+  let summary = "scaled dot-product attention over packed variable-length sequences";
+  let description = [{
+    Sequences are packed without padding: q [Tq, Hq, D], k and v [Tk, Hkv, D]
+    with Hkv dividing Hq (multi-query and grouped-query attention share each
+    kv head among Hq/Hkv query heads). cu_seqlens_q [B+1] and cu_seqlens_k
+    [B+1] (i32, ascending, starting at 0 and ending at Tq and Tk) delimit
+    the B sequences. Returns out [Tq, Hq, D] and the f32 log-sum-exp of each
+    query row's scaled scores, lse [Tq, Hq], which backward uses (it never
+    re-runs forward).
+
+    `causal` masks key j > query i + (Lk - Lq) within each sequence
+    (bottom-right alignment, as FlashAttention-2). A query that sees no key
+    gets output 0 and lse -inf. `dropout_rate` > 0 applies inverted dropout
+    to the probabilities with Philox (seed, offset, stream as in
+    ls2.random_uniform); it then needs the seed and offset operands.
+    `scale` defaults to 1/sqrt(D). Stays opaque: ls2-decompose keeps it.
+  }];
+  let arguments = (ins LS2_FloatTensor:$query, LS2_FloatTensor:$key,
+                       LS2_FloatTensor:$value, RankedTensorOf<[I32]>:$cu_seqlens_q,
+                       RankedTensorOf<[I32]>:$cu_seqlens_k,
+                       Optional<LS2_I64Scalar>:$seed, Optional<LS2_I64Scalar>:$offset,
+                       OptionalAttr<F32Attr>:$scale, UnitAttr:$causal,
+                       DefaultValuedAttr<F32Attr, "0.0">:$dropout_rate,
+                       DefaultValuedAttr<I64Attr, "0">:$stream);
+  let results = (outs LS2_FloatTensor:$result, LS2_F32Tensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $cu_seqlens_q `,` $cu_seqlens_k
+    (`dropout` `(` $seed^ `,` $offset `)`)? attr-dict `:` type($query) `,`
+    type($key) `,` type($value) `,` type($cu_seqlens_q) `,` type($cu_seqlens_k)
+    `->` type($result) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The softmax scale: the attribute, else 1/sqrt(head dim).
+    float getEffectiveScale();
+  }];
+}
+
+def LS2_CrossEntropyOp : LS2_Op<"cross_entropy", [Pure]> {
+  let summary = "softmax cross-entropy with label smoothing and an ignore index";
+  let description = [{
+    logits [N, C] (any float type, computed in f32), targets [N] (i32/i64).
+    Per row: (1 - eps) * (lse - x[t]) + eps * (lse - mean(x)), eps =
+    `label_smoothing` (torch.nn.functional.cross_entropy semantics). Rows
+    whose target is `ignore_index` contribute 0. `mean` divides the sum by
+    the number of non-ignored rows and gives 0 (not NaN) when there are
+    none; `sum` adds; `none` returns the f32 per-row losses [N].
+    Other targets outside [0, C) are an error the runtime reports.
+  }];
+  let arguments = (ins LS2_FloatTensor:$logits, LS2_IdTensor:$targets,
+                       DefaultValuedAttr<F32Attr, "0.0">:$label_smoothing,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       DefaultValuedAttr<LS2_LossReductionAttr,
+                           "::ls2c::ls2::LossReduction::Mean">:$reduction);
+  let results = (outs LS2_F32Tensor:$result);
+  let assemblyFormat = "$logits `,` $targets attr-dict `:` type($logits) `,` "
+                       "type($targets) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def LS2_AdamWOp : LS2_Op<"adamw", [Pure, AllTypesMatch<["param", "exp_avg",
+    "exp_avg_sq", "new_param", "new_exp_avg", "new_exp_avg_sq"]>]> {
+  let summary = "Adam / AdamW update of a flat parameter buffer";
+  let description = [{
+    One step over flat f32 buffers param, m, v [N] and grad [N] (any float
+    type; scaled by `grad_scale`, the product of the clipping coefficient
+    and 1/loss scale). With g = grad * grad_scale, t = step (i64, from 1):
+      decoupled (AdamW, Loshchilov & Hutter 2019): p -= lr * wd * p
+      l2 (Adam): g += wd * p
+      m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+      p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
+    matching torch.optim.AdamW / Adam. Returns the new param, m and v.
+  }];
+  let arguments = (ins LS2_F32Tensor:$param, LS2_FloatTensor:$grad,
+                       LS2_F32Tensor:$exp_avg, LS2_F32Tensor:$exp_avg_sq,
+                       LS2_I64Scalar:$step, LS2_F32Scalar:$lr,
+                       LS2_F32Scalar:$grad_scale,
+                       F32Attr:$beta1, F32Attr:$beta2, F32Attr:$epsilon,
+                       F32Attr:$weight_decay,
+                       DefaultValuedAttr<LS2_WeightDecayModeAttr,
+                           "::ls2c::ls2::WeightDecayMode::Decoupled">:$mode);
+  let results = (outs LS2_F32Tensor:$new_param, LS2_F32Tensor:$new_exp_avg,
+                      LS2_F32Tensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step `,` $lr `,`
+    $grad_scale attr-dict `:` type($param) `,` type($grad)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // LS2_OPS_TD

@@ -1,0 +1,384 @@
+//===- LS2Verify.cpp - ls2 op verifiers -----------------------------------===//
+//
+// Each diagnostic names the operand or attribute and the rule it breaks.
+//
+//===----------------------------------------------------------------------===//
+#include "ls2/IR/LS2Dialect.h"
+#include "ls2/IR/LS2OpUtils.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace ls2c::ls2;
+
+namespace {
+
+int64_t countDynamic(RankedTensorType type) {
+  return llvm::count_if(type.getShape(), ShapedType::isDynamic);
+}
+
+LogicalResult verifyDynamicSizes(Operation *op, RankedTensorType result,
+                                 ValueRange sizes) {
+  int64_t expected = countDynamic(result);
+  if (static_cast<int64_t>(sizes.size()) != expected)
+    return op->emitOpError("needs one index operand per dynamic result dim: ")
+           << expected << " for " << result << ", got " << sizes.size();
+  return success();
+}
+
+LogicalResult verifyProbability(Operation *op, StringRef name, float value) {
+  if (!(value >= 0.0f && value < 1.0f))
+    return op->emitOpError() << name << " = " << value
+                             << " must be in [0, 1)";
+  return success();
+}
+
+bool dimsCompatible(int64_t a, int64_t b) {
+  return a == b || ShapedType::isDynamic(a) || ShapedType::isDynamic(b);
+}
+
+} // namespace
+
+LogicalResult CastOp::verify() {
+  if (getInput().getType().getShape() != getType().getShape())
+    return emitOpError("input shape ")
+           << shapeToString(getInput().getType().getShape())
+           << " and result shape " << shapeToString(getType().getShape())
+           << " must match";
+  return success();
+}
+
+LogicalResult ConstantOp::verify() {
+  auto type = cast<RankedTensorType>(getType());
+  if (!type.hasStaticShape())
+    return emitOpError("value must have a static shape, got ") << type;
+  return success();
+}
+
+LogicalResult DimOp::verify() {
+  int64_t rank = getInput().getType().getRank();
+  auto index = static_cast<int64_t>(getIndex());
+  if (index < 0 || index >= rank)
+    return emitOpError("index ") << index << " is out of range for rank "
+                                 << rank;
+  return success();
+}
+
+LogicalResult IotaOp::verify() {
+  auto type = getType();
+  auto dimension = static_cast<int64_t>(getDimension());
+  if (dimension < 0 || dimension >= type.getRank())
+    return emitOpError("dimension ") << dimension
+                                     << " is out of range for rank "
+                                     << type.getRank();
+  return verifyDynamicSizes(*this, type, getDynamicSizes());
+}
+
+LogicalResult BroadcastOp::verify() {
+  auto input = getInput().getType();
+  auto result = getType();
+  ArrayRef<int64_t> dims = getDims();
+  if (input.getElementType() != result.getElementType())
+    return emitOpError("input and result element types differ: ")
+           << input.getElementType() << " vs " << result.getElementType();
+  if (static_cast<int64_t>(dims.size()) != input.getRank())
+    return emitOpError("dims has ") << dims.size()
+                                    << " entries but the input has rank "
+                                    << input.getRank();
+  for (auto [i, d] : llvm::enumerate(dims)) {
+    if (d < 0 || d >= result.getRank())
+      return emitOpError("dims[") << i << "] = " << d
+                                  << " is out of range for result rank "
+                                  << result.getRank();
+    if (i > 0 && d <= dims[i - 1])
+      return emitOpError("dims ") << shapeToString(dims)
+                                  << " must be strictly increasing";
+    int64_t in = input.getDimSize(i), out = result.getDimSize(d);
+    if (in != 1 && in != out)
+      return emitOpError("input dim ")
+             << i << " (size " << shapeToString({in})
+             << ") must be 1 or equal result dim " << d << " (size "
+             << shapeToString({out}) << ")";
+  }
+  return verifyDynamicSizes(*this, result, getDynamicSizes());
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto input = getInput().getType();
+  auto result = getType();
+  if (input.getElementType() != result.getElementType())
+    return emitOpError("input and result element types differ: ")
+           << input.getElementType() << " vs " << result.getElementType();
+  int64_t dynIn = countDynamic(input), dynOut = countDynamic(result);
+  if (dynOut > 1)
+    return emitOpError("result ")
+           << result << " may have at most one dynamic dim";
+  auto staticProduct = [](RankedTensorType t) {
+    int64_t p = 1;
+    for (int64_t d : t.getShape())
+      if (!ShapedType::isDynamic(d))
+        p *= d;
+    return p;
+  };
+  int64_t pin = staticProduct(input), pout = staticProduct(result);
+  if (dynIn == 0 && dynOut == 0) {
+    if (pin != pout)
+      return emitOpError("element count changes from ")
+             << pin << " to " << pout;
+    return success();
+  }
+  if (dynIn == 0)
+    return emitOpError("a statically shaped input needs a statically shaped "
+                       "result, got ")
+           << result;
+  if (dynOut == 0)
+    return emitOpError("a dynamically shaped input needs one dynamic result "
+                       "dim, got ")
+           << result;
+  // The dynamic result dim is input_dynamic * pin / pout: one static
+  // product must divide the other (a zero-sized static dim on one side only
+  // divides nothing; testing it first avoids a division by zero).
+  if ((pin == 0) != (pout == 0) ||
+      (pin != 0 && pin % pout != 0 && pout % pin != 0))
+    return emitOpError("static element counts ")
+           << pin << " (input) and " << pout
+           << " (result) must divide one another";
+  return success();
+}
+
+LogicalResult MatmulOp::verify() {
+  auto a = getA().getType(), b = getB().getType(), c = getType();
+  if (a.getRank() < 2 || b.getRank() < 2)
+    return emitOpError("operands must have rank >= 2, got ")
+           << a << " and " << b;
+  if (a.getElementType() != b.getElementType())
+    return emitOpError("operands must have the same element type, got ")
+           << a.getElementType() << " and " << b.getElementType();
+  Type acc = getAccumulationType();
+  if (!acc.isF32() && !acc.isF16())
+    return emitOpError("acc_type must be f32 or f16, got ") << acc;
+  // Half-precision accumulation exists for f16 products only (cuBLASLt's
+  // CUBLAS_COMPUTE_16F); bf16 or f32 products would overflow or lose bits.
+  if (acc.isF16() && !a.getElementType().isF16())
+    return emitOpError("acc_type f16 needs f16 operands, got ")
+           << a.getElementType();
+  if (b.getRank() != 2 && b.getRank() != a.getRank())
+    return emitOpError("b must have rank 2 or a's rank (")
+           << a.getRank() << "), got " << b.getRank();
+  ArrayRef<int64_t> batch = a.getShape().drop_back(2);
+  if (b.getRank() != 2)
+    for (int64_t i = 0; i < a.getRank() - 2; ++i)
+      if (!dimsCompatible(a.getDimSize(i), b.getDimSize(i)))
+        return emitOpError("batch dim ")
+               << i << " differs: " << a.getDimSize(i) << " vs "
+               << b.getDimSize(i);
+  int64_t ra = a.getRank(), rb = b.getRank();
+  int64_t m = a.getDimSize(getTransposeA() ? ra - 1 : ra - 2);
+  int64_t ka = a.getDimSize(getTransposeA() ? ra - 2 : ra - 1);
+  int64_t kb = b.getDimSize(getTransposeB() ? rb - 1 : rb - 2);
+  int64_t n = b.getDimSize(getTransposeB() ? rb - 2 : rb - 1);
+  if (!dimsCompatible(ka, kb))
+    return emitOpError("contraction sizes differ: a gives K = ")
+           << shapeToString({ka}) << ", b gives K = " << shapeToString({kb});
+  SmallVector<int64_t> expected(batch);
+  expected.append({m, n});
+  if (c.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("result shape ")
+           << shapeToString(c.getShape()) << " must be "
+           << shapeToString(expected);
+  return success();
+}
+
+LogicalResult ScatterAddOp::verify() {
+  auto updates = getUpdates().getType(), result = getType();
+  auto ids = getIds().getType();
+  if (result.getRank() < 1 || result.isDynamicDim(0))
+    return emitOpError("result must have rank >= 1 and a static row count, "
+                       "got ")
+           << result;
+  SmallVector<int64_t> expected(ids.getShape());
+  llvm::append_range(expected, result.getShape().drop_front());
+  if (updates.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("updates shape ")
+           << shapeToString(updates.getShape())
+           << " must be the ids' shape followed by the row shape: "
+           << shapeToString(expected);
+  if (auto padAttr = getPaddingIdx()) {
+    auto pad = static_cast<int64_t>(*padAttr);
+    if (pad < 0 || pad >= result.getDimSize(0))
+      return emitOpError("padding_idx ")
+             << pad << " is out of range [0, " << result.getDimSize(0) << ")";
+  }
+  return success();
+}
+
+LogicalResult RandomUniformOp::verify() {
+  if (static_cast<int64_t>(getStream()) < 0)
+    return emitOpError("stream ") << static_cast<int64_t>(getStream())
+                                  << " must be >= 0";
+  return verifyDynamicSizes(*this, getType(), getDynamicSizes());
+}
+
+LogicalResult DropoutOp::verify() {
+  if (static_cast<int64_t>(getStream()) < 0)
+    return emitOpError("stream ") << static_cast<int64_t>(getStream())
+                                  << " must be >= 0";
+  return verifyProbability(*this, "rate", getRate().convertToFloat());
+}
+
+LogicalResult LayerNormOp::verify() {
+  auto input = getInput().getType();
+  int64_t h = input.getDimSize(input.getRank() - 1);
+  for (auto [name, value] : {std::pair<StringRef, Value>{"gamma", getGamma()},
+                             {"beta", getBeta()}}) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.getRank() != 1 || type.getDimSize(0) != h ||
+        type.getElementType() != input.getElementType())
+      return emitOpError() << name << " must be tensor<" << h << "x"
+                           << input.getElementType() << ">, got " << type;
+  }
+  float eps = getEpsilon().convertToFloat();
+  if (!(eps > 0.0f) || !std::isfinite(eps))
+    return emitOpError("epsilon = ") << eps << " must be positive and finite";
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  auto input = getInput().getType(), result = getType();
+  if (input.getShape() != result.getShape())
+    return emitOpError("result shape ")
+           << shapeToString(result.getShape()) << " must match input shape "
+           << shapeToString(input.getShape());
+  if (getCausal() && input.getRank() < 2)
+    return emitOpError("causal needs rank >= 2 (queries x keys), got ")
+           << input;
+  float scale = getScale().convertToFloat();
+  if (!std::isfinite(scale) || scale == 0.0f)
+    return emitOpError("scale = ") << scale << " must be finite and non-zero";
+  if (Value mask = getMask()) {
+    auto m = cast<RankedTensorType>(mask.getType());
+    if (m.getElementType().isInteger(32) || m.getElementType().isInteger(64))
+      return emitOpError("mask must be i1 (keep where true) or a float "
+                         "(additive), got ")
+             << m.getElementType();
+    if (m.getRank() != input.getRank())
+      return emitOpError("mask rank ") << m.getRank()
+                                       << " must equal input rank "
+                                       << input.getRank();
+    for (int64_t d = 0; d < m.getRank(); ++d)
+      if (m.getDimSize(d) != 1 &&
+          !dimsCompatible(m.getDimSize(d), input.getDimSize(d)))
+        return emitOpError("mask dim ")
+               << d << " (" << shapeToString({m.getDimSize(d)})
+               << ") must be 1 or the input's ("
+               << shapeToString({input.getDimSize(d)}) << ")";
+  }
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  auto q = getQuery().getType(), k = getKey().getType(),
+       v = getValue().getType();
+  for (auto [name, t] : {std::pair<StringRef, RankedTensorType>{"query", q},
+                         {"key", k}, {"value", v}}) {
+    if (t.getRank() != 3)
+      return emitOpError() << name << " must be [tokens, heads, head_dim], got "
+                           << t;
+    if (t.isDynamicDim(1) || t.isDynamicDim(2))
+      return emitOpError() << name << " heads and head_dim must be static, got "
+                           << t;
+    if (t.getElementType() != q.getElementType())
+      return emitOpError() << name << " element type " << t.getElementType()
+                           << " differs from query's " << q.getElementType();
+  }
+  if (k.getShape() != v.getShape())
+    return emitOpError("key and value shapes differ: ")
+           << shapeToString(k.getShape()) << " vs "
+           << shapeToString(v.getShape());
+  int64_t hq = q.getDimSize(1), hkv = k.getDimSize(1), d = q.getDimSize(2);
+  if (k.getDimSize(2) != d)
+    return emitOpError("key head_dim ") << k.getDimSize(2)
+                                        << " differs from query head_dim " << d;
+  if (hkv == 0 || hq % hkv != 0)
+    return emitOpError("kv heads (") << hkv << ") must divide query heads ("
+                                     << hq << ")";
+  if (d > 256)
+    return emitOpError("head_dim ") << d << " exceeds 256";
+  auto cuq = getCuSeqlensQ().getType(), cuk = getCuSeqlensK().getType();
+  if (cuq.getRank() != 1 || cuk.getRank() != 1 ||
+      !dimsCompatible(cuq.getDimSize(0), cuk.getDimSize(0)))
+    return emitOpError("cu_seqlens_q and cu_seqlens_k must both be [batch + "
+                       "1], got ")
+           << cuq << " and " << cuk;
+  if (getResult().getType() != q)
+    return emitOpError("result type ") << getResult().getType()
+                                       << " must equal the query type " << q;
+  auto lse = getLse().getType();
+  if (lse.getShape() != ArrayRef<int64_t>{q.getDimSize(0), hq})
+    return emitOpError("lse must be [tokens, heads] = ")
+           << shapeToString({q.getDimSize(0), hq}) << ", got "
+           << shapeToString(lse.getShape());
+  if (auto scale = getScale()) {
+    float s = scale->convertToFloat();
+    if (!(s > 0.0f) || !std::isfinite(s))
+      return emitOpError("scale = ") << s << " must be positive and finite";
+  }
+  if (failed(verifyProbability(*this, "dropout_rate",
+                               getDropoutRate().convertToFloat())))
+    return failure();
+  if ((getSeed() == nullptr) != (getOffset() == nullptr))
+    return emitOpError("seed and offset must be given together");
+  if (getDropoutRate().convertToFloat() > 0.0f && !getSeed())
+    return emitOpError("dropout_rate > 0 needs dropout(seed, offset) operands");
+  if (static_cast<int64_t>(getStream()) < 0)
+    return emitOpError("stream ") << static_cast<int64_t>(getStream())
+                                  << " must be >= 0";
+  return success();
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  auto logits = getLogits().getType(), targets = getTargets().getType();
+  if (logits.getRank() != 2 || logits.isDynamicDim(1))
+    return emitOpError("logits must be [rows, classes] with static classes, "
+                       "got ")
+           << logits;
+  if (targets.getRank() != 1 ||
+      !dimsCompatible(targets.getDimSize(0), logits.getDimSize(0)))
+    return emitOpError("targets must be [rows] = ")
+           << shapeToString({logits.getDimSize(0)}) << ", got " << targets;
+  if (failed(verifyProbability(*this, "label_smoothing",
+                               getLabelSmoothing().convertToFloat())))
+    return failure();
+  auto result = getType();
+  if (getReduction() == LossReduction::None) {
+    if (result.getShape() != ArrayRef<int64_t>{logits.getDimSize(0)})
+      return emitOpError("reduction none gives one loss per row: ")
+             << shapeToString({logits.getDimSize(0)}) << ", got " << result;
+  } else if (result.getRank() != 0) {
+    return emitOpError("a reduced loss is rank 0, got ") << result;
+  }
+  return success();
+}
+
+LogicalResult AdamWOp::verify() {
+  auto param = getParam().getType();
+  if (param.getRank() != 1)
+    return emitOpError("param must be a flat [N] buffer, got ") << param;
+  if (getGrad().getType().getShape() != param.getShape())
+    return emitOpError("grad shape ")
+           << shapeToString(getGrad().getType().getShape())
+           << " must match param shape " << shapeToString(param.getShape());
+  for (auto [name, beta] :
+       {std::pair<StringRef, float>{"beta1", getBeta1().convertToFloat()},
+        {"beta2", getBeta2().convertToFloat()}})
+    if (failed(verifyProbability(*this, name, beta)))
+      return failure();
+  float eps = getEpsilon().convertToFloat();
+  if (!(eps > 0.0f) || !std::isfinite(eps))
+    return emitOpError("epsilon = ") << eps << " must be positive and finite";
+  float wd = getWeightDecay().convertToFloat();
+  if (!(wd >= 0.0f) || !std::isfinite(wd))
+    return emitOpError("weight_decay = ") << wd
+                                          << " must be >= 0 and finite";
+  return success();
+}
