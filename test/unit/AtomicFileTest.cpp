@@ -1,0 +1,95 @@
+//===- AtomicFileTest.cpp - writeFileAtomically ---------------------------===//
+#include "ls2c/Support/AtomicFile.h"
+
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace {
+
+class AtomicFileTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ls2c-atomic-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir = tmpl;
+  }
+  void TearDown() override {
+    DIR *d = opendir(dir.c_str());
+    if (!d)
+      return;
+    while (dirent *e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..")
+        unlink((dir + "/" + name).c_str());
+    }
+    closedir(d);
+    rmdir(dir.c_str());
+  }
+  std::string read(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  int entries() {
+    int n = 0;
+    DIR *d = opendir(dir.c_str());
+    while (dirent *e = readdir(d))
+      n += std::string(e->d_name) != "." && std::string(e->d_name) != "..";
+    closedir(d);
+    return n;
+  }
+  std::string dir;
+};
+
+TEST_F(AtomicFileTest, WritesRandomBytesExactly) {
+  std::mt19937 rng(std::random_device{}());
+  std::string data(1 << 20, '\0');
+  for (char &c : data)
+    c = static_cast<char>(rng());
+  std::string path = dir + "/out.bin";
+  ls2c::writeFileAtomically(path, data);
+  EXPECT_EQ(read(path), data);
+  EXPECT_EQ(entries(), 1) << "the temporary file must be gone";
+}
+
+TEST_F(AtomicFileTest, ReplacesAnExistingFileWhole) {
+  std::string path = dir + "/out.txt";
+  ls2c::writeFileAtomically(path, std::string(5000, 'a'));
+  ls2c::writeFileAtomically(path, "short");
+  EXPECT_EQ(read(path), "short");
+  EXPECT_EQ(entries(), 1);
+}
+
+TEST_F(AtomicFileTest, MissingDirectoryThrowsAndLeavesNothing) {
+  std::string path = dir + "/no/such/dir/out.txt";
+  try {
+    ls2c::writeFileAtomically(path, "x");
+    FAIL() << "expected FileWriteError";
+  } catch (const ls2c::FileWriteError &e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("No such file"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(entries(), 0);
+}
+
+TEST_F(AtomicFileTest, TargetIsADirectoryKeepsItAndCleansUp) {
+  std::string path = dir + "/sub";
+  ASSERT_EQ(mkdir(path.c_str(), 0755), 0);
+  EXPECT_THROW(ls2c::writeFileAtomically(path, "x"), ls2c::FileWriteError);
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(entries(), 1) << "only the directory itself remains";
+  rmdir(path.c_str());
+}
+
+} // namespace
