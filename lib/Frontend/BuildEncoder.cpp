@@ -1,0 +1,71 @@
+//===- BuildEncoder.cpp - BERT masked language model ----------------------===//
+//
+// Hugging Face BertForMaskedLM (Devlin et al., 2019): word + position +
+// token-type embeddings, LayerNorm, dropout; post-LN (or pre-LN) encoder
+// layers; MLM head (dense, activation, LayerNorm, vocabulary projection tied
+// to the word embeddings when tie_embeddings). Labels use -100 for tokens
+// that carry no loss, as Hugging Face does.
+//
+//===----------------------------------------------------------------------===//
+#include "GraphBuilder.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+
+namespace ls2c {
+
+Value buildEncoder(GraphBuilder &g) {
+  const ModelDescription &d = g.desc();
+  Sequences seq{g.param("cu_seqlens")};
+
+  g.setScope("bert.embeddings");
+  Value x = g.embed("bert.embeddings.word_embeddings.weight", g.param("input_ids"));
+  x = g.add(x, g.embed("bert.embeddings.position_embeddings.weight",
+                       g.param("position_ids")));
+  x = g.add(x, g.embed("bert.embeddings.token_type_embeddings.weight",
+                       g.param("token_type_ids")));
+  x = g.dropout(g.layerNorm(x, "bert.embeddings.LayerNorm"), d.hidden_dropout);
+
+  for (int64_t i = 0; i < d.encoder_layers; ++i) {
+    std::string p = llvm::formatv("bert.encoder.layer.{0}", i).str();
+    g.setScope(p);
+    x = g.residual(x, join(p, "attention.output.LayerNorm"), [&](Value h) {
+      std::string self = join(p, "attention.self");
+      auto proj = [&](StringRef which) {
+        std::string name = join(self, which);
+        return g.linear(h, join(name, "weight"), join(name, "bias"),
+                        WeightLayout::OutIn);
+      };
+      // Sequenced: argument evaluation order would make the IR compiler-dependent.
+      Value q = proj("query");
+      Value k = proj("key");
+      Value v = proj("value");
+      Value a = g.attention(q, k, v, seq, seq, /*causal=*/false);
+      std::string out = join(p, "attention.output.dense");
+      return g.linear(a, join(out, "weight"), join(out, "bias"),
+                      WeightLayout::OutIn);
+    });
+    x = g.residual(x, join(p, "output.LayerNorm"), [&](Value h) {
+      return g.feedForward(h, join(p, "intermediate.dense"),
+                           join(p, "output.dense"), WeightLayout::OutIn);
+    });
+  }
+  if (d.norm == NormPlacement::Pre) {
+    g.setScope("bert.encoder");
+    x = g.layerNorm(x, "bert.encoder.final_layer_norm");
+  }
+
+  g.setScope("cls.predictions");
+  Value h = g.linear(x, "cls.predictions.transform.dense.weight",
+                     "cls.predictions.transform.dense.bias", WeightLayout::OutIn);
+  h = g.layerNorm(g.activation(h), "cls.predictions.transform.LayerNorm");
+  Value logits = g.projectToVocab(
+      h, d.tie_embeddings ? "bert.embeddings.word_embeddings.weight"
+                          : "cls.predictions.decoder.weight");
+  logits = g.add(logits, g.broadcastLike(g.param("cls.predictions.bias"),
+                                         logits, {1}));
+  return g.loss(logits, g.param("labels"), /*ignoreIndex=*/-100);
+}
+
+} // namespace ls2c

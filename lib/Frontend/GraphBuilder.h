@@ -1,0 +1,120 @@
+//===- GraphBuilder.h - Transformer building blocks in ls2 IR -------------===//
+//
+// Shared by the per-architecture builders. Activations are packed token
+// matrices x [T, H] (T dynamic) in the compute dtype.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LS2C_LIB_FRONTEND_GRAPHBUILDER_H
+#define LS2C_LIB_FRONTEND_GRAPHBUILDER_H
+
+#include "ls2/IR/LS2Dialect.h"
+#include "ls2c/Model/ModelDescription.h"
+#include "ls2c/Model/ParameterLayout.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <string>
+
+namespace ls2c {
+
+/// How a linear layer's weight is stored.
+enum class WeightLayout {
+  OutIn, ///< [out, in], nn.Linear (BERT, fairseq, timm)
+  InOut, ///< [in, out], GPT-2's Conv1D
+};
+
+/// The sequences attention runs over: token offsets per sequence.
+struct Sequences {
+  mlir::Value cuSeqlens; ///< i32 [batch + 1]
+};
+
+class GraphBuilder {
+public:
+  GraphBuilder(mlir::OpBuilder &builder, const ModelDescription &desc);
+
+  mlir::OpBuilder &builder() { return b; }
+  const ModelDescription &desc() const { return d; }
+  /// f32, f16 or bf16 for the compute dtype.
+  mlir::Type computeType() const { return elementType; }
+
+  /// Binds a function argument to a parameter or input name.
+  void bind(llvm::StringRef name, mlir::Value value) { values[name] = value; }
+  /// The value bound to `name`; a missing name is an ls2c bug (fatal).
+  mlir::Value param(llvm::StringRef name) const;
+  bool has(llvm::StringRef name) const { return values.count(name); }
+  /// Sets the Philox seed/offset used by every dropout site.
+  void setRandomState(mlir::Value seed, mlir::Value offset);
+
+  /// Scopes locations: ops get NameLoc(scope), e.g. "bert.encoder.layer.3".
+  void setScope(llvm::StringRef scope);
+  mlir::Location loc() const { return location; }
+
+  // --- primitives with shapes filled in ---
+  mlir::Value scalar(double value, mlir::Type elementType);
+  mlir::Value scalar(double value) { return scalar(value, elementType); }
+  /// Size of `value`'s dim `i` as an index.
+  mlir::Value dim(mlir::Value value, int64_t i);
+  /// Broadcasts `value` to `like`'s shape, mapping its dims to `dims`.
+  mlir::Value broadcastLike(mlir::Value value, mlir::Value like,
+                            llvm::ArrayRef<int64_t> dims);
+  mlir::Value reshape(mlir::Value value, llvm::ArrayRef<int64_t> shape);
+  mlir::Value add(mlir::Value a, mlir::Value b);
+
+  // --- layers ---
+  /// x [T, in] @ W (+ bias): [T, out].
+  mlir::Value linear(mlir::Value x, llvm::StringRef weight,
+                     llvm::StringRef bias, WeightLayout layout);
+  /// Output projection tied to (or separate from) an embedding table [V, H]:
+  /// x [T, H] -> logits [T, V].
+  mlir::Value projectToVocab(mlir::Value x, llvm::StringRef table);
+  mlir::Value layerNorm(mlir::Value x, llvm::StringRef prefix);
+  /// Inverted dropout with its own Philox stream; identity when rate is 0.
+  mlir::Value dropout(mlir::Value x, double rate);
+  mlir::Value activation(mlir::Value x);
+  mlir::Value embed(llvm::StringRef table, mlir::Value ids);
+
+  /// Multi-head attention of q [Tq, H], k, v [Tk, kv_heads * head_dim]
+  /// (already projected) -> [Tq, H] before the output projection.
+  mlir::Value attention(mlir::Value q, mlir::Value k, mlir::Value v,
+                        Sequences queries, Sequences keys, bool causal);
+
+  /// Residual branch with the description's norm placement:
+  ///   post: LN(x + dropout(f(x)));  pre: x + dropout(f(LN(x))).
+  template <typename Branch>
+  mlir::Value residual(mlir::Value x, llvm::StringRef norm, Branch branch) {
+    if (d.norm == NormPlacement::Pre)
+      return add(x, dropout(branch(layerNorm(x, norm)), d.hidden_dropout));
+    return layerNorm(add(x, dropout(branch(x), d.hidden_dropout)), norm);
+  }
+
+  /// fc1 -> activation -> activation dropout -> fc2 on x [T, H].
+  mlir::Value feedForward(mlir::Value x, llvm::StringRef fc1,
+                          llvm::StringRef fc2, WeightLayout layout);
+
+  /// Mean cross-entropy of logits [T, V] against labels [T] (i32).
+  mlir::Value loss(mlir::Value logits, mlir::Value labels, int64_t ignoreIndex);
+
+private:
+  mlir::OpBuilder &b;
+  const ModelDescription &d;
+  mlir::Type elementType;
+  mlir::Location location;
+  llvm::StringMap<mlir::Value> values;
+  mlir::Value seed, offset;
+  int64_t nextStream = 0;
+};
+
+/// `prefix` + "." + `suffix`.
+std::string join(llvm::StringRef prefix, llvm::StringRef suffix);
+
+// Per-architecture bodies: read the bound parameters and inputs, return the
+// scalar f32 loss.
+mlir::Value buildEncoder(GraphBuilder &g);        // BERT masked LM
+mlir::Value buildDecoder(GraphBuilder &g);        // GPT-2 causal LM
+mlir::Value buildEncoderDecoder(GraphBuilder &g); // fairseq Transformer
+mlir::Value buildViT(GraphBuilder &g);            // timm ViT classifier
+
+} // namespace ls2c
+
+#endif // LS2C_LIB_FRONTEND_GRAPHBUILDER_H
