@@ -1,0 +1,22 @@
+# lit configuration for ls2c: FileCheck tests of the dialect, passes and tools.
+import os
+import shutil
+
+import lit.formats
+
+config.name = "ls2c"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.ls2c_binary_dir, "test")
+# Fixtures (JSON descriptions, expected outputs) live beside the tests they serve.
+config.excludes = ["Inputs", "unit", "lit.cfg.py", "CMakeLists.txt"]
+
+path = os.pathsep.join(config.ls2c_tools_dirs + [config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
+config.environment["PATH"] = path
+config.substitutions.append(("%examples", os.path.join(config.ls2c_source_dir, "examples")))
+config.substitutions.append(("%shared", os.path.join(config.ls2c_source_dir, "..", "shared")))
+
+# GPU tests under test/gpu need `REQUIRES: cuda`: a toolkit to build with and a device to run on.
+if config.have_cuda and shutil.which("nvidia-smi"):
+    config.available_features.add("cuda")
