@@ -14,6 +14,8 @@ config.excludes = ["Inputs", "unit", "lit.cfg.py", "CMakeLists.txt"]
 
 path = os.pathsep.join(config.ls2c_tools_dirs + [config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.environment["PATH"] = path
+config.substitutions.append(("%ls2c_src_root", config.ls2c_source_dir))
+config.substitutions.append(("%ls2c_obj_root", config.ls2c_binary_dir))
 config.substitutions.append(("%examples", os.path.join(config.ls2c_source_dir, "examples")))
 config.substitutions.append(("%shared", os.path.join(config.ls2c_source_dir, "..", "shared")))
 
