@@ -1,0 +1,160 @@
+//===- ModelDescription.h - The model.json description of a training job --===//
+//
+// A ModelDescription is everything ls2c needs to know about a Transformer
+// training job before compiling it: architecture, static sizes, numerics and
+// the optimizer. It is parsed from a flat JSON file (docs/model-description.md
+// lists every field) and fully validated on load, so later stages may assume
+// every size is positive, every divisibility rule holds and every byte count of
+// the parameter layout fits in int64.
+//
+// This header has no MLIR dependency: the runtime and bundle loader use it too.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LS2C_MODEL_MODELDESCRIPTION_H
+#define LS2C_MODEL_MODELDESCRIPTION_H
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace ls2c {
+
+/// Limits enforced on load. Layers are capped so that building the layout of
+/// a mistyped description cannot exhaust memory; head dim is what the fused
+/// attention kernels support.
+inline constexpr int64_t kMaxLayers = 1024;
+inline constexpr int64_t kMaxHeadDim = 256;
+
+/// Which reference model the parameter names and the graph follow.
+/// JSON: "encoder" (BERT) | "decoder" (GPT-2) | "encoder_decoder" (fairseq
+/// Transformer) | "vit" (timm VisionTransformer).
+enum class Architecture { Encoder, Decoder, EncoderDecoder, ViT };
+
+/// Where layer norm sits relative to each residual branch. JSON: "post" |
+/// "pre".
+enum class NormPlacement { Post, Pre };
+
+/// FFN activation. JSON: "relu" | "gelu" (erf) | "gelu_tanh" (GPT-2's
+/// gelu_new).
+enum class Activation { ReLU, GELU, GELUTanh };
+
+/// Compute dtype of weights, activations and gradients. JSON: "fp32" | "fp16" |
+/// "bf16". Master weights and optimizer states are always fp32.
+enum class DType { F32, F16, BF16 };
+
+/// JSON: "adamw" (decoupled weight decay) | "adam" (L2 penalty added to the
+/// gradient).
+enum class OptimizerType { AdamW, Adam };
+
+/// Learning-rate schedule. JSON: "constant" | "linear" | "cosine" |
+/// "inverse_sqrt".
+enum class ScheduleType { Constant, Linear, Cosine, InverseSqrt };
+
+struct ScheduleConfig {
+  ScheduleType type = ScheduleType::Constant;
+  int64_t warmup_steps = 0;  ///< optimizer steps of linear warmup from 0
+  int64_t total_steps = 0;   ///< steps until the decay ends (linear, cosine)
+  double min_lr_ratio = 0.0; ///< final lr / peak lr (linear, cosine)
+};
+
+struct OptimizerConfig {
+  OptimizerType type = OptimizerType::AdamW;
+  double lr = 1e-4; ///< peak learning rate
+  double beta1 = 0.9, beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.01;
+  double clip_norm = 0.0; ///< global gradient-norm clip; 0 = off
+  ScheduleConfig schedule;
+};
+
+/// A validated model description. Field meanings, units, defaults and ranges
+/// are documented in docs/model-description.md. Fields that do not apply to
+/// the architecture hold their "off" value (0, false, or -1 for padding_idx).
+struct ModelDescription {
+  std::string name;
+  Architecture architecture = Architecture::Encoder;
+  int64_t encoder_layers = 0, decoder_layers = 0; ///< ViT uses encoder_layers
+  int64_t hidden = 0, heads = 0;
+  int64_t kv_heads = 0; ///< key/value heads; divides heads (== heads: MHA)
+  int64_t ffn = 0;
+  int64_t vocab = 0;            ///< target/only vocabulary; 0 for ViT
+  int64_t src_vocab = 0;        ///< encoder_decoder source vocabulary; else 0
+  int64_t type_vocab_size = 0;  ///< encoder token types; else 0
+  int64_t max_seq_len = 0;      ///< tokens per sequence (ViT: patches + 1)
+  int64_t max_batch_tokens = 0; ///< tokens per step (per side for enc-dec)
+  NormPlacement norm = NormPlacement::Post;
+  Activation activation = Activation::GELU;
+  double hidden_dropout = 0.0, attention_dropout = 0.0,
+         activation_dropout = 0.0;
+  double layer_norm_eps = 1e-5;
+  bool tie_embeddings = false;   ///< output projection is the input embedding
+  bool share_embeddings = false; ///< encoder_decoder: one table for both sides
+  DType dtype = DType::F32;
+  double label_smoothing = 0.0;
+  int64_t padding_idx = -1; ///< -1 = no padding token
+  int64_t image_size = 0, patch_size = 0, channels = 0,
+          num_classes = 0; ///< ViT only; 0 elsewhere
+  OptimizerConfig optimizer;
+
+  /// hidden / heads (elements per attention head).
+  int64_t headDim() const;
+  /// (image_size / patch_size)^2 for ViT; 0 for text models. Throws
+  /// DescriptionError if it overflows (never for a validated description).
+  int64_t numPatches() const;
+};
+
+/// A rejected description or an unreadable file. what() is one line,
+/// "<source>: <json path>: <value>: <rule>" (value and path left out where they
+/// do not apply, e.g. "<source>: file is empty").
+class DescriptionError : public std::runtime_error {
+public:
+  DescriptionError(std::string source, std::string path, std::string detail);
+  ~DescriptionError() override;
+
+  /// The file (or caller-chosen name) the description came from; may be "".
+  const std::string &source() const { return source_; }
+  /// JSON path such as "$.optimizer.betas[1]", "$" for whole-description
+  /// rules, "" for file-level errors (unreadable, empty, not JSON).
+  const std::string &path() const { return path_; }
+  /// The message without "<source>: <path>: ".
+  const std::string &detail() const { return detail_; }
+
+private:
+  std::string source_, path_, detail_;
+};
+
+/// Parses and validates a description. `source` names the input in messages,
+/// and its file name without ".json" is the default `name`.
+/// Also builds the parameter layout so that sizes whose element or byte counts
+/// overflow int64 are rejected here. Throws DescriptionError.
+ModelDescription parseModelDescription(std::string_view jsonText,
+                                       const std::string &source);
+
+/// Reads `path` and parses it (the path is the message source). Unreadable
+/// files, directories and empty files throw DescriptionError.
+ModelDescription loadModelDescription(const std::string &path);
+
+/// The description as JSON, with every field that applies to its architecture
+/// written out (defaults included); parseModelDescription reads it back to an
+/// identical description.
+nlohmann::json toJson(const ModelDescription &desc);
+
+/// JSON spellings of the enums.
+std::string_view toString(Architecture a);
+std::string_view toString(NormPlacement n);
+std::string_view toString(Activation a);
+std::string_view toString(DType d);
+std::string_view toString(OptimizerType o);
+std::string_view toString(ScheduleType s);
+
+/// Bytes per element: 4 for fp32, 2 for fp16 and bf16.
+size_t dtypeBytes(DType d);
+
+} // namespace ls2c
+
+#endif // LS2C_MODEL_MODELDESCRIPTION_H

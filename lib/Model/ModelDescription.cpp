@@ -1,0 +1,609 @@
+//===- ModelDescription.cpp - Parse and validate model.json ---------------===//
+
+#include "ls2c/Model/ModelDescription.h"
+#include "ls2c/Model/ParameterLayout.h"
+
+#include "JsonReader.h"
+
+#include <fmt/format.h>
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace ls2c {
+
+using json = nlohmann::json;
+using detail::allowedList;
+using detail::childPath;
+using detail::Reader;
+using detail::Spelling;
+
+//===----------------------------------------------------------------------===//
+// Small pieces
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+std::string joinMessage(const std::string &source, const std::string &path,
+                        const std::string &detail) {
+  std::string msg;
+  for (const std::string *part : {&source, &path, &detail}) {
+    if (part->empty())
+      continue;
+    if (!msg.empty())
+      msg += ": ";
+    msg += *part;
+  }
+  // The message is documented as one line; keep it so whatever was quoted.
+  std::replace(msg.begin(), msg.end(), '\n', ' ');
+  return msg;
+}
+
+constexpr Spelling<Architecture> kArchitectures[] = {
+    {Architecture::Encoder, "encoder"},
+    {Architecture::Decoder, "decoder"},
+    {Architecture::EncoderDecoder, "encoder_decoder"},
+    {Architecture::ViT, "vit"}};
+constexpr Spelling<NormPlacement> kNorms[] = {{NormPlacement::Post, "post"},
+                                              {NormPlacement::Pre, "pre"}};
+constexpr Spelling<Activation> kActivations[] = {
+    {Activation::ReLU, "relu"},
+    {Activation::GELU, "gelu"},
+    {Activation::GELUTanh, "gelu_tanh"}};
+constexpr Spelling<DType> kDTypes[] = {
+    {DType::F32, "fp32"}, {DType::F16, "fp16"}, {DType::BF16, "bf16"}};
+constexpr Spelling<OptimizerType> kOptimizers[] = {
+    {OptimizerType::AdamW, "adamw"}, {OptimizerType::Adam, "adam"}};
+constexpr Spelling<ScheduleType> kSchedules[] = {
+    {ScheduleType::Constant, "constant"},
+    {ScheduleType::Linear, "linear"},
+    {ScheduleType::Cosine, "cosine"},
+    {ScheduleType::InverseSqrt, "inverse_sqrt"}};
+
+template <typename E, size_t N>
+std::string_view spell(const Spelling<E> (&table)[N], E value) {
+  for (const auto &s : table)
+    if (s.value == value)
+      return s.name;
+  return "?";
+}
+
+} // namespace
+
+DescriptionError::DescriptionError(std::string source, std::string path,
+                                   std::string detail)
+    : std::runtime_error(joinMessage(source, path, detail)),
+      source_(std::move(source)), path_(std::move(path)),
+      detail_(std::move(detail)) {}
+
+DescriptionError::~DescriptionError() = default;
+
+std::string_view toString(Architecture a) { return spell(kArchitectures, a); }
+std::string_view toString(NormPlacement n) { return spell(kNorms, n); }
+std::string_view toString(Activation a) { return spell(kActivations, a); }
+std::string_view toString(DType d) { return spell(kDTypes, d); }
+std::string_view toString(OptimizerType o) { return spell(kOptimizers, o); }
+std::string_view toString(ScheduleType s) { return spell(kSchedules, s); }
+
+size_t dtypeBytes(DType d) { return d == DType::F32 ? 4 : 2; }
+
+int64_t ModelDescription::headDim() const {
+  return heads > 0 ? hidden / heads : 0;
+}
+
+int64_t ModelDescription::numPatches() const {
+  if (architecture != Architecture::ViT || patch_size <= 0)
+    return 0;
+  const int64_t side = image_size / patch_size;
+  int64_t n;
+  if (__builtin_mul_overflow(side, side, &n))
+    throw DescriptionError("", "$.image_size",
+                           "(image_size / patch_size)^2 overflows 64-bit "
+                           "integers");
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// Validation
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+using MD = ModelDescription;
+
+enum ArchBit : unsigned { kE = 1, kD = 2, kED = 4, kV = 8 };
+constexpr unsigned kText = kE | kD | kED, kAll = kText | kV;
+
+unsigned bit(Architecture a) {
+  switch (a) {
+  case Architecture::Encoder:
+    return kE;
+  case Architecture::Decoder:
+    return kD;
+  case Architecture::EncoderDecoder:
+    return kED;
+  case Architecture::ViT:
+    return kV;
+  }
+  return 0;
+}
+
+// Integer fields: where they apply, where they are required, their "off"
+// value where they do not apply, and whether they are sizes (positive).
+struct IntField {
+  const char *key;
+  int64_t MD::*member;
+  unsigned applies, required;
+  int64_t off;
+  bool size;
+};
+const IntField kIntFields[] = {
+    {"encoder_layers", &MD::encoder_layers, kE | kED | kV, kE | kED | kV, 0,
+     true},
+    {"decoder_layers", &MD::decoder_layers, kD | kED, kD | kED, 0, true},
+    {"hidden", &MD::hidden, kAll, kAll, 0, true},
+    {"heads", &MD::heads, kAll, kAll, 0, true},
+    {"kv_heads", &MD::kv_heads, kAll, 0, 0, true},
+    {"ffn", &MD::ffn, kAll, kAll, 0, true},
+    {"vocab", &MD::vocab, kText, kText, 0, true},
+    {"src_vocab", &MD::src_vocab, kED, 0, 0, true},
+    {"type_vocab_size", &MD::type_vocab_size, kE, 0, 0, true},
+    {"max_seq_len", &MD::max_seq_len, kAll, kText, 0, true},
+    {"max_batch_tokens", &MD::max_batch_tokens, kAll, kAll, 0, true},
+    {"padding_idx", &MD::padding_idx, kText, 0, -1, false},
+    {"image_size", &MD::image_size, kV, kV, 0, true},
+    {"patch_size", &MD::patch_size, kV, kV, 0, true},
+    {"channels", &MD::channels, kV, 0, 0, true},
+    {"num_classes", &MD::num_classes, kV, kV, 0, true},
+};
+
+// Per-architecture defaults: those of BERT, GPT-2, fairseq's Transformer and
+// timm's ViT, so a preset need not repeat its reference's settings.
+struct ArchDefaults {
+  NormPlacement norm;
+  Activation activation;
+  double hidden_dropout, attention_dropout, layer_norm_eps;
+  bool tie_embeddings;
+  int64_t padding_idx;
+};
+ArchDefaults defaultsFor(Architecture a) {
+  switch (a) {
+  case Architecture::Encoder:
+    return {NormPlacement::Post, Activation::GELU, 0.1, 0.1, 1e-12, true, 0};
+  case Architecture::Decoder:
+    return {NormPlacement::Pre, Activation::GELUTanh, 0.1, 0.1, 1e-5, true, -1};
+  case Architecture::EncoderDecoder:
+    return {NormPlacement::Post, Activation::ReLU, 0.1, 0.0, 1e-5, false, 1};
+  case Architecture::ViT:
+    return {NormPlacement::Pre, Activation::GELU, 0.0, 0.0, 1e-6, false, -1};
+  }
+  return {};
+}
+
+// clang-format off
+const std::vector<std::string_view> kTopKeys = {
+    "name", "architecture", "encoder_layers", "decoder_layers", "hidden",
+    "heads", "kv_heads", "ffn", "vocab", "src_vocab", "type_vocab_size",
+    "max_seq_len", "max_batch_tokens", "norm", "activation", "hidden_dropout",
+    "attention_dropout", "activation_dropout", "layer_norm_eps",
+    "tie_embeddings", "share_embeddings", "dtype", "label_smoothing",
+    "padding_idx", "image_size", "patch_size", "channels", "num_classes",
+    "optimizer"};
+// clang-format on
+const std::vector<std::string_view> kOptimizerKeys = {
+    "type", "lr", "betas", "eps", "weight_decay", "clip_norm", "schedule"};
+const std::vector<std::string_view> kScheduleKeys = {
+    "type", "warmup_steps", "total_steps", "min_lr_ratio"};
+
+// "examples/bert-base.json" -> "bert-base"; characters outside the name
+// alphabet become '_'.
+std::string nameFromSource(const std::string &source) {
+  std::string s = source.substr(source.find_last_of('/') + 1);
+  if (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0)
+    s.resize(s.size() - 5);
+  for (char &c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' &&
+        c != '.')
+      c = '_';
+  return s.empty() ? "model" : s;
+}
+
+bool validName(const std::string &s) {
+  return !s.empty() && s.size() <= 128 &&
+         std::all_of(s.begin(), s.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '-' ||
+                  c == '_' || c == '.';
+         });
+}
+
+class Validator {
+public:
+  Validator(const json &root, const std::string &source)
+      : root_(root), source_(source), r_(source) {}
+
+  ModelDescription run() {
+    r_.checkKeys(root_, "$", kTopKeys);
+    const json *opt = r_.object(root_, "$", "optimizer");
+    const json *sched = nullptr;
+    if (opt) {
+      r_.checkKeys(*opt, "$.optimizer", kOptimizerKeys);
+      sched = r_.object(*opt, "$.optimizer", "schedule");
+      if (sched)
+        r_.checkKeys(*sched, "$.optimizer.schedule", kScheduleKeys);
+    }
+
+    std::optional<Architecture> arch =
+        r_.enumeration(root_, "$", "architecture", kArchitectures);
+    if (!arch)
+      r_.fail("$.architecture",
+              fmt::format("missing required field (one of {})",
+                          allowedList(kArchitectures)));
+    d_.architecture = *arch;
+    archName_ = std::string(toString(*arch));
+
+    readName();
+    readIntegers();
+    readModelFlags();
+    checkSizes();
+    if (opt)
+      readOptimizer(*opt, sched);
+    checkLayoutFits();
+    return d_;
+  }
+
+private:
+  bool applies(unsigned archs) const { return archs & bit(d_.architecture); }
+  std::string path(const char *key) const { return childPath("$", key); }
+  [[noreturn]] void failAt(const char *key, const std::string &rule) const {
+    auto it = root_.find(key);
+    if (it == root_.end())
+      r_.fail(path(key), rule);
+    r_.fail(path(key), *it, rule);
+  }
+  std::string notApplicable() const {
+    return fmt::format("does not apply to architecture '{}'", archName_);
+  }
+
+  void readName() {
+    std::optional<std::string> name = r_.string(root_, "$", "name");
+    if (name && !validName(*name))
+      failAt("name", "must be 1 to 128 characters from [A-Za-z0-9._-]");
+    d_.name = name ? *name : nameFromSource(source_);
+  }
+
+  void readIntegers() {
+    for (const IntField &f : kIntFields) {
+      std::optional<int64_t> v = r_.integer(root_, "$", f.key);
+      if (!applies(f.applies)) {
+        if (v && *v != f.off)
+          failAt(f.key, notApplicable());
+        d_.*f.member = f.off;
+        continue;
+      }
+      if (!v) {
+        if (applies(f.required))
+          r_.fail(path(f.key),
+                  fmt::format("missing required field for architecture '{}'",
+                              archName_));
+        continue;
+      }
+      if (f.size && *v <= 0)
+        failAt(f.key, "must be a positive integer");
+      d_.*f.member = *v;
+    }
+    // Defaults that depend on other fields.
+    const ArchDefaults def = defaultsFor(d_.architecture);
+    if (!root_.contains("kv_heads"))
+      d_.kv_heads = d_.heads;
+    if (applies(kED) && !root_.contains("src_vocab"))
+      d_.src_vocab = d_.vocab;
+    if (applies(kE) && !root_.contains("type_vocab_size"))
+      d_.type_vocab_size = 2;
+    if (applies(kText) && !root_.contains("padding_idx"))
+      d_.padding_idx = def.padding_idx;
+    if (applies(kV) && !root_.contains("channels"))
+      d_.channels = 3;
+  }
+
+  double fraction(const char *key, double def, bool closed = false) {
+    std::optional<double> v = r_.number(root_, "$", key);
+    if (v && (*v < 0.0 || (closed ? *v > 1.0 : *v >= 1.0)))
+      failAt(key, closed ? "must be in [0, 1]" : "must be in [0, 1)");
+    return v ? *v : def;
+  }
+
+  void readModelFlags() {
+    const ArchDefaults def = defaultsFor(d_.architecture);
+    d_.norm = r_.enumeration(root_, "$", "norm", kNorms).value_or(def.norm);
+    d_.activation = r_.enumeration(root_, "$", "activation", kActivations)
+                        .value_or(def.activation);
+    d_.dtype =
+        r_.enumeration(root_, "$", "dtype", kDTypes).value_or(DType::F32);
+    d_.hidden_dropout = fraction("hidden_dropout", def.hidden_dropout);
+    d_.attention_dropout = fraction("attention_dropout", def.attention_dropout);
+    d_.activation_dropout = fraction("activation_dropout", 0.0);
+    d_.label_smoothing = fraction("label_smoothing", 0.0);
+    std::optional<double> eps = r_.number(root_, "$", "layer_norm_eps");
+    if (eps && *eps <= 0.0)
+      failAt("layer_norm_eps", "must be positive");
+    d_.layer_norm_eps = eps.value_or(def.layer_norm_eps);
+
+    std::optional<bool> tie = r_.boolean(root_, "$", "tie_embeddings");
+    if (tie && *tie && !applies(kText))
+      failAt("tie_embeddings", notApplicable());
+    d_.tie_embeddings = applies(kText) && tie.value_or(def.tie_embeddings);
+    std::optional<bool> share = r_.boolean(root_, "$", "share_embeddings");
+    if (share && *share && !applies(kED))
+      failAt("share_embeddings", notApplicable());
+    d_.share_embeddings = share.value_or(false);
+  }
+
+  void checkSizes() {
+    if (d_.encoder_layers > kMaxLayers)
+      failAt("encoder_layers", fmt::format("must be at most {}", kMaxLayers));
+    if (d_.decoder_layers > kMaxLayers)
+      failAt("decoder_layers", fmt::format("must be at most {}", kMaxLayers));
+    if (d_.hidden % d_.heads != 0)
+      failAt("hidden",
+             fmt::format("must be divisible by heads ({})", d_.heads));
+    if (d_.headDim() > kMaxHeadDim)
+      failAt("heads",
+             fmt::format("head dim hidden / heads = {} / {} = {} must "
+                         "be at most {} (use more heads)",
+                         d_.hidden, d_.heads, d_.headDim(), kMaxHeadDim));
+    if (d_.kv_heads > d_.heads || d_.heads % d_.kv_heads != 0)
+      failAt("kv_heads", fmt::format("must divide heads ({})", d_.heads));
+    if (applies(kText) && d_.vocab < 2)
+      failAt("vocab", "must be at least 2");
+    // An absent src_vocab defaults to vocab, which passed the check above.
+    if (applies(kED) && d_.src_vocab < 2)
+      failAt("src_vocab", "must be at least 2");
+    if (applies(kV))
+      checkVit();
+    if (d_.max_seq_len > d_.max_batch_tokens) {
+      if (root_.contains("max_seq_len"))
+        failAt("max_seq_len",
+               fmt::format("must not exceed max_batch_tokens ({})",
+                           d_.max_batch_tokens));
+      failAt("max_batch_tokens",
+             fmt::format("must be at least max_seq_len ({} = num_patches + 1, "
+                         "one image)",
+                         d_.max_seq_len));
+    }
+    if (applies(kText)) {
+      const int64_t limit =
+          applies(kED) ? std::min(d_.vocab, d_.src_vocab) : d_.vocab;
+      if (d_.padding_idx < -1 || d_.padding_idx >= limit)
+        failAt("padding_idx",
+               fmt::format("must be -1 (none) or in [0, {}) (the {})", limit,
+                           applies(kED) ? "smaller vocabulary" : "vocabulary"));
+    }
+    if (d_.share_embeddings && d_.src_vocab != d_.vocab)
+      failAt("share_embeddings",
+             fmt::format("needs src_vocab ({}) == vocab ({})", d_.src_vocab,
+                         d_.vocab));
+  }
+
+  void checkVit() {
+    if (d_.num_classes < 2)
+      failAt("num_classes", "must be at least 2");
+    if (d_.image_size % d_.patch_size != 0)
+      failAt("image_size", fmt::format("must be divisible by patch_size ({})",
+                                       d_.patch_size));
+    int64_t tokens = 0;
+    try {
+      tokens = d_.numPatches();
+    } catch (const DescriptionError &e) {
+      failAt("image_size", e.detail());
+    }
+    if (__builtin_add_overflow(tokens, 1, &tokens))
+      failAt("image_size", "num_patches + 1 overflows 64-bit integers");
+    if (root_.contains("max_seq_len") && d_.max_seq_len != tokens)
+      failAt("max_seq_len",
+             fmt::format("must equal num_patches + 1 = ({} / {})^2 + 1 = {}",
+                         d_.image_size, d_.patch_size, tokens));
+    d_.max_seq_len = tokens;
+  }
+
+  void readOptimizer(const json &opt, const json *sched) {
+    const std::string p = "$.optimizer";
+    OptimizerConfig &o = d_.optimizer;
+    o.type = r_.enumeration(opt, p, "type", kOptimizers).value_or(o.type);
+    auto positive = [&](const char *key, double &out, bool allowZero) {
+      std::optional<double> v = r_.number(opt, p, key);
+      if (v && (allowZero ? *v < 0.0 : *v <= 0.0))
+        r_.fail(r_.lastPath(), opt.at(key),
+                allowZero ? "must be non-negative" : "must be positive");
+      if (v)
+        out = *v;
+    };
+    positive("lr", o.lr, false);
+    positive("eps", o.eps, false);
+    positive("weight_decay", o.weight_decay, true);
+    positive("clip_norm", o.clip_norm, true);
+    if (const json *betas = r_.member(opt, p, "betas")) {
+      if (!betas->is_array() || betas->size() != 2)
+        r_.fail(r_.lastPath(), *betas, "must be an array of 2 numbers");
+      double *out[2] = {&o.beta1, &o.beta2};
+      for (size_t i = 0; i < 2; ++i) {
+        std::string bp = fmt::format("{}.betas[{}]", p, i);
+        double b = r_.checkNumber((*betas)[i], bp);
+        if (b < 0.0 || b >= 1.0)
+          r_.fail(bp, (*betas)[i], "must be in [0, 1)");
+        *out[i] = b;
+      }
+    }
+    if (sched)
+      readSchedule(*sched);
+  }
+
+  void readSchedule(const json &s) {
+    const std::string p = "$.optimizer.schedule";
+    ScheduleConfig &c = d_.optimizer.schedule;
+    c.type = r_.enumeration(s, p, "type", kSchedules).value_or(c.type);
+    const std::string typeName(toString(c.type));
+    const bool decays =
+        c.type == ScheduleType::Linear || c.type == ScheduleType::Cosine;
+    auto fail = [&](const char *key, const std::string &rule) {
+      r_.fail(childPath(p, key), s.at(key), rule);
+    };
+    std::optional<int64_t> warmup = r_.integer(s, p, "warmup_steps");
+    if (warmup && *warmup < 0)
+      fail("warmup_steps", "must be non-negative");
+    c.warmup_steps = warmup.value_or(0);
+    if (c.type == ScheduleType::InverseSqrt && c.warmup_steps == 0) {
+      if (!warmup)
+        r_.fail(p + ".warmup_steps",
+                "missing required field for schedule 'inverse_sqrt'");
+      fail("warmup_steps", "must be positive for schedule 'inverse_sqrt'");
+    }
+    std::optional<int64_t> total = r_.integer(s, p, "total_steps");
+    if (total && *total < 0)
+      fail("total_steps", "must be non-negative");
+    c.total_steps = total.value_or(0);
+    if (decays && !total)
+      r_.fail(
+          p + ".total_steps",
+          fmt::format("missing required field for schedule '{}'", typeName));
+    if (decays && c.total_steps == 0)
+      fail("total_steps",
+           fmt::format("must be positive for schedule '{}'", typeName));
+    if (total && c.total_steps > 0 && c.total_steps < c.warmup_steps)
+      fail("total_steps",
+           fmt::format("must be at least warmup_steps ({})", c.warmup_steps));
+    std::optional<double> ratio = r_.number(s, p, "min_lr_ratio");
+    if (ratio && !decays && *ratio != 0.0)
+      fail("min_lr_ratio",
+           fmt::format("does not apply to schedule '{}'", typeName));
+    if (ratio && (*ratio < 0.0 || *ratio > 1.0))
+      fail("min_lr_ratio", "must be in [0, 1]");
+    c.min_lr_ratio = ratio.value_or(0.0);
+  }
+
+  // The largest size field is the one that makes the layout overflow (layer
+  // counts are capped, so a product overflows only through a huge dimension).
+  void checkLayoutFits() {
+    try {
+      ParameterLayout layout = buildParameterLayout(d_);
+      // Tools add these up (plus buffers in the compute dtype); the sum must
+      // fit as well.
+      int64_t bufferBytes = 0, total = 0;
+      bool overflow = __builtin_mul_overflow(
+          layout.numBufferElements(),
+          static_cast<int64_t>(dtypeBytes(d_.dtype)), &bufferBytes);
+      for (int64_t part :
+           {layout.computeWeightBytes(d_.dtype), layout.masterWeightBytes(),
+            layout.gradientBytes(d_.dtype), layout.optimizerStateBytes(),
+            bufferBytes})
+        overflow |= __builtin_add_overflow(total, part, &total);
+      if (overflow)
+        throw DescriptionError("", "$",
+                               "training-state bytes (weights, master "
+                               "weights, gradients, optimizer states, "
+                               "buffers) overflow 64-bit integers");
+    } catch (const DescriptionError &e) {
+      const IntField *driver = nullptr;
+      for (const IntField &f : kIntFields)
+        if (f.size && applies(f.applies) &&
+            (!driver || d_.*f.member > d_.*driver->member))
+          driver = &f;
+      if (driver && root_.contains(driver->key))
+        failAt(driver->key, e.detail());
+      r_.fail("$", e.detail());
+    }
+  }
+
+  const json &root_;
+  const std::string &source_;
+  Reader r_;
+  ModelDescription d_;
+  std::string archName_;
+};
+
+} // namespace
+
+ModelDescription parseModelDescription(std::string_view jsonText,
+                                       const std::string &source) {
+  Reader reader(source);
+  json root = detail::parseJsonObject(jsonText, reader);
+  return Validator(root, source).run();
+}
+
+ModelDescription loadModelDescription(const std::string &path) {
+  // Most of a megabyte would already be an unusual description; the cap keeps
+  // a mistaken path (a device, a dataset) from being read whole.
+  constexpr size_t kMaxBytes = 16u << 20;
+  auto fail = [&](const std::string &rule) {
+    throw DescriptionError(path, "", rule);
+  };
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    fail(fmt::format("cannot open: {}", std::strerror(errno)));
+  if (S_ISDIR(st.st_mode))
+    fail("is a directory");
+  std::unique_ptr<std::FILE, int (*)(std::FILE *)> file(
+      std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file)
+    fail(fmt::format("cannot open: {}", std::strerror(errno)));
+  std::string text;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, file.get())) > 0) {
+    text.append(buf, n);
+    if (text.size() > kMaxBytes)
+      fail(fmt::format("file is larger than {} MiB", kMaxBytes >> 20));
+  }
+  if (std::ferror(file.get()))
+    fail(fmt::format("cannot read: {}", std::strerror(errno)));
+  return parseModelDescription(text, path);
+}
+
+nlohmann::json toJson(const ModelDescription &d) {
+  const unsigned a = bit(d.architecture);
+  json j;
+  j["name"] = d.name;
+  j["architecture"] = toString(d.architecture);
+  for (const IntField &f : kIntFields)
+    if (f.applies & a)
+      j[f.key] = d.*f.member;
+  // ViT derives it; writing it is allowed (it must match) but redundant.
+  if (a == kV)
+    j.erase("max_seq_len");
+  j["norm"] = toString(d.norm);
+  j["activation"] = toString(d.activation);
+  j["hidden_dropout"] = d.hidden_dropout;
+  j["attention_dropout"] = d.attention_dropout;
+  j["activation_dropout"] = d.activation_dropout;
+  j["layer_norm_eps"] = d.layer_norm_eps;
+  if (a & kText)
+    j["tie_embeddings"] = d.tie_embeddings;
+  if (a == kED)
+    j["share_embeddings"] = d.share_embeddings;
+  j["dtype"] = toString(d.dtype);
+  j["label_smoothing"] = d.label_smoothing;
+
+  const OptimizerConfig &o = d.optimizer;
+  const ScheduleConfig &s = o.schedule;
+  json sched = {{"type", toString(s.type)},
+                {"warmup_steps", s.warmup_steps},
+                {"total_steps", s.total_steps}};
+  if (s.type == ScheduleType::Linear || s.type == ScheduleType::Cosine)
+    sched["min_lr_ratio"] = s.min_lr_ratio;
+  j["optimizer"] = {
+      {"type", toString(o.type)},       {"lr", o.lr},
+      {"betas", {o.beta1, o.beta2}},    {"eps", o.eps},
+      {"weight_decay", o.weight_decay}, {"clip_norm", o.clip_norm},
+      {"schedule", std::move(sched)}};
+  return j;
+}
+
+} // namespace ls2c

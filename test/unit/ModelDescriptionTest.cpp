@@ -1,0 +1,794 @@
+//===- ModelDescriptionTest.cpp - model.json parsing and validation -------===//
+
+#include "ls2c/Model/ModelDescription.h"
+#include "ls2c/Model/ParameterLayout.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <limits>
+#include <set>
+#include <string>
+
+#ifndef LS2C_SOURCE_DIR
+#error "LS2C_SOURCE_DIR must name the ls2c source tree"
+#endif
+
+using ls2c::DescriptionError;
+using ls2c::ModelDescription;
+using json = nlohmann::json;
+
+namespace {
+
+const std::string kSourceDir = LS2C_SOURCE_DIR;
+
+std::string example(const std::string &name) {
+  return kSourceDir + "/examples/" + name + ".json";
+}
+std::string badFixture(const std::string &name) {
+  return kSourceDir + "/test/model/bad/" + name + ".json";
+}
+
+// Smallest valid description of each architecture.
+json tinyEncoder() {
+  return {{"architecture", "encoder"},
+          {"encoder_layers", 2},
+          {"hidden", 64},
+          {"heads", 4},
+          {"ffn", 128},
+          {"vocab", 100},
+          {"max_seq_len", 32},
+          {"max_batch_tokens", 256}};
+}
+json tinyDecoder() {
+  json j = tinyEncoder();
+  j.erase("encoder_layers");
+  j["architecture"] = "decoder";
+  j["decoder_layers"] = 2;
+  return j;
+}
+json tinyEncoderDecoder() {
+  json j = tinyEncoder();
+  j["architecture"] = "encoder_decoder";
+  j["decoder_layers"] = 2;
+  return j;
+}
+json tinyVit() {
+  return {{"architecture", "vit"},
+          {"encoder_layers", 2},
+          {"hidden", 64},
+          {"heads", 4},
+          {"ffn", 128},
+          {"image_size", 28},
+          {"patch_size", 7},
+          {"channels", 1},
+          {"num_classes", 10},
+          {"max_batch_tokens", 272}};
+}
+
+ModelDescription parse(const json &j) {
+  return ls2c::parseModelDescription(j.dump(), "t.json");
+}
+
+// `base` with `patch` merged in (RFC 7396: null removes a key).
+json patched(json base, const json &patch) {
+  base.merge_patch(patch);
+  return base;
+}
+
+// The message parsing `j` fails with, or "" when it parses.
+std::string errorOf(const json &j, std::string *path = nullptr) {
+  try {
+    parse(j);
+  } catch (const DescriptionError &e) {
+    if (path)
+      *path = e.path();
+    return e.what();
+  }
+  return "";
+}
+
+// Loads test/model/bad/<fixture>.json and checks the one-line message.
+void expectBad(const std::string &fixture, const std::string &path,
+               const std::string &detail) {
+  const std::string file = badFixture(fixture);
+  ASSERT_TRUE(std::filesystem::exists(file)) << file;
+  try {
+    ls2c::loadModelDescription(file);
+    ADD_FAILURE() << file << " was accepted";
+  } catch (const DescriptionError &e) {
+    EXPECT_EQ(e.source(), file);
+    EXPECT_EQ(e.path(), path);
+    EXPECT_EQ(e.detail(), detail);
+    EXPECT_EQ(e.what(),
+              file + ": " + (path.empty() ? "" : path + ": ") + detail);
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Accepted descriptions and defaults
+//===----------------------------------------------------------------------===//
+
+TEST(ModelDescriptionTest, EncoderDefaultsFollowBert) {
+  ModelDescription d = parse(tinyEncoder());
+  EXPECT_EQ(d.name, "t");
+  EXPECT_EQ(d.architecture, ls2c::Architecture::Encoder);
+  EXPECT_EQ(d.kv_heads, 4);
+  EXPECT_EQ(d.type_vocab_size, 2);
+  EXPECT_EQ(d.src_vocab, 0);
+  EXPECT_EQ(d.decoder_layers, 0);
+  EXPECT_EQ(d.norm, ls2c::NormPlacement::Post);
+  EXPECT_EQ(d.activation, ls2c::Activation::GELU);
+  EXPECT_DOUBLE_EQ(d.hidden_dropout, 0.1);
+  EXPECT_DOUBLE_EQ(d.attention_dropout, 0.1);
+  EXPECT_DOUBLE_EQ(d.activation_dropout, 0.0);
+  EXPECT_DOUBLE_EQ(d.layer_norm_eps, 1e-12);
+  EXPECT_TRUE(d.tie_embeddings);
+  EXPECT_FALSE(d.share_embeddings);
+  EXPECT_EQ(d.dtype, ls2c::DType::F32);
+  EXPECT_EQ(d.padding_idx, 0);
+  EXPECT_EQ(d.image_size, 0);
+  EXPECT_EQ(d.optimizer.type, ls2c::OptimizerType::AdamW);
+  EXPECT_DOUBLE_EQ(d.optimizer.lr, 1e-4);
+  EXPECT_DOUBLE_EQ(d.optimizer.beta1, 0.9);
+  EXPECT_DOUBLE_EQ(d.optimizer.beta2, 0.999);
+  EXPECT_DOUBLE_EQ(d.optimizer.eps, 1e-8);
+  EXPECT_DOUBLE_EQ(d.optimizer.weight_decay, 0.01);
+  EXPECT_DOUBLE_EQ(d.optimizer.clip_norm, 0.0);
+  EXPECT_EQ(d.optimizer.schedule.type, ls2c::ScheduleType::Constant);
+  EXPECT_EQ(d.headDim(), 16);
+  EXPECT_EQ(d.numPatches(), 0);
+}
+
+TEST(ModelDescriptionTest, DecoderDefaultsFollowGpt2) {
+  ModelDescription d = parse(tinyDecoder());
+  EXPECT_EQ(d.norm, ls2c::NormPlacement::Pre);
+  EXPECT_EQ(d.activation, ls2c::Activation::GELUTanh);
+  EXPECT_DOUBLE_EQ(d.layer_norm_eps, 1e-5);
+  EXPECT_TRUE(d.tie_embeddings);
+  EXPECT_EQ(d.padding_idx, -1);
+  EXPECT_EQ(d.type_vocab_size, 0);
+  EXPECT_EQ(d.encoder_layers, 0);
+}
+
+TEST(ModelDescriptionTest, EncoderDecoderDefaultsFollowFairseq) {
+  ModelDescription d = parse(tinyEncoderDecoder());
+  EXPECT_EQ(d.src_vocab, 100);
+  EXPECT_EQ(d.norm, ls2c::NormPlacement::Post);
+  EXPECT_EQ(d.activation, ls2c::Activation::ReLU);
+  EXPECT_DOUBLE_EQ(d.attention_dropout, 0.0);
+  EXPECT_FALSE(d.tie_embeddings);
+  EXPECT_EQ(d.padding_idx, 1);
+}
+
+TEST(ModelDescriptionTest, VitDerivesSequenceLength) {
+  ModelDescription d = parse(tinyVit());
+  EXPECT_EQ(d.numPatches(), 16);
+  EXPECT_EQ(d.max_seq_len, 17);
+  EXPECT_EQ(d.vocab, 0);
+  EXPECT_EQ(d.padding_idx, -1);
+  EXPECT_FALSE(d.tie_embeddings);
+  EXPECT_EQ(d.norm, ls2c::NormPlacement::Pre);
+  EXPECT_DOUBLE_EQ(d.layer_norm_eps, 1e-6);
+  EXPECT_EQ(parse(patched(tinyVit(), {{"channels", nullptr}})).channels, 3);
+  EXPECT_EQ(parse(patched(tinyVit(), {{"max_seq_len", 17}})).max_seq_len, 17);
+}
+
+TEST(ModelDescriptionTest, NonApplicableFieldsMayHoldTheirOffValue) {
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"decoder_layers", 0},
+                                            {"image_size", 0},
+                                            {"share_embeddings", false}})),
+            "");
+  EXPECT_EQ(errorOf(patched(tinyVit(), {{"vocab", 0},
+                                        {"padding_idx", -1},
+                                        {"tie_embeddings", false}})),
+            "");
+}
+
+TEST(ModelDescriptionTest, Spellings) {
+  EXPECT_EQ(ls2c::toString(ls2c::Architecture::EncoderDecoder),
+            "encoder_decoder");
+  EXPECT_EQ(ls2c::toString(ls2c::Architecture::ViT), "vit");
+  EXPECT_EQ(ls2c::toString(ls2c::NormPlacement::Pre), "pre");
+  EXPECT_EQ(ls2c::toString(ls2c::Activation::GELUTanh), "gelu_tanh");
+  EXPECT_EQ(ls2c::toString(ls2c::DType::BF16), "bf16");
+  EXPECT_EQ(ls2c::toString(ls2c::OptimizerType::Adam), "adam");
+  EXPECT_EQ(ls2c::toString(ls2c::ScheduleType::InverseSqrt), "inverse_sqrt");
+  EXPECT_EQ(ls2c::dtypeBytes(ls2c::DType::F32), 4u);
+  EXPECT_EQ(ls2c::dtypeBytes(ls2c::DType::F16), 2u);
+  EXPECT_EQ(ls2c::dtypeBytes(ls2c::DType::BF16), 2u);
+}
+
+TEST(ModelDescriptionTest, ToJsonRoundTripsEveryPreset) {
+  for (const auto &entry :
+       std::filesystem::directory_iterator(kSourceDir + "/examples")) {
+    if (entry.path().extension() != ".json")
+      continue;
+    SCOPED_TRACE(entry.path().string());
+    ModelDescription d = ls2c::loadModelDescription(entry.path().string());
+    json once = ls2c::toJson(d);
+    ModelDescription again = ls2c::parseModelDescription(once.dump(2), "rt");
+    EXPECT_EQ(ls2c::toJson(again), once);
+  }
+}
+
+TEST(ModelDescriptionTest, ToJsonRoundTripsDefaults) {
+  for (const json &j :
+       {tinyEncoder(), tinyDecoder(), tinyEncoderDecoder(), tinyVit()}) {
+    json once = ls2c::toJson(parse(j));
+    EXPECT_EQ(ls2c::toJson(parse(once)), once) << once.dump();
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Presets
+//===----------------------------------------------------------------------===//
+
+TEST(ModelPresets, EveryPresetLoads) {
+  int count = 0;
+  for (const auto &entry :
+       std::filesystem::directory_iterator(kSourceDir + "/examples")) {
+    if (entry.path().extension() != ".json")
+      continue;
+    ++count;
+    EXPECT_NO_THROW({
+      ModelDescription d = ls2c::loadModelDescription(entry.path().string());
+      EXPECT_EQ(d.name, entry.path().stem().string());
+    }) << entry.path();
+  }
+  EXPECT_GE(count, 11);
+}
+
+namespace {
+int64_t presetParameters(const std::string &name) {
+  return ls2c::buildParameterLayout(ls2c::loadModelDescription(example(name)))
+      .numParameters();
+}
+} // namespace
+
+// Hugging Face BertForMaskedLM (bert-base-uncased), decoder tied: 109,514,298.
+TEST(ModelPresets, BertBaseMatchesHuggingFace) {
+  EXPECT_EQ(presetParameters("bert-base"), 109514298);
+  ModelDescription d = ls2c::loadModelDescription(example("bert-base"));
+  EXPECT_EQ(d.dtype, ls2c::DType::F16);
+  EXPECT_EQ(d.norm, ls2c::NormPlacement::Post);
+  EXPECT_EQ(d.max_batch_tokens, 16384);
+}
+
+// BertForMaskedLM bert-large-uncased: BertModel without pooler + MLM head.
+TEST(ModelPresets, BertLargeMatchesHuggingFace) {
+  EXPECT_EQ(presetParameters("bert-large"), 335174458);
+}
+
+// Hugging Face GPT2LMHeadModel (gpt2), lm_head tied: 124,439,808.
+TEST(ModelPresets, Gpt2SmallMatchesHuggingFace) {
+  EXPECT_EQ(presetParameters("gpt2-small"), 124439808);
+  ModelDescription d = ls2c::loadModelDescription(example("gpt2-small"));
+  EXPECT_EQ(d.dtype, ls2c::DType::BF16);
+  EXPECT_EQ(d.norm, ls2c::NormPlacement::Pre);
+  EXPECT_EQ(d.activation, ls2c::Activation::GELUTanh);
+  EXPECT_TRUE(d.tie_embeddings);
+}
+
+TEST(ModelPresets, Gpt2MediumMatchesHuggingFace) {
+  EXPECT_EQ(presetParameters("gpt2-medium"), 354823168);
+}
+
+// fairseq transformer_wmt_en_de with --share-all-embeddings, 32k vocabulary:
+// 32000*512 embeddings + 6 * 3,152,384 (encoder) + 6 * 4,204,032 (decoder).
+TEST(ModelPresets, TransformerBaseCount) {
+  EXPECT_EQ(presetParameters("transformer-base"), 60522496);
+  ModelDescription d = ls2c::loadModelDescription(example("transformer-base"));
+  EXPECT_TRUE(d.share_embeddings);
+  EXPECT_EQ(d.optimizer.type, ls2c::OptimizerType::Adam);
+  EXPECT_DOUBLE_EQ(d.optimizer.beta2, 0.98);
+  EXPECT_DOUBLE_EQ(d.optimizer.lr, 7e-4);
+  EXPECT_EQ(d.optimizer.schedule.type, ls2c::ScheduleType::InverseSqrt);
+  EXPECT_EQ(d.optimizer.schedule.warmup_steps, 4000);
+  EXPECT_DOUBLE_EQ(d.label_smoothing, 0.1);
+  EXPECT_EQ(d.max_batch_tokens, 4096);
+}
+
+// 32000*1024 + 6 * 12,596,224 (encoder) + 6 * 16,797,696 (decoder).
+TEST(ModelPresets, TransformerBigCount) {
+  EXPECT_EQ(presetParameters("transformer-big"), 209125376);
+  EXPECT_DOUBLE_EQ(
+      ls2c::loadModelDescription(example("transformer-big")).hidden_dropout,
+      0.3);
+}
+
+// timm vit_base_patch16_224: 86,567,656.
+TEST(ModelPresets, VitB16MatchesTimm) {
+  EXPECT_EQ(presetParameters("vit-b16"), 86567656);
+  ModelDescription d = ls2c::loadModelDescription(example("vit-b16"));
+  EXPECT_EQ(d.numPatches(), 196);
+  EXPECT_EQ(d.max_seq_len, 197);
+}
+
+TEST(ModelPresets, TinyVariantsAreSmallAndFp32) {
+  for (const char *name :
+       {"tiny-bert", "tiny-gpt", "tiny-transformer", "tiny-vit"}) {
+    SCOPED_TRACE(name);
+    ModelDescription d = ls2c::loadModelDescription(example(name));
+    EXPECT_EQ(d.dtype, ls2c::DType::F32);
+    EXPECT_EQ(d.hidden, 64);
+    EXPECT_LE(d.max_seq_len, 32);
+  }
+  EXPECT_EQ(ls2c::loadModelDescription(example("tiny-gpt")).vocab, 65);
+  ModelDescription vit = ls2c::loadModelDescription(example("tiny-vit"));
+  EXPECT_EQ(vit.channels, 1);
+  EXPECT_EQ(vit.num_classes, 10);
+  EXPECT_EQ(vit.max_seq_len, 17);
+}
+
+//===----------------------------------------------------------------------===//
+// Rejected descriptions: one test and one fixture per rule
+//===----------------------------------------------------------------------===//
+
+TEST(ModelDescriptionBadInput, EmptyFile) {
+  expectBad("empty", "", "file is empty");
+  EXPECT_THROW(ls2c::parseModelDescription(" \n\t", "w.json"),
+               DescriptionError);
+}
+
+TEST(ModelDescriptionBadInput, NotJson) {
+  expectBad("not-json", "",
+            "not valid JSON (byte 48): parse error at line 4, column 1: syntax "
+            "error while parsing object key - unexpected '}'; expected string "
+            "literal");
+}
+
+TEST(ModelDescriptionBadInput, TopLevelNotObject) {
+  expectBad(
+      "top-level-not-object", "$",
+      "[{\"architecture\":\"encoder\"}]: top level must be a JSON object");
+}
+
+TEST(ModelDescriptionBadInput, StringForInteger) {
+  expectBad("string-for-integer", "$.hidden", "\"64\": must be an integer");
+}
+
+TEST(ModelDescriptionBadInput, FloatForInteger) {
+  expectBad("float-for-integer", "$.heads", "12.5: must be an integer");
+  // Integral floats are rejected too: integer fields take integer literals.
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"hidden", 64.0}})),
+            "t.json: $.hidden: 64.0: must be an integer");
+}
+
+TEST(ModelDescriptionBadInput, BoolForNumber) {
+  expectBad("bool-for-number", "$.hidden_dropout", "true: must be a number");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"ffn", true}})),
+            "t.json: $.ffn: true: must be an integer");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"tie_embeddings", 1}})),
+            "t.json: $.tie_embeddings: 1: must be a boolean (true or false)");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"norm", 1}})),
+            "t.json: $.norm: 1: must be a string");
+}
+
+TEST(ModelDescriptionBadInput, BetasWrongLength) {
+  expectBad("betas-wrong-length", "$.optimizer.betas",
+            "[0.9]: must be an array of 2 numbers");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(),
+                            {{"optimizer", {{"betas", {0.9, 0.99, 0.999}}}}})),
+            "t.json: $.optimizer.betas: [0.9,0.99,0.999]: must be an array of "
+            "2 numbers");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"optimizer", {{"betas", 0.9}}}})),
+            "t.json: $.optimizer.betas: 0.9: must be an array of 2 numbers");
+  EXPECT_EQ(
+      errorOf(patched(tinyEncoder(), {{"optimizer", {{"betas", {0.9, "x"}}}}})),
+      "t.json: $.optimizer.betas[1]: \"x\": must be a number");
+}
+
+TEST(ModelDescriptionBadInput, IntegerOutOfRange) {
+  expectBad("integer-out-of-range", "$.max_batch_tokens",
+            "1e+30: must be an integer that fits in 64 bits (signed)");
+  json huge = tinyEncoder();
+  huge["hidden"] = std::numeric_limits<uint64_t>::max();
+  EXPECT_EQ(errorOf(huge),
+            "t.json: $.hidden: 18446744073709551615: must be an integer that "
+            "fits in 64 bits (signed)");
+}
+
+TEST(ModelDescriptionBadInput, UnknownKey) {
+  expectBad("unknown-key", "$.hidn", "unknown key (did you mean \"hidden\"?)");
+  // A prefix match suggests too (Hugging Face spelling).
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"hidden_size", 64}})),
+            "t.json: $.hidden_size: unknown key (did you mean \"hidden\"?)");
+  // Nothing close: no suggestion.
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"zzzzzz", 1}})),
+            "t.json: $.zzzzzz: unknown key");
+  // Keys that are not identifiers are quoted in the path.
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"a b", 1}})),
+            "t.json: $[\"a b\"]: unknown key");
+}
+
+TEST(ModelDescriptionBadInput, UnknownKeyInOptimizer) {
+  expectBad("unknown-key-optimizer", "$.optimizer.learning_rate",
+            "unknown key");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"optimizer", {{"beta", 1}}}})),
+            "t.json: $.optimizer.beta: unknown key (did you mean \"betas\"?)");
+}
+
+TEST(ModelDescriptionBadInput, UnknownKeyInSchedule) {
+  expectBad("unknown-key-schedule", "$.optimizer.schedule.warmup",
+            "unknown key (did you mean \"warmup_steps\"?)");
+}
+
+TEST(ModelDescriptionBadInput, DuplicateKey) {
+  expectBad("duplicate-key", "$.hidden",
+            "duplicate key (each key may appear once per object)");
+  std::string text = R"({"architecture": "encoder",
+    "optimizer": {"betas": [0.9, {"a": 1, "a": 2}]}})";
+  try {
+    ls2c::parseModelDescription(text, "d.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const DescriptionError &e) {
+    EXPECT_EQ(e.path(), "$.optimizer.betas[1].a");
+  }
+}
+
+TEST(ModelDescriptionBadInput, MissingRequiredField) {
+  expectBad("missing-required-field", "$.ffn",
+            "missing required field for architecture 'encoder'");
+  struct Case {
+    json base;
+    const char *key;
+  };
+  for (const Case &c :
+       {Case{tinyEncoder(), "architecture"}, Case{tinyEncoder(), "hidden"},
+        Case{tinyEncoder(), "heads"}, Case{tinyEncoder(), "encoder_layers"},
+        Case{tinyEncoder(), "vocab"}, Case{tinyEncoder(), "max_seq_len"},
+        Case{tinyEncoder(), "max_batch_tokens"},
+        Case{tinyDecoder(), "decoder_layers"},
+        Case{tinyEncoderDecoder(), "encoder_layers"},
+        Case{tinyEncoderDecoder(), "decoder_layers"},
+        Case{tinyVit(), "image_size"}, Case{tinyVit(), "patch_size"},
+        Case{tinyVit(), "num_classes"}, Case{tinyVit(), "encoder_layers"}}) {
+    std::string path;
+    std::string msg = errorOf(patched(c.base, {{c.key, nullptr}}), &path);
+    EXPECT_EQ(path, std::string("$.") + c.key) << msg;
+    EXPECT_NE(msg.find("missing required field"), std::string::npos) << msg;
+  }
+}
+
+TEST(ModelDescriptionBadInput, NonPositiveSize) {
+  expectBad("non-positive-size", "$.heads", "0: must be a positive integer");
+  struct Case {
+    json base;
+    const char *key;
+  };
+  for (const Case &c :
+       {Case{tinyEncoder(), "encoder_layers"},
+        Case{tinyDecoder(), "decoder_layers"}, Case{tinyEncoder(), "hidden"},
+        Case{tinyEncoder(), "heads"}, Case{tinyEncoder(), "kv_heads"},
+        Case{tinyEncoder(), "ffn"}, Case{tinyEncoder(), "vocab"},
+        Case{tinyEncoderDecoder(), "src_vocab"},
+        Case{tinyEncoder(), "type_vocab_size"},
+        Case{tinyEncoder(), "max_seq_len"},
+        Case{tinyEncoder(), "max_batch_tokens"}, Case{tinyVit(), "image_size"},
+        Case{tinyVit(), "patch_size"}, Case{tinyVit(), "channels"},
+        Case{tinyVit(), "num_classes"}, Case{tinyVit(), "max_seq_len"}}) {
+    for (int v : {0, -3}) {
+      EXPECT_EQ(errorOf(patched(c.base, {{c.key, v}})),
+                fmt::format("t.json: $.{}: {}: must be a positive integer",
+                            c.key, v));
+    }
+  }
+}
+
+TEST(ModelDescriptionBadInput, HeadsNotDividingHidden) {
+  expectBad("heads-not-dividing-hidden", "$.hidden",
+            "770: must be divisible by heads (12)");
+}
+
+TEST(ModelDescriptionBadInput, KvHeadsNotDividingHeads) {
+  expectBad("kv-heads-not-dividing-heads", "$.kv_heads",
+            "3: must divide heads (4)");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"kv_heads", 8}})),
+            "t.json: $.kv_heads: 8: must divide heads (4)");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"kv_heads", 2}})), "");
+}
+
+TEST(ModelDescriptionBadInput, HeadDimOver256) {
+  expectBad("head-dim-over-256", "$.heads",
+            "2: head dim hidden / heads = 1024 / 2 = 512 must be at most 256 "
+            "(use more heads)");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"hidden", 512}, {"heads", 2}})),
+            "");
+}
+
+TEST(ModelDescriptionBadInput, ByteCountOverflow) {
+  // The embedding's element count (2^70) overflows.
+  expectBad("byte-count-overflow", "$.vocab",
+            "1099511627776: element count of "
+            "'bert.embeddings.word_embeddings.weight' [1099511627776, "
+            "1073741824] overflows 64-bit integers");
+  // About 3.1 * 2^60 elements fit in int64; their fp32 bytes do not.
+  std::string path;
+  std::string msg = errorOf(patched(tinyEncoder(), {{"vocab", int64_t(1) << 31},
+                                                    {"hidden", 1 << 29},
+                                                    {"heads", 1 << 21}}),
+                            &path);
+  EXPECT_EQ(path, "$.vocab");
+  EXPECT_NE(msg.find("bytes overflows 64-bit integers"), std::string::npos)
+      << msg;
+  // About 0.81 * 2^60 elements: every count fits, their sum (20 bytes per
+  // element in fp32) does not.
+  msg = errorOf(patched(tinyEncoder(), {{"encoder_layers", 1},
+                                        {"vocab", int64_t(1) << 31},
+                                        {"hidden", 1 << 28},
+                                        {"heads", 1 << 20}}),
+                &path);
+  EXPECT_EQ(path, "$.vocab");
+  EXPECT_NE(msg.find("training-state bytes"), std::string::npos) << msg;
+}
+
+TEST(ModelDescriptionBadInput, MaxSeqLenAboveMaxBatchTokens) {
+  expectBad("max-seq-len-above-max-batch-tokens", "$.max_seq_len",
+            "512: must not exceed max_batch_tokens (256)");
+  EXPECT_EQ(errorOf(patched(tinyVit(), {{"max_batch_tokens", 16}})),
+            "t.json: $.max_batch_tokens: 16: must be at least max_seq_len (17 "
+            "= num_patches + 1, one image)");
+}
+
+TEST(ModelDescriptionBadInput, VocabBelow2) {
+  expectBad("vocab-below-2", "$.vocab", "1: must be at least 2");
+  EXPECT_EQ(errorOf(patched(tinyEncoderDecoder(), {{"src_vocab", 1}})),
+            "t.json: $.src_vocab: 1: must be at least 2");
+  EXPECT_EQ(errorOf(patched(tinyVit(), {{"num_classes", 1}})),
+            "t.json: $.num_classes: 1: must be at least 2");
+}
+
+TEST(ModelDescriptionBadInput, HiddenDropoutOutOfRange) {
+  expectBad("hidden-dropout-out-of-range", "$.hidden_dropout",
+            "1.0: must be in [0, 1)");
+}
+
+TEST(ModelDescriptionBadInput, AttentionDropoutOutOfRange) {
+  expectBad("attention-dropout-out-of-range", "$.attention_dropout",
+            "-0.1: must be in [0, 1)");
+}
+
+TEST(ModelDescriptionBadInput, ActivationDropoutOutOfRange) {
+  expectBad("activation-dropout-out-of-range", "$.activation_dropout",
+            "1.5: must be in [0, 1)");
+}
+
+TEST(ModelDescriptionBadInput, UnknownArchitecture) {
+  expectBad("unknown-architecture", "$.architecture",
+            "\"gpt\": unknown architecture (allowed: \"encoder\", "
+            "\"decoder\", \"encoder_decoder\", \"vit\")");
+}
+
+TEST(ModelDescriptionBadInput, UnknownEnumValue) {
+  expectBad("unknown-enum-value", "$.dtype",
+            "\"fp8\": unknown dtype (allowed: \"fp32\", \"fp16\", \"bf16\")");
+}
+
+TEST(ModelDescriptionBadInput, PathIsDirectory) {
+  const std::string dir = kSourceDir + "/test/model/bad";
+  try {
+    ls2c::loadModelDescription(dir);
+    ADD_FAILURE() << "accepted a directory";
+  } catch (const DescriptionError &e) {
+    EXPECT_EQ(e.path(), "");
+    EXPECT_EQ(std::string(e.what()), dir + ": is a directory");
+  }
+}
+
+TEST(ModelDescriptionBadInput, FileNotFound) {
+  const std::string file = kSourceDir + "/test/model/bad/no-such-file.json";
+  try {
+    ls2c::loadModelDescription(file);
+    ADD_FAILURE() << "accepted a missing file";
+  } catch (const DescriptionError &e) {
+    EXPECT_EQ(e.path(), "");
+    EXPECT_EQ(std::string(e.what()),
+              file + ": cannot open: No such file or directory");
+  }
+}
+
+TEST(ModelDescriptionBadInput, FieldNotApplicable) {
+  expectBad("field-not-applicable", "$.decoder_layers",
+            "2: does not apply to architecture 'encoder'");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"image_size", 224}})),
+            "t.json: $.image_size: 224: does not apply to architecture "
+            "'encoder'");
+  EXPECT_EQ(errorOf(patched(tinyDecoder(), {{"share_embeddings", true}})),
+            "t.json: $.share_embeddings: true: does not apply to architecture "
+            "'decoder'");
+  EXPECT_EQ(errorOf(patched(tinyDecoder(), {{"type_vocab_size", 2}})),
+            "t.json: $.type_vocab_size: 2: does not apply to architecture "
+            "'decoder'");
+  EXPECT_EQ(errorOf(patched(tinyVit(), {{"vocab", 100}})),
+            "t.json: $.vocab: 100: does not apply to architecture 'vit'");
+  EXPECT_EQ(errorOf(patched(tinyVit(), {{"tie_embeddings", true}})),
+            "t.json: $.tie_embeddings: true: does not apply to architecture "
+            "'vit'");
+}
+
+TEST(ModelDescriptionBadInput, LayerNormEpsNotPositive) {
+  expectBad("layer-norm-eps-not-positive", "$.layer_norm_eps",
+            "0: must be positive");
+}
+
+TEST(ModelDescriptionBadInput, NonFiniteNumber) {
+  expectBad("non-finite-number", "",
+            "not valid JSON: number overflow parsing '1e999' (numbers must be "
+            "finite)");
+  // JSON has no NaN/Infinity literals; nlohmann rejects them as syntax.
+  EXPECT_THROW(ls2c::parseModelDescription(R"({"lr": NaN})", "n.json"),
+               DescriptionError);
+}
+
+TEST(ModelDescriptionBadInput, LabelSmoothingOutOfRange) {
+  expectBad("label-smoothing-out-of-range", "$.label_smoothing",
+            "1.0: must be in [0, 1)");
+}
+
+TEST(ModelDescriptionBadInput, LrNotPositive) {
+  expectBad("lr-not-positive", "$.optimizer.lr", "0: must be positive");
+}
+
+TEST(ModelDescriptionBadInput, BetaOutOfRange) {
+  expectBad("beta-out-of-range", "$.optimizer.betas[1]",
+            "1.0: must be in [0, 1)");
+}
+
+TEST(ModelDescriptionBadInput, EpsNotPositive) {
+  expectBad("eps-not-positive", "$.optimizer.eps", "-1e-08: must be positive");
+}
+
+TEST(ModelDescriptionBadInput, WeightDecayNegative) {
+  expectBad("weight-decay-negative", "$.optimizer.weight_decay",
+            "-0.01: must be non-negative");
+}
+
+TEST(ModelDescriptionBadInput, ClipNormNegative) {
+  expectBad("clip-norm-negative", "$.optimizer.clip_norm",
+            "-1.0: must be non-negative");
+}
+
+TEST(ModelDescriptionBadInput, PaddingIdxOutOfRange) {
+  expectBad("padding-idx-out-of-range", "$.padding_idx",
+            "100: must be -1 (none) or in [0, 100) (the vocabulary)");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"padding_idx", -2}})),
+            "t.json: $.padding_idx: -2: must be -1 (none) or in [0, 100) (the "
+            "vocabulary)");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"padding_idx", -1}})), "");
+  EXPECT_EQ(errorOf(patched(tinyEncoderDecoder(),
+                            {{"src_vocab", 50}, {"padding_idx", 60}})),
+            "t.json: $.padding_idx: 60: must be -1 (none) or in [0, 50) (the "
+            "smaller vocabulary)");
+}
+
+TEST(ModelDescriptionBadInput, ImageSizeNotDivisibleByPatch) {
+  expectBad("image-size-not-divisible-by-patch", "$.image_size",
+            "30: must be divisible by patch_size (7)");
+}
+
+TEST(ModelDescriptionBadInput, VitMaxSeqLenMismatch) {
+  expectBad("vit-max-seq-len-mismatch", "$.max_seq_len",
+            "16: must equal num_patches + 1 = (28 / 7)^2 + 1 = 17");
+}
+
+TEST(ModelDescriptionBadInput, ShareEmbeddingsVocabMismatch) {
+  expectBad("share-embeddings-vocab-mismatch", "$.share_embeddings",
+            "true: needs src_vocab (120) == vocab (100)");
+}
+
+TEST(ModelDescriptionBadInput, WarmupStepsNegative) {
+  expectBad("warmup-steps-negative", "$.optimizer.schedule.warmup_steps",
+            "-1: must be non-negative");
+}
+
+TEST(ModelDescriptionBadInput, TotalStepsBelowWarmup) {
+  expectBad("total-steps-below-warmup", "$.optimizer.schedule.total_steps",
+            "50: must be at least warmup_steps (100)");
+}
+
+TEST(ModelDescriptionBadInput, TotalStepsRequired) {
+  expectBad("total-steps-required", "$.optimizer.schedule.total_steps",
+            "missing required field for schedule 'cosine'");
+  EXPECT_EQ(errorOf(patched(
+                tinyEncoder(),
+                {{"optimizer",
+                  {{"schedule", {{"type", "linear"}, {"total_steps", 0}}}}}})),
+            "t.json: $.optimizer.schedule.total_steps: 0: must be positive for "
+            "schedule 'linear'");
+}
+
+TEST(ModelDescriptionBadInput, InverseSqrtNeedsWarmup) {
+  expectBad("inverse-sqrt-needs-warmup", "$.optimizer.schedule.warmup_steps",
+            "0: must be positive for schedule 'inverse_sqrt'");
+}
+
+TEST(ModelDescriptionBadInput, MinLrRatioOutOfRange) {
+  expectBad("min-lr-ratio-out-of-range", "$.optimizer.schedule.min_lr_ratio",
+            "1.5: must be in [0, 1]");
+  EXPECT_EQ(errorOf(patched(
+                tinyEncoder(),
+                {{"optimizer", {{"schedule", {{"min_lr_ratio", 0.1}}}}}})),
+            "t.json: $.optimizer.schedule.min_lr_ratio: 0.1: does not apply to "
+            "schedule 'constant'");
+}
+
+TEST(ModelDescriptionBadInput, TooManyLayers) {
+  expectBad("too-many-layers", "$.encoder_layers",
+            "5000: must be at most 1024");
+}
+
+TEST(ModelDescriptionBadInput, InvalidName) {
+  expectBad("invalid-name", "$.name",
+            "\"my model\": must be 1 to 128 characters from [A-Za-z0-9._-]");
+}
+
+TEST(ModelDescriptionBadInput, OptimizerNotObject) {
+  expectBad("optimizer-not-object", "$.optimizer",
+            "\"adamw\": must be a JSON object");
+}
+
+// Every fixture has a test above, and every fixture is rejected with one line.
+TEST(ModelDescriptionBadInput, FixturesMatchTests) {
+  const std::set<std::string> tested = {"activation-dropout-out-of-range",
+                                        "attention-dropout-out-of-range",
+                                        "beta-out-of-range",
+                                        "betas-wrong-length",
+                                        "bool-for-number",
+                                        "byte-count-overflow",
+                                        "clip-norm-negative",
+                                        "duplicate-key",
+                                        "empty",
+                                        "eps-not-positive",
+                                        "field-not-applicable",
+                                        "float-for-integer",
+                                        "head-dim-over-256",
+                                        "heads-not-dividing-hidden",
+                                        "hidden-dropout-out-of-range",
+                                        "image-size-not-divisible-by-patch",
+                                        "integer-out-of-range",
+                                        "invalid-name",
+                                        "inverse-sqrt-needs-warmup",
+                                        "kv-heads-not-dividing-heads",
+                                        "label-smoothing-out-of-range",
+                                        "layer-norm-eps-not-positive",
+                                        "lr-not-positive",
+                                        "max-seq-len-above-max-batch-tokens",
+                                        "min-lr-ratio-out-of-range",
+                                        "missing-required-field",
+                                        "non-finite-number",
+                                        "non-positive-size",
+                                        "not-json",
+                                        "optimizer-not-object",
+                                        "padding-idx-out-of-range",
+                                        "share-embeddings-vocab-mismatch",
+                                        "string-for-integer",
+                                        "too-many-layers",
+                                        "top-level-not-object",
+                                        "total-steps-below-warmup",
+                                        "total-steps-required",
+                                        "unknown-architecture",
+                                        "unknown-enum-value",
+                                        "unknown-key",
+                                        "unknown-key-optimizer",
+                                        "unknown-key-schedule",
+                                        "vit-max-seq-len-mismatch",
+                                        "vocab-below-2",
+                                        "warmup-steps-negative",
+                                        "weight-decay-negative"};
+  std::set<std::string> present;
+  for (const auto &entry :
+       std::filesystem::directory_iterator(kSourceDir + "/test/model/bad")) {
+    present.insert(entry.path().stem().string());
+    try {
+      ls2c::loadModelDescription(entry.path().string());
+      ADD_FAILURE() << entry.path() << " was accepted";
+    } catch (const DescriptionError &e) {
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    }
+  }
+  EXPECT_EQ(present, tested);
+}
