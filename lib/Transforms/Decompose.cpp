@@ -1,0 +1,513 @@
+//===- Decompose.cpp - ls2-decompose: composites into primitives ----------===//
+#include "ls2c/Transforms/Passes.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <string>
+
+namespace ls2c {
+#define GEN_PASS_DEF_DECOMPOSE
+#include "ls2c/Transforms/Passes.h.inc"
+} // namespace ls2c
+
+using namespace mlir;
+using namespace ls2c;
+using namespace ls2c::ls2;
+
+namespace {
+
+/// A rank-0 constant of `elementType` holding `value`.
+Value scalar(PatternRewriter &rewriter, Location loc, Type elementType,
+             double value) {
+  auto type = RankedTensorType::get({}, elementType);
+  Attribute attr = isa<FloatType>(elementType)
+                       ? Attribute(rewriter.getFloatAttr(elementType, value))
+                       : Attribute(rewriter.getIntegerAttr(
+                             elementType, static_cast<int64_t>(value)));
+  return rewriter.create<ConstantOp>(loc, DenseElementsAttr::get(type, attr));
+}
+
+/// A rank-0 integer constant; ids and indices do not round-trip through
+/// double.
+Value intScalar(PatternRewriter &rewriter, Location loc, Type elementType,
+                int64_t value) {
+  auto type = RankedTensorType::get({}, elementType);
+  return rewriter.create<ConstantOp>(
+      loc, DenseElementsAttr::get(type,
+                                  rewriter.getIntegerAttr(elementType, value)));
+}
+
+/// Casts `value` to f32 when it is a narrower float (f16, bf16).
+Value toF32(PatternRewriter &rewriter, Location loc, Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getElementType().isF32())
+    return value;
+  return rewriter.create<CastOp>(loc, type.clone(rewriter.getF32Type()), value);
+}
+
+/// Casts `value` back to `type`'s element type when they differ.
+Value castTo(PatternRewriter &rewriter, Location loc, Value value,
+             RankedTensorType type) {
+  if (value.getType() == type)
+    return value;
+  return rewriter.create<CastOp>(loc, type, value);
+}
+
+RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+/// Per dim of `value`: its `ls2.dim` when dynamic, null when static.
+SmallVector<Value> dimValues(PatternRewriter &rewriter, Location loc,
+                             Value value) {
+  SmallVector<Value> dims;
+  for (auto [i, size] : llvm::enumerate(tensorType(value).getShape()))
+    dims.push_back(ShapedType::isDynamic(size)
+                       ? rewriter.create<DimOp>(loc, value, i).getResult()
+                       : Value());
+  return dims;
+}
+
+/// The non-null entries of `dims`: the dynamic sizes of a broadcast, iota
+/// or random_uniform of that shape.
+SmallVector<Value> dynamicOnly(ArrayRef<Value> dims) {
+  SmallVector<Value> sizes;
+  for (Value dim : dims)
+    if (dim)
+      sizes.push_back(dim);
+  return sizes;
+}
+
+/// One `ls2.dim` per dynamic dim of `value`, in order.
+SmallVector<Value> dynamicDims(PatternRewriter &rewriter, Location loc,
+                               Value value) {
+  return dynamicOnly(dimValues(rewriter, loc, value));
+}
+
+/// Broadcasts `value` into `shape` (whose dynamic dims have `sizes`), its
+/// dim i going to dims[i]. Values already of that shape, and rank-0 values
+/// (which every elementwise op accepts), are returned as they are.
+Value broadcastTo(PatternRewriter &rewriter, Location loc, Value value,
+                  ArrayRef<int64_t> shape, ValueRange sizes,
+                  ArrayRef<int64_t> dims) {
+  auto type = tensorType(value);
+  if (type.getRank() == 0 || type.getShape() == shape)
+    return value;
+  return rewriter.create<BroadcastOp>(loc, type.clone(shape), value, sizes,
+                                      dims);
+}
+
+/// [0, 1, ..., n).
+SmallVector<int64_t> iotaDims(int64_t n) {
+  SmallVector<int64_t> dims(n);
+  std::iota(dims.begin(), dims.end(), 0);
+  return dims;
+}
+
+Value compare(PatternRewriter &rewriter, Location loc, CompareDirection dir,
+              Value lhs, Value rhs) {
+  return rewriter.create<CompareOp>(loc, dir, lhs, rhs);
+}
+
+/// gelu(x) = 0.5 x (1 + erf(x / sqrt 2)), or the tanh form, in f32.
+struct DecomposeGelu : OpRewritePattern<GeluOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GeluOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = toF32(rewriter, loc, op.getInput());
+    Type f32 = rewriter.getF32Type();
+    Value inner;
+    if (op.getApproximate() == GeluApproximation::None) {
+      Value scaled =
+          rewriter.create<MulOp>(loc, x, scalar(rewriter, loc, f32, M_SQRT1_2));
+      inner = rewriter.create<ErfOp>(loc, scaled);
+    } else {
+      // tanh(sqrt(2/pi) * (x + 0.044715 x^3))
+      Value x3 =
+          rewriter.create<MulOp>(loc, rewriter.create<MulOp>(loc, x, x), x);
+      Value poly = rewriter.create<AddOp>(
+          loc, x,
+          rewriter.create<MulOp>(loc, x3,
+                                 scalar(rewriter, loc, f32, 0.044715)));
+      Value arg = rewriter.create<MulOp>(
+          loc, poly, scalar(rewriter, loc, f32, std::sqrt(2.0 / M_PI)));
+      inner = rewriter.create<TanhOp>(loc, arg);
+    }
+    Value onePlus =
+        rewriter.create<AddOp>(loc, inner, scalar(rewriter, loc, f32, 1.0));
+    Value half =
+        rewriter.create<MulOp>(loc, x, scalar(rewriter, loc, f32, 0.5));
+    Value y = rewriter.create<MulOp>(loc, half, onePlus);
+    rewriter.replaceOp(op, castTo(rewriter, loc, y, op.getType()));
+    return success();
+  }
+};
+
+/// y = (x - mean) * rstd * gamma + beta over the last dim, statistics in f32.
+struct DecomposeLayerNorm : OpRewritePattern<LayerNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LayerNormOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type f32 = rewriter.getF32Type();
+    auto type = op.getInput().getType();
+    int64_t rank = type.getRank(), last = rank - 1;
+    ArrayRef<int64_t> shape = type.getShape();
+    SmallVector<Value> sizes = dynamicDims(rewriter, loc, op.getInput());
+    SmallVector<int64_t> rowDims = iotaDims(last);
+    Value hidden = scalar(rewriter, loc, f32, static_cast<double>(shape[last]));
+
+    Value x = toF32(rewriter, loc, op.getInput());
+    Value sum = rewriter.create<ReduceSumOp>(loc, x, ArrayRef<int64_t>{last});
+    Value mean = rewriter.create<DivOp>(loc, sum, hidden);
+    Value xc = rewriter.create<SubOp>(
+        loc, x, broadcastTo(rewriter, loc, mean, shape, sizes, rowDims));
+    Value sq = rewriter.create<MulOp>(loc, xc, xc);
+    Value var = rewriter.create<DivOp>(
+        loc, rewriter.create<ReduceSumOp>(loc, sq, ArrayRef<int64_t>{last}),
+        hidden);
+    Value eps = scalar(rewriter, loc, f32, op.getEpsilon().convertToFloat());
+    Value rstd =
+        rewriter.create<RsqrtOp>(loc, rewriter.create<AddOp>(loc, var, eps));
+
+    Value norm = rewriter.create<MulOp>(
+        loc, xc, broadcastTo(rewriter, loc, rstd, shape, sizes, rowDims));
+    Value gamma =
+        broadcastTo(rewriter, loc, toF32(rewriter, loc, op.getGamma()), shape,
+                    sizes, {last});
+    Value beta = broadcastTo(rewriter, loc, toF32(rewriter, loc, op.getBeta()),
+                             shape, sizes, {last});
+    Value y = rewriter.create<AddOp>(
+        loc, rewriter.create<MulOp>(loc, norm, gamma), beta);
+    rewriter.replaceOp(
+        op, {castTo(rewriter, loc, y, op.getResult().getType()), mean, rstd});
+    return success();
+  }
+};
+
+/// Why a softmax cannot be decomposed, if it cannot.
+std::optional<std::string> softmaxRefusal(SoftmaxOp op) {
+  Value mask = op.getMask();
+  if (!mask)
+    return std::nullopt;
+  auto input = op.getInput().getType();
+  auto maskType = tensorType(mask);
+  for (int64_t d = 0; d < input.getRank(); ++d)
+    if (maskType.isDynamicDim(d) && !input.isDynamicDim(d))
+      // ls2.broadcast needs a size-1 or equal dim; a dynamic mask dim against
+      // a static input dim may be either at run time.
+      return "mask dim " + std::to_string(d) +
+             " is dynamic where the input's is static (" +
+             std::to_string(input.getDimSize(d)) +
+             "); give the mask that dim statically";
+  return std::nullopt;
+}
+
+/// softmax(scale * x + mask) over the last dim in f32; rows with no visible
+/// key give zeros.
+struct DecomposeSoftmax : OpRewritePattern<SoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SoftmaxOp op,
+                                PatternRewriter &rewriter) const override {
+    if (auto reason = softmaxRefusal(op))
+      return rewriter.notifyMatchFailure(op, *reason);
+    Location loc = op.getLoc();
+    Type f32 = rewriter.getF32Type();
+    auto type = op.getInput().getType();
+    int64_t rank = type.getRank(), last = rank - 1;
+    ArrayRef<int64_t> shape = type.getShape();
+    SmallVector<Value> dims = dimValues(rewriter, loc, op.getInput());
+    SmallVector<Value> sizes = dynamicOnly(dims);
+    Value negInf =
+        scalar(rewriter, loc, f32, -std::numeric_limits<double>::infinity());
+
+    Value s = toF32(rewriter, loc, op.getInput());
+    if (float scale = op.getScale().convertToFloat(); scale != 1.0f)
+      s = rewriter.create<MulOp>(loc, s, scalar(rewriter, loc, f32, scale));
+    if (Value mask = op.getMask()) {
+      // Same rank, each mask dim equal or 1: broadcast's rule as it is.
+      bool additive = !tensorType(mask).getElementType().isInteger(1);
+      Value m = additive ? toF32(rewriter, loc, mask) : mask;
+      m = broadcastTo(rewriter, loc, m, shape, sizes, iotaDims(rank));
+      s = additive ? Value(rewriter.create<AddOp>(loc, s, m))
+                   : Value(rewriter.create<SelectOp>(loc, m, s, negInf));
+    }
+    if (op.getCausal())
+      s = rewriter.create<SelectOp>(loc, causalKeep(rewriter, loc, op, dims), s,
+                                    negInf);
+
+    // A row that is all -inf has max -inf: use 0 so exp gives 0, not NaN.
+    Value zero = scalar(rewriter, loc, f32, 0.0);
+    Value max = rewriter.create<ReduceMaxOp>(loc, s, ArrayRef<int64_t>{last},
+                                             /*keep_dims=*/true);
+    max = rewriter.create<SelectOp>(
+        loc, compare(rewriter, loc, CompareDirection::EQ, max, negInf), zero,
+        max);
+    Value e = rewriter.create<ExpOp>(
+        loc, rewriter.create<SubOp>(loc, s,
+                                    broadcastTo(rewriter, loc, max, shape,
+                                                sizes, iotaDims(rank))));
+    // ... and its sum is 0: divide by 1 so the row stays all zeros.
+    Value z = rewriter.create<ReduceSumOp>(loc, e, ArrayRef<int64_t>{last},
+                                           /*keep_dims=*/true);
+    Value one = scalar(rewriter, loc, f32, 1.0);
+    z = rewriter.create<SelectOp>(
+        loc, compare(rewriter, loc, CompareDirection::EQ, z, zero), one, z);
+    Value p = rewriter.create<DivOp>(
+        loc, e, broadcastTo(rewriter, loc, z, shape, sizes, iotaDims(rank)));
+    rewriter.replaceOp(op, castTo(rewriter, loc, p, op.getType()));
+    return success();
+  }
+
+  /// keep[..., i, j] = j <= i + (Sk - Sq), broadcast to the input's shape.
+  static Value causalKeep(PatternRewriter &rewriter, Location loc, SoftmaxOp op,
+                          ArrayRef<Value> dims) {
+    auto type = op.getInput().getType();
+    int64_t rank = type.getRank();
+    Type i32 = rewriter.getI32Type();
+    SmallVector<Value> qkSizes = dynamicOnly(dims.take_back(2));
+    auto qkType = RankedTensorType::get(type.getShape().take_back(2), i32);
+    Value query = rewriter.create<IotaOp>(loc, qkType, qkSizes, uint64_t{0});
+    Value key = rewriter.create<IotaOp>(loc, qkType, qkSizes, uint64_t{1});
+
+    // Sk - Sq as a rank-0 tensor. A dynamic length has no index -> tensor
+    // op to carry it; the largest index along that dim, reduce_max(iota), is
+    // length - 1, and the -1s cancel.
+    auto lastIndex = [&](int64_t d) -> Value {
+      if (!type.isDynamicDim(d))
+        return intScalar(rewriter, loc, i32, type.getDimSize(d) - 1);
+      auto lineType = RankedTensorType::get({ShapedType::kDynamic}, i32);
+      Value line = rewriter.create<IotaOp>(loc, lineType, dims[d], uint64_t{0});
+      return rewriter.create<ReduceMaxOp>(loc, line, ArrayRef<int64_t>{0});
+    };
+    Value offset;
+    if (type.isDynamicDim(rank - 2) || type.isDynamicDim(rank - 1)) {
+      Value lastQuery = lastIndex(rank - 2);
+      Value lastKey = lastIndex(rank - 1);
+      offset = rewriter.create<SubOp>(loc, lastKey, lastQuery);
+    } else {
+      offset = intScalar(rewriter, loc, i32,
+                         type.getDimSize(rank - 1) - type.getDimSize(rank - 2));
+    }
+    Value limit = rewriter.create<AddOp>(loc, query, offset);
+    Value keep = compare(rewriter, loc, CompareDirection::LE, key, limit);
+    return broadcastTo(rewriter, loc, keep, type.getShape(), dynamicOnly(dims),
+                       {rank - 2, rank - 1});
+  }
+};
+
+/// keep = u >= rate; result = keep ? x * (1 / (1 - rate)) : 0.
+struct DecomposeDropout : OpRewritePattern<DropoutOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(DropoutOp op,
+                                PatternRewriter &rewriter) const override {
+    float rate = op.getRate().convertToFloat();
+    if (rate == 0.0f) {
+      rewriter.replaceOp(op, op.getInput());
+      return success();
+    }
+    Location loc = op.getLoc();
+    Type f32 = rewriter.getF32Type();
+    auto type = op.getInput().getType();
+    Value u = rewriter.create<RandomUniformOp>(
+        loc, type.clone(f32), op.getSeed(), op.getOffset(),
+        dynamicDims(rewriter, loc, op.getInput()), op.getStream());
+    Value keep = compare(rewriter, loc, CompareDirection::GE, u,
+                         scalar(rewriter, loc, f32, rate));
+    // The reciprocal in double, rounded once to f32: x * (1 / (1 - p)).
+    Value x = toF32(rewriter, loc, op.getInput());
+    Value scaled = rewriter.create<MulOp>(
+        loc, x,
+        scalar(rewriter, loc, f32, 1.0 / (1.0 - static_cast<double>(rate))));
+    Value y = rewriter.create<SelectOp>(loc, keep, scaled,
+                                        scalar(rewriter, loc, f32, 0.0));
+    rewriter.replaceOp(op, castTo(rewriter, loc, y, type));
+    return success();
+  }
+};
+
+/// Why a cross_entropy cannot be decomposed, if it cannot.
+std::optional<std::string> crossEntropyRefusal(CrossEntropyOp op) {
+  auto logits = op.getLogits().getType();
+  auto targets = op.getTargets().getType();
+  if (logits.isDynamicDim(0) != targets.isDynamicDim(0))
+    // The one-hot compare needs both [rows, classes] operands of one type.
+    return std::string("logits rows and targets rows must be both static or "
+                       "both dynamic");
+  return std::nullopt;
+}
+
+/// Per row in f32: (1 - eps)(lse - x[t]) + eps(lse - mean(x)), 0 where the
+/// target is ignore_index; then none, sum or mean over non-ignored rows.
+struct DecomposeCrossEntropy : OpRewritePattern<CrossEntropyOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CrossEntropyOp op,
+                                PatternRewriter &rewriter) const override {
+    if (auto reason = crossEntropyRefusal(op))
+      return rewriter.notifyMatchFailure(op, *reason);
+    Location loc = op.getLoc();
+    Type f32 = rewriter.getF32Type();
+    auto type = op.getLogits().getType();
+    ArrayRef<int64_t> shape = type.getShape();
+    Value targets = op.getTargets();
+    Type idType = tensorType(targets).getElementType();
+    SmallVector<Value> sizes = dynamicDims(rewriter, loc, op.getLogits());
+    Value zero = scalar(rewriter, loc, f32, 0.0);
+    const int64_t classAxis[] = {1};
+
+    Value x = toF32(rewriter, loc, op.getLogits());
+    Value max = rewriter.create<ReduceMaxOp>(loc, x, classAxis);
+    Value e = rewriter.create<ExpOp>(
+        loc, rewriter.create<SubOp>(
+                 loc, x, broadcastTo(rewriter, loc, max, shape, sizes, {0})));
+    Value sumE = rewriter.create<ReduceSumOp>(loc, e, classAxis);
+    Value lse =
+        rewriter.create<AddOp>(loc, rewriter.create<LogOp>(loc, sumE), max);
+
+    Value classes = rewriter.create<IotaOp>(
+        loc, RankedTensorType::get(shape, idType), sizes, uint64_t{1});
+    Value hit = compare(rewriter, loc, CompareDirection::EQ, classes,
+                        broadcastTo(rewriter, loc, targets, shape, sizes, {0}));
+    Value xt = rewriter.create<ReduceSumOp>(
+        loc, rewriter.create<SelectOp>(loc, hit, x, zero), classAxis);
+    Value loss = rewriter.create<SubOp>(loc, lse, xt);
+    if (double eps = op.getLabelSmoothing().convertToFloat(); eps != 0.0) {
+      Value sumX = rewriter.create<ReduceSumOp>(loc, x, classAxis);
+      Value meanX = rewriter.create<DivOp>(
+          loc, sumX, scalar(rewriter, loc, f32, static_cast<double>(shape[1])));
+      Value smooth = rewriter.create<SubOp>(loc, lse, meanX);
+      Value hard = rewriter.create<MulOp>(
+          loc, loss, scalar(rewriter, loc, f32, 1.0 - eps));
+      Value soft =
+          rewriter.create<MulOp>(loc, smooth, scalar(rewriter, loc, f32, eps));
+      loss = rewriter.create<AddOp>(loc, hard, soft);
+    }
+
+    // Compare in i64 when i32 targets cannot hold ignore_index (then no row
+    // is ignored, and the compare says so without wrapping the constant).
+    auto ignore = static_cast<int64_t>(op.getIgnoreIndex());
+    Value ids = targets;
+    if (idType.isInteger(32) && (ignore < std::numeric_limits<int32_t>::min() ||
+                                 ignore > std::numeric_limits<int32_t>::max()))
+      ids = rewriter.create<CastOp>(
+          loc, tensorType(targets).clone(rewriter.getI64Type()), targets);
+    Value valid = compare(
+        rewriter, loc, CompareDirection::NE, ids,
+        intScalar(rewriter, loc, tensorType(ids).getElementType(), ignore));
+    loss = rewriter.create<SelectOp>(loc, valid, loss, zero);
+
+    Value result = loss;
+    if (op.getReduction() != LossReduction::None) {
+      const int64_t rowAxis[] = {0};
+      result = rewriter.create<ReduceSumOp>(loc, loss, rowAxis);
+      if (op.getReduction() == LossReduction::Mean) {
+        // Counts of 0/1 are exact in f32 up to 2^24 rows; max(count, 1)
+        // makes an all-ignored batch 0 / 1 = 0, not NaN.
+        Value count = rewriter.create<ReduceSumOp>(
+            loc,
+            rewriter.create<CastOp>(loc, tensorType(valid).clone(f32), valid),
+            rowAxis);
+        result = rewriter.create<DivOp>(
+            loc, result,
+            rewriter.create<MaxOp>(loc, count,
+                                   scalar(rewriter, loc, f32, 1.0)));
+      }
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// One Adam / AdamW step, as the op's description writes it.
+struct DecomposeAdamW : OpRewritePattern<AdamWOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AdamWOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type f32 = rewriter.getF32Type();
+    auto cst = [&](double v) { return scalar(rewriter, loc, f32, v); };
+    double beta1 = op.getBeta1().convertToFloat();
+    double beta2 = op.getBeta2().convertToFloat();
+    double wd = op.getWeightDecay().convertToFloat();
+    Value lr = op.getLr();
+
+    Value p = op.getParam();
+    Value g = rewriter.create<MulOp>(loc, toF32(rewriter, loc, op.getGrad()),
+                                     op.getGradScale());
+    if (wd != 0.0) {
+      if (op.getMode() == WeightDecayMode::Decoupled) {
+        Value lrWd = rewriter.create<MulOp>(loc, lr, cst(wd));
+        p = rewriter.create<SubOp>(loc, p,
+                                   rewriter.create<MulOp>(loc, lrWd, p));
+      } else {
+        g = rewriter.create<AddOp>(loc, g,
+                                   rewriter.create<MulOp>(loc, cst(wd), p));
+      }
+    }
+    Value mOld = rewriter.create<MulOp>(loc, cst(beta1), op.getExpAvg());
+    Value mNew = rewriter.create<MulOp>(loc, cst(1.0 - beta1), g);
+    Value m = rewriter.create<AddOp>(loc, mOld, mNew);
+    Value vOld = rewriter.create<MulOp>(loc, cst(beta2), op.getExpAvgSq());
+    Value g2 = rewriter.create<MulOp>(loc, g, g);
+    Value vNew = rewriter.create<MulOp>(loc, cst(1.0 - beta2), g2);
+    Value v = rewriter.create<AddOp>(loc, vOld, vNew);
+
+    // b^t = exp(t * log b), log b folded here; log 0 = -inf gives 0^t = 0.
+    Value t = rewriter.create<CastOp>(loc, RankedTensorType::get({}, f32),
+                                      op.getStep());
+    auto correction = [&](double beta) -> Value {
+      Value power = rewriter.create<ExpOp>(
+          loc, rewriter.create<MulOp>(loc, t, cst(std::log(beta))));
+      return rewriter.create<SubOp>(loc, cst(1.0), power);
+    };
+    Value mHat = rewriter.create<DivOp>(loc, m, correction(beta1));
+    Value vHat = rewriter.create<DivOp>(loc, v, correction(beta2));
+    Value root = rewriter.create<SqrtOp>(loc, vHat);
+    Value denom = rewriter.create<AddOp>(loc, root,
+                                         cst(op.getEpsilon().convertToFloat()));
+    Value step = rewriter.create<DivOp>(
+        loc, rewriter.create<MulOp>(loc, lr, mHat), denom);
+    Value newParam = rewriter.create<SubOp>(loc, p, step);
+    rewriter.replaceOp(op, {newParam, m, v});
+    return success();
+  }
+};
+
+struct DecomposePass : ls2c::impl::DecomposeBase<DecomposePass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<DecomposeGelu, DecomposeLayerNorm, DecomposeSoftmax,
+                 DecomposeDropout, DecomposeCrossEntropy, DecomposeAdamW>(
+        &getContext());
+    if (failed(
+            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+
+    // Patterns only refuse with a reason; say it rather than leave a
+    // composite behind silently.
+    bool refused = false;
+    getOperation()->walk([&](Operation *op) {
+      std::optional<std::string> reason;
+      if (auto softmax = dyn_cast<SoftmaxOp>(op))
+        reason = softmaxRefusal(softmax);
+      else if (auto ce = dyn_cast<CrossEntropyOp>(op))
+        reason = crossEntropyRefusal(ce);
+      else if (isa<GeluOp, LayerNormOp, DropoutOp, AdamWOp>(op))
+        reason = "no decomposition applied";
+      else
+        return;
+      op->emitOpError("cannot be decomposed: ") << reason.value_or("unknown");
+      refused = true;
+    });
+    if (refused)
+      signalPassFailure();
+  }
+};
+
+} // namespace
