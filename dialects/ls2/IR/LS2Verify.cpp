@@ -234,8 +234,9 @@ LogicalResult LayerNormOp::verify() {
     auto type = cast<RankedTensorType>(value.getType());
     if (type.getRank() != 1 || type.getDimSize(0) != h ||
         type.getElementType() != input.getElementType())
-      return emitOpError() << name << " must be tensor<" << h << "x"
-                           << input.getElementType() << ">, got " << type;
+      return emitOpError() << name << " must be "
+                           << RankedTensorType::get({h}, input.getElementType())
+                           << ", got " << type;
   }
   float eps = getEpsilon().convertToFloat();
   if (!(eps > 0.0f) || !std::isfinite(eps))
