@@ -304,9 +304,12 @@ def LS2_ScatterAddOp : LS2_Op<"scatter_add", [Pure]> {
 def LS2_RandomUniformOp : LS2_Op<"random_uniform", [Pure]> {
   let summary = "uniform f32 numbers in [0, 1) from Philox";
   let description = [{
-    Element e of the row-major result comes from Philox-4x32-10 with key
-    `seed` and counter (e / 4, stream, offset low 32 bits, offset high 32
-    bits), output word e % 4, as `(word >> 8) * 2^-24`. A function of its
+    Element e of the row-major result comes from Philox-4x32-10 (Salmon et
+    al., SC'11) with key (seed low 32 bits, seed high 32 bits) and counter
+    (c0, c1, stream, offset low 32 bits), where c0 and c1 are the low and high
+    32 bits of e / 4; it is output word e % 4, as `(word >> 8) * 2^-24`.
+    Attention dropout uses the same scheme (see ls2.attention), so a program's
+    random sites never share a counter. A function of its
     operands alone: same seed, offset and stream give the same bits, so
     backward regenerates masks instead of storing them. Each random site
     in a program has its own `stream`; the runtime advances `offset` per
@@ -395,7 +398,8 @@ def LS2_AttentionOp : LS2_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   let description = [{
     Sequences are packed without padding: q [Tq, Hq, D], k and v [Tk, Hkv, D]
     with Hkv dividing Hq (multi-query and grouped-query attention share each
-    kv head among Hq/Hkv query heads). cu_seqlens_q [B+1] and cu_seqlens_k
+    kv head among Hq/Hkv query heads: query head h uses kv head
+    h / (Hq / Hkv)). cu_seqlens_q [B+1] and cu_seqlens_k
     [B+1] (i32, ascending, starting at 0 and ending at Tq and Tk) delimit
     the B sequences. Returns out [Tq, Hq, D] and the f32 log-sum-exp of each
     query row's scaled scores, lse [Tq, Hq], which backward uses (it never
@@ -404,8 +408,10 @@ def LS2_AttentionOp : LS2_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     `causal` masks key j > query i + (Lk - Lq) within each sequence
     (bottom-right alignment, as FlashAttention-2). A query that sees no key
     gets output 0 and lse -inf. `dropout_rate` > 0 applies inverted dropout
-    to the probabilities with Philox (seed, offset, stream as in
-    ls2.random_uniform); it then needs the seed and offset operands.
+    to the probabilities with Philox as ls2.random_uniform does, except that
+    the probability of packed query row i, head h and key j (its index
+    within the sequence) takes counter (j / 4, i * Hq + h, stream, offset low
+    32 bits) and word j % 4; it then needs the seed and offset operands.
     `scale` defaults to 1/sqrt(D). Stays opaque: ls2-decompose keeps it.
   }];
   let arguments = (ins LS2_FloatTensor:$query, LS2_FloatTensor:$key,
