@@ -47,8 +47,8 @@ summary() {
 # lit prints "  Passed: N" and "  Failed: N" lines.
 count_lit() {
   local p f
-  p=$(grep -E '^\s+Passed\s*:' "$1" | awk '{print $NF}' | tail -1)
-  f=$(grep -E '^\s+Failed\s*:' "$1" | awk '{print $NF}' | tail -1)
+  p=$(sed -nE 's/^\s+Passed\s*:\s*([0-9]+).*/\1/p' "$1" | tail -1)
+  f=$(sed -nE 's/^\s+Failed\s*:\s*([0-9]+).*/\1/p' "$1" | tail -1)
   passed=$((passed + ${p:-0}))
   failed=$((failed + ${f:-0}))
 }
