@@ -1,0 +1,67 @@
+//===- Workspace.h - flat parameter workspaces and their initialization ---===//
+//
+// LightSeq2's "symbolic tensor linking" (Wang et al., "LightSeq2: Accelerated
+// Training for Transformer-based Models on GPUs", SC'22, section 4.2): all
+// trainable parameters live in one contiguous fp32 master workspace, and
+// gradients and the two Adam moments in workspaces of the same layout, so the
+// optimizer updates everything in one or two kernels. Parameters with weight
+// decay come first ([0, decayElements)), those without (biases, norms,
+// ViT's cls_token/pos_embed) after; within each region they keep
+// ParameterLayout order. Every slot starts at a multiple of kSlotAlignment
+// elements so vectorized kernels can load any slot with 16-byte (and wider)
+// accesses; the padding between slots is zero and stays zero (its gradient
+// is zero). Non-trainable buffers are not in the workspace. No MLIR
+// dependency.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LS2C_TRAINING_WORKSPACE_H
+#define LS2C_TRAINING_WORKSPACE_H
+
+#include "ls2c/Model/ParameterLayout.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ls2c {
+
+/// Slot starts are multiples of this many elements (64 bytes of fp32).
+inline constexpr int64_t kSlotAlignment = 16;
+
+struct WorkspaceSlot {
+  const ParameterSpec *spec = nullptr; ///< the parameter (owned by the layout)
+  int64_t offset = 0;                  ///< first element in the workspace
+  int64_t numel = 0;                   ///< elements of the parameter
+};
+
+struct WorkspaceLayout {
+  std::vector<WorkspaceSlot> slots; ///< trainable parameters, workspace order
+  int64_t decayElements = 0;        ///< [0, decayElements) is weight-decayed
+  int64_t totalElements = 0;        ///< workspace size, a multiple of kSlotAlignment
+
+  /// The slot of parameter `name`, or nullptr.
+  const WorkspaceSlot *find(const std::string &name) const;
+};
+
+/// Plans the workspace of `layout`'s trainable parameters. The returned
+/// slots point into `layout`, which must outlive them.
+WorkspaceLayout planWorkspace(const ParameterLayout &layout);
+
+/// Initializes a master workspace (size totalElements, fp32) as each
+/// parameter's ParameterInit says, from a generator seeded with `seed`:
+/// Normal(0, std) (Box-Muller), Xavier-uniform U(-a, a) with a =
+/// sqrt(6 / (fan_in + fan_out)) over the weight's first two dims (fan_out =
+/// dim 0, fan_in = the product of the rest, as torch.nn.init does for
+/// [out, in] weights), ones, zeros. Padding stays zero. Same seed, same bits.
+std::vector<float> initializeWorkspace(const WorkspaceLayout &workspace,
+                                       uint64_t seed);
+
+/// fairseq's sinusoidal position table [rows, dim] (Vaswani et al. 2017,
+/// section 3.5, in fairseq's layout: the first dim/2 columns are sin, the
+/// rest cos, frequency 10000^(-i / (dim/2 - 1)); an odd dim's last column is
+/// zero). Row r is position r.
+std::vector<float> sinusoidalTable(int64_t rows, int64_t dim);
+
+} // namespace ls2c
+
+#endif // LS2C_TRAINING_WORKSPACE_H
