@@ -18,7 +18,8 @@ namespace {
 struct Argument {
   std::string name;
   Type type;
-  StringRef kind; // "parameter" | "buffer" | "input"
+  StringRef kind;          // "parameter" | "buffer" | "input"
+  bool weightDecay = false; // parameters only
 };
 
 /// The data inputs of each architecture, after the parameters.
@@ -63,6 +64,31 @@ SmallVector<Argument> dataInputs(Builder &b, const ModelDescription &d,
   return in;
 }
 
+/// The optimizer settings the train-step pass reads (docs/architecture.md).
+DictionaryAttr optimizerAttr(Builder &b, const ModelDescription &d) {
+  const OptimizerConfig &o = d.optimizer;
+  SmallVector<NamedAttribute> fields = {
+      b.getNamedAttr("type", b.getStringAttr(toString(o.type))),
+      b.getNamedAttr("lr", b.getF64FloatAttr(o.lr)),
+      b.getNamedAttr("beta1", b.getF64FloatAttr(o.beta1)),
+      b.getNamedAttr("beta2", b.getF64FloatAttr(o.beta2)),
+      b.getNamedAttr("eps", b.getF64FloatAttr(o.eps)),
+      b.getNamedAttr("weight_decay", b.getF64FloatAttr(o.weight_decay)),
+      b.getNamedAttr("clip_norm", b.getF64FloatAttr(o.clip_norm)),
+      b.getNamedAttr("schedule", b.getStringAttr(toString(o.schedule.type))),
+      b.getNamedAttr("warmup_steps", b.getI64IntegerAttr(o.schedule.warmup_steps)),
+      b.getNamedAttr("total_steps", b.getI64IntegerAttr(o.schedule.total_steps)),
+      b.getNamedAttr("min_lr_ratio", b.getF64FloatAttr(o.schedule.min_lr_ratio)),
+  };
+  if (d.dtype == DType::F16) {
+    // Dynamic loss scaling with torch.cuda.amp.GradScaler's defaults.
+    fields.push_back(b.getNamedAttr("loss_scale_init", b.getF64FloatAttr(65536.0)));
+    fields.push_back(b.getNamedAttr("loss_scale_growth_interval",
+                                    b.getI64IntegerAttr(2000)));
+  }
+  return b.getDictionaryAttr(fields);
+}
+
 } // namespace
 
 void loadFrontendDialects(MLIRContext &context) {
@@ -78,12 +104,13 @@ OwningOpRef<ModuleOp> buildForwardModule(MLIRContext &context,
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc, desc.name.empty()
                                                            ? std::nullopt
                                                            : std::optional<StringRef>(desc.name));
+  (*module)->setAttr("ls2.optimizer", optimizerAttr(b, desc));
   GraphBuilder g(b, desc);
 
   SmallVector<Argument> args;
   for (const ParameterSpec &p : buildParameterLayout(desc).parameters)
     args.push_back({p.name, RankedTensorType::get(p.shape, g.computeType()),
-                    p.trainable ? "parameter" : "buffer"});
+                    p.trainable ? "parameter" : "buffer", p.weight_decay});
   llvm::append_range(args, dataInputs(b, desc, g.computeType()));
 
   SmallVector<Type> types;
@@ -97,6 +124,8 @@ OwningOpRef<ModuleOp> buildForwardModule(MLIRContext &context,
   for (auto [i, a] : llvm::enumerate(args)) {
     func.setArgAttr(i, "ls2.name", b.getStringAttr(a.name));
     func.setArgAttr(i, "ls2.kind", b.getStringAttr(a.kind));
+    if (a.kind == "parameter")
+      func.setArgAttr(i, "ls2.weight_decay", b.getBoolAttr(a.weightDecay));
     g.bind(a.name, entry->getArgument(i));
   }
   b.setInsertionPointToStart(entry);
