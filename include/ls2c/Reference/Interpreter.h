@@ -1,0 +1,57 @@
+//===- Interpreter.h - the CPU reference evaluator of ls2 IR --------------===//
+//
+// Evaluates a func.func of ls2 ops on host tensors, op by op in program
+// order, with the semantics written in each op's description
+// (docs/dialect.md) and docs/numerics.md. It is the oracle that gradient
+// checks and, later, the compiled program's CPU backend are compared with.
+//
+// Precision:
+//   F64 — every float op computes and stores in double, whatever the IR's
+//         float type (used for finite-difference gradient checks);
+//   F32 — computes in double and rounds each result to its IR type (f32,
+//         f16 or bf16, round to nearest even), so low-precision programs see
+//         their storage rounding; reductions and matmuls accumulate in at
+//         least f32 as the contract requires. GEMMs use OpenBLAS (dgemm in
+//         F64, sgemm in F32 mode).
+// Results are deterministic: same inputs, same bits.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LS2C_REFERENCE_INTERPRETER_H
+#define LS2C_REFERENCE_INTERPRETER_H
+
+#include "ls2c/Reference/HostTensor.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <stdexcept>
+#include <vector>
+
+namespace ls2c::reference {
+
+enum class Precision { F32, F64 };
+
+/// A run-time error: an argument that does not match the function type, a
+/// dynamic dim that disagrees between operands, an id outside its table, a
+/// malformed cu_seqlens. what() starts with the op's location and name.
+class InterpreterError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+class Interpreter {
+public:
+  explicit Interpreter(Precision precision) : precision(precision) {}
+
+  /// Runs `function` on `arguments` (one per function argument, whose types
+  /// must match: element type, rank, and every static dim) and returns one
+  /// tensor per result. Throws InterpreterError.
+  std::vector<HostTensor> run(mlir::func::FuncOp function,
+                              const std::vector<HostTensor> &arguments) const;
+
+private:
+  Precision precision;
+};
+
+} // namespace ls2c::reference
+
+#endif // LS2C_REFERENCE_INTERPRETER_H

@@ -1,0 +1,143 @@
+//===- KernelsAttention.cpp - packed variable-length attention -----------===//
+//
+// The direct definition, one query row at a time: scores = scale * q . k
+// over the keys the row may see, lse = log(sum(exp(scores))), p =
+// exp(scores - lse), optional inverted dropout of p with the attention
+// counter layout (Philox.h), out = p . v. lse is taken before dropout.
+//
+//===----------------------------------------------------------------------===//
+#include "Kernels.h"
+#include "Philox.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace ls2c::reference::detail {
+
+using namespace mlir;
+
+namespace {
+
+/// Validates cu_seqlens (i32 [B + 1]: starts at 0, non-decreasing, ends at
+/// `tokens`) and returns it.
+const std::vector<int64_t> &checkCuSeqlens(Operation *op,
+                                           const HostTensor &cu,
+                                           const char *name, int64_t tokens) {
+  std::string what = name;
+  if (cu.rank() != 1 || cu.shape[0] < 1)
+    fail(op, what + " must be [batch + 1] with at least one entry, got " +
+                 cu.describe());
+  const std::vector<int64_t> &v = cu.ints;
+  if (v.front() != 0)
+    fail(op, what + "[0] is " + std::to_string(v.front()) + "; it must be 0");
+  for (size_t i = 1; i < v.size(); ++i)
+    if (v[i] < v[i - 1])
+      fail(op, what + " decreases at entry " + std::to_string(i) + " (" +
+                   std::to_string(v[i - 1]) + " then " + std::to_string(v[i]) +
+                   ")");
+  if (v.back() != tokens)
+    fail(op, what + " ends at " + std::to_string(v.back()) +
+                 " but there are " + std::to_string(tokens) + " tokens");
+  return v;
+}
+
+} // namespace
+
+void evalAttention(ls2::AttentionOp op, Frame &frame) {
+  const HostTensor &q = frame.get(op, op.getQuery());
+  const HostTensor &k = frame.get(op, op.getKey());
+  const HostTensor &v = frame.get(op, op.getValue());
+  if (q.rank() != 3 || k.rank() != 3 || k.shape != v.shape)
+    fail(op, "query " + q.describe() + ", key " + k.describe() + " and value " +
+                 v.describe() + " must be [tokens, heads, head_dim] with "
+                 "equal key and value shapes");
+  int64_t tq = q.shape[0], hq = q.shape[1], d = q.shape[2];
+  int64_t tk = k.shape[0], hkv = k.shape[1];
+  if (k.shape[2] != d || hkv == 0 || hq % hkv != 0)
+    fail(op, "key " + k.describe() + " does not fit query " + q.describe());
+  const HostTensor &cuqTensor = frame.get(op, op.getCuSeqlensQ());
+  const HostTensor &cukTensor = frame.get(op, op.getCuSeqlensK());
+  if (cuqTensor.shape != cukTensor.shape)
+    fail(op, "cu_seqlens_q " + cuqTensor.describe() + " and cu_seqlens_k " +
+                 cukTensor.describe() + " must have the same length");
+  const std::vector<int64_t> &cuq =
+      checkCuSeqlens(op, cuqTensor, "cu_seqlens_q", tq);
+  const std::vector<int64_t> &cuk =
+      checkCuSeqlens(op, cukTensor, "cu_seqlens_k", tk);
+
+  double scale = op.getEffectiveScale();
+  bool causal = op.getCausal();
+  double rate = op.getDropoutRate().convertToDouble();
+  bool dropout = rate > 0.0;
+  int64_t seed = 0, offset = 0;
+  auto stream = static_cast<int64_t>(op.getStream());
+  if (dropout) {
+    if (!op.getSeed() || !op.getOffset())
+      fail(op, "dropout_rate > 0 needs the seed and offset operands");
+    seed = scalarInt(op, frame.get(op, op.getSeed()), "seed");
+    offset = scalarInt(op, frame.get(op, op.getOffset()), "offset");
+    if (stream < 0 || stream > UINT32_MAX)
+      fail(op, "stream " + std::to_string(stream) + " must fit in 32 bits");
+  }
+  auto rateFloat = static_cast<float>(rate);
+
+  HostTensor out = HostTensor::zeros(
+      elementTypeOf(op, op.getResult().getType().getElementType()), q.shape);
+  HostTensor lse = HostTensor::zeros(ElementType::F32, {tq, hq});
+  int64_t group = hq / hkv;
+  std::vector<double> p;
+  for (size_t b = 0; b + 1 < cuq.size(); ++b) {
+    int64_t q0 = cuq[b], lq = cuq[b + 1] - cuq[b];
+    int64_t k0 = cuk[b], lk = cuk[b + 1] - cuk[b];
+    p.assign(static_cast<size_t>(lk), 0.0);
+    for (int64_t i = 0; i < lq; ++i) {
+      int64_t row = q0 + i;
+      // Keys j <= i + (lk - lq) are visible under causal (bottom-right).
+      int64_t visible = causal ? std::min(lk, std::max<int64_t>(
+                                                  0, i + (lk - lq) + 1))
+                               : lk;
+      for (int64_t h = 0; h < hq; ++h) {
+        int64_t kvh = h / group;
+        double *o = out.floats.data() + (row * hq + h) * d;
+        if (visible == 0) {
+          lse.floats[row * hq + h] = -std::numeric_limits<double>::infinity();
+          continue; // output stays 0
+        }
+        const double *qv = q.floats.data() + (row * hq + h) * d;
+        double best = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < visible; ++j) {
+          const double *kv = k.floats.data() + ((k0 + j) * hkv + kvh) * d;
+          double dot = 0;
+          for (int64_t c = 0; c < d; ++c)
+            dot += qv[c] * kv[c];
+          p[j] = scale * dot;
+          best = std::max(best, p[j]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < visible; ++j)
+          sum += std::exp(p[j] - best);
+        double logSumExp = best + std::log(sum);
+        lse.floats[row * hq + h] = logSumExp;
+        for (int64_t j = 0; j < visible; ++j) {
+          double prob = std::exp(p[j] - logSumExp);
+          if (dropout) {
+            float u = attentionUniformAt(
+                seed, offset, static_cast<uint32_t>(stream),
+                static_cast<uint64_t>(row), static_cast<uint64_t>(h),
+                static_cast<uint64_t>(hq), static_cast<uint64_t>(j));
+            prob = u >= rateFloat ? prob / (1.0 - rate) : 0.0;
+          }
+          const double *vv = v.floats.data() + ((k0 + j) * hkv + kvh) * d;
+          for (int64_t c = 0; c < d; ++c)
+            o[c] += prob * vv[c];
+        }
+      }
+    }
+  }
+  frame.bind(op, op.getResult(), std::move(out));
+  frame.bind(op, op.getLse(), std::move(lse));
+}
+
+} // namespace ls2c::reference::detail

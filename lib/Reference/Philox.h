@@ -1,0 +1,51 @@
+//===- Philox.h - the Philox-4x32-10 counter-based generator --------------===//
+//
+// Philox-4x32-10 (Salmon, Moraes, Dror, Shaw: "Parallel random numbers: as
+// easy as 1, 2, 3", SC'11), written from the paper's constants and checked
+// against Random123's known-answer vectors. The ls2 counter layouts of
+// random_uniform, dropout and attention dropout are here too, so the
+// interpreter and its tests share one definition. No MLIR dependency.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LS2C_REFERENCE_PHILOX_H
+#define LS2C_REFERENCE_PHILOX_H
+
+#include <array>
+#include <cstdint>
+
+namespace ls2c::reference {
+
+using PhiloxCounter = std::array<uint32_t, 4>;
+using PhiloxKey = std::array<uint32_t, 2>;
+
+/// Ten rounds of Philox-4x32 on `counter` under `key`.
+PhiloxCounter philox4x32_10(PhiloxCounter counter, PhiloxKey key);
+
+/// A Philox output word as a float in [0, 1): (word >> 8) * 2^-24.
+inline float uniformFromWord(uint32_t word) {
+  return static_cast<float>(word >> 8) * (1.0f / 16777216.0f);
+}
+
+/// The key of a 64-bit seed: (low 32 bits, high 32 bits).
+PhiloxKey philoxKey(int64_t seed);
+
+/// Element `e` of ls2.random_uniform(seed, offset) {stream}: counter
+/// (low(e / 4), high(e / 4), stream, low(offset)), output word e % 4.
+float randomUniformAt(int64_t seed, int64_t offset, uint32_t stream,
+                      uint64_t e);
+
+/// Fills `out[0 .. count)` with elements 0 .. count-1 of random_uniform (four
+/// words per Philox call).
+void randomUniformFill(int64_t seed, int64_t offset, uint32_t stream,
+                       float *out, uint64_t count);
+
+/// Attention dropout's number for packed query row `row`, query head `head`
+/// of `heads`, and key `key` (its index within the sequence): counter
+/// (key / 4, row * heads + head, stream, low(offset)), word key % 4.
+float attentionUniformAt(int64_t seed, int64_t offset, uint32_t stream,
+                         uint64_t row, uint64_t head, uint64_t heads,
+                         uint64_t key);
+
+} // namespace ls2c::reference
+
+#endif // LS2C_REFERENCE_PHILOX_H

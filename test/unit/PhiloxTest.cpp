@@ -1,0 +1,88 @@
+//===- PhiloxTest.cpp - Philox-4x32-10 and the ls2 counter layouts --------===//
+#include "Philox.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+using namespace ls2c::reference;
+
+// Random123's tests/kat_vectors, the three "philox4x32 10" lines
+// (counter[4] key[2] -> result[4]).
+TEST(Philox, KnownAnswerVectors) {
+  EXPECT_EQ(philox4x32_10({0, 0, 0, 0}, {0, 0}),
+            (PhiloxCounter{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_EQ(philox4x32_10({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
+                          {0xffffffff, 0xffffffff}),
+            (PhiloxCounter{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_EQ(philox4x32_10({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+                          {0xa4093822, 0x299f31d0}),
+            (PhiloxCounter{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+}
+
+TEST(Philox, UniformFromWordSpansZeroToOne) {
+  EXPECT_EQ(uniformFromWord(0), 0.0f);
+  EXPECT_EQ(uniformFromWord(0xff), 0.0f); // the low 8 bits are dropped
+  EXPECT_EQ(uniformFromWord(0x80000000u), 0.5f);
+  EXPECT_EQ(uniformFromWord(0xffffffffu), 1.0f - 1.0f / 16777216.0f);
+}
+
+TEST(Philox, KeyIsSeedLowThenHigh) {
+  EXPECT_EQ(philoxKey(0x0123456789abcdefLL),
+            (PhiloxKey{0x89abcdefu, 0x01234567u}));
+  EXPECT_EQ(philoxKey(-1), (PhiloxKey{0xffffffffu, 0xffffffffu}));
+}
+
+TEST(Philox, RandomUniformCounterLayout) {
+  const int64_t seed = 0x1234abcd5678ef01LL, offset = 0x700000005LL;
+  const uint32_t stream = 9;
+  // Element indices whose e / 4 needs both counter words.
+  for (uint64_t e : {uint64_t{0}, uint64_t{3}, uint64_t{5},
+                     (uint64_t{1} << 34) + 6, (uint64_t{7} << 40) + 1}) {
+    uint64_t block = e / 4;
+    PhiloxCounter words = philox4x32_10(
+        {static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
+         stream, 5u},
+        {0x5678ef01u, 0x1234abcdu});
+    EXPECT_EQ(randomUniformAt(seed, offset, stream, e),
+              uniformFromWord(words[e % 4]))
+        << "element " << e;
+  }
+  // Only the offset's low 32 bits enter the counter.
+  EXPECT_EQ(randomUniformAt(seed, 5, stream, 11),
+            randomUniformAt(seed, offset, stream, 11));
+}
+
+TEST(Philox, FillMatchesElementwiseAndIsUniform) {
+  const uint64_t n = 100003; // not a multiple of 4
+  std::vector<float> values(n);
+  randomUniformFill(42, 3, 1, values.data(), n);
+  double sum = 0;
+  for (uint64_t e = 0; e < n; ++e) {
+    if (e % 997 == 0 || e + 3 >= n) {
+      ASSERT_EQ(values[e], randomUniformAt(42, 3, 1, e)) << e;
+    }
+    ASSERT_GE(values[e], 0.0f);
+    ASSERT_LT(values[e], 1.0f);
+    sum += values[e];
+  }
+  EXPECT_NEAR(sum / n, 0.5, 0.005);
+  std::vector<float> other(n);
+  randomUniformFill(42, 3, 2, other.data(), n);
+  EXPECT_NE(values, other); // another stream, other numbers
+}
+
+TEST(Philox, AttentionCounterLayout) {
+  const int64_t seed = 77, offset = 0x100000003LL;
+  const uint64_t heads = 12;
+  for (uint64_t row : {0u, 5u, 1000u})
+    for (uint64_t head : {0u, 11u})
+      for (uint64_t key : {0u, 1u, 6u, 33u}) {
+        PhiloxCounter words = philox4x32_10(
+            {static_cast<uint32_t>(key / 4),
+             static_cast<uint32_t>(row * heads + head), 4u, 3u},
+            {77u, 0u});
+        EXPECT_EQ(attentionUniformAt(seed, offset, 4, row, head, heads, key),
+                  uniformFromWord(words[key % 4]));
+      }
+}
