@@ -332,8 +332,38 @@ struct DecomposeDropout : OpRewritePattern<DropoutOp> {
   }
 };
 
-/// Why a cross_entropy cannot be decomposed, if it cannot.
-std::optional<std::string> crossEntropyRefusal(CrossEntropyOp op) {
+/// Rows whose target is not ignore_index (i1 [N]). Compares in i64 when i32
+/// targets cannot hold ignore_index (then no row is ignored, and the compare
+/// says so without wrapping the constant).
+Value validRows(PatternRewriter &rewriter, Location loc, Value targets,
+                int64_t ignore) {
+  Type idType = tensorType(targets).getElementType();
+  Value ids = targets;
+  if (idType.isInteger(32) && (ignore < std::numeric_limits<int32_t>::min() ||
+                               ignore > std::numeric_limits<int32_t>::max()))
+    ids = rewriter.create<CastOp>(
+        loc, tensorType(targets).clone(rewriter.getI64Type()), targets);
+  return compare(
+      rewriter, loc, CompareDirection::NE, ids,
+      intScalar(rewriter, loc, tensorType(ids).getElementType(), ignore));
+}
+
+/// max(number of valid rows, 1) in f32. Counts of 0/1 are exact in f32 up
+/// to 2^24 rows; max(count, 1) makes an all-ignored batch 0 / 1 = 0, not
+/// NaN.
+Value validCount(PatternRewriter &rewriter, Location loc, Value valid) {
+  Type f32 = rewriter.getF32Type();
+  const int64_t rowAxis[] = {0};
+  Value count = rewriter.create<ReduceSumOp>(
+      loc, rewriter.create<CastOp>(loc, tensorType(valid).clone(f32), valid),
+      rowAxis);
+  return rewriter.create<MaxOp>(loc, count, scalar(rewriter, loc, f32, 1.0));
+}
+
+/// Why a cross_entropy or cross_entropy_grad cannot be decomposed, if it
+/// cannot.
+template <typename OpT>
+std::optional<std::string> crossEntropyRefusal(OpT op) {
   auto logits = op.getLogits().getType();
   auto targets = op.getTargets().getType();
   if (logits.isDynamicDim(0) != targets.isDynamicDim(0))
@@ -389,35 +419,17 @@ struct DecomposeCrossEntropy : OpRewritePattern<CrossEntropyOp> {
       loss = rewriter.create<AddOp>(loc, hard, soft);
     }
 
-    // Compare in i64 when i32 targets cannot hold ignore_index (then no row
-    // is ignored, and the compare says so without wrapping the constant).
-    auto ignore = static_cast<int64_t>(op.getIgnoreIndex());
-    Value ids = targets;
-    if (idType.isInteger(32) && (ignore < std::numeric_limits<int32_t>::min() ||
-                                 ignore > std::numeric_limits<int32_t>::max()))
-      ids = rewriter.create<CastOp>(
-          loc, tensorType(targets).clone(rewriter.getI64Type()), targets);
-    Value valid = compare(
-        rewriter, loc, CompareDirection::NE, ids,
-        intScalar(rewriter, loc, tensorType(ids).getElementType(), ignore));
+    Value valid = validRows(rewriter, loc, targets,
+                            static_cast<int64_t>(op.getIgnoreIndex()));
     loss = rewriter.create<SelectOp>(loc, valid, loss, zero);
 
     Value result = loss;
     if (op.getReduction() != LossReduction::None) {
       const int64_t rowAxis[] = {0};
       result = rewriter.create<ReduceSumOp>(loc, loss, rowAxis);
-      if (op.getReduction() == LossReduction::Mean) {
-        // Counts of 0/1 are exact in f32 up to 2^24 rows; max(count, 1)
-        // makes an all-ignored batch 0 / 1 = 0, not NaN.
-        Value count = rewriter.create<ReduceSumOp>(
-            loc,
-            rewriter.create<CastOp>(loc, tensorType(valid).clone(f32), valid),
-            rowAxis);
-        result = rewriter.create<DivOp>(
-            loc, result,
-            rewriter.create<MaxOp>(loc, count,
-                                   scalar(rewriter, loc, f32, 1.0)));
-      }
+      if (op.getReduction() == LossReduction::Mean)
+        result = rewriter.create<DivOp>(loc, result,
+                                        validCount(rewriter, loc, valid));
     }
     rewriter.replaceOp(op, result);
     return success();
@@ -479,11 +491,207 @@ struct DecomposeAdamW : OpRewritePattern<AdamWOp> {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// Backward composites (attention_grad stays opaque, as attention does)
+//===----------------------------------------------------------------------===//
+
+/// dx = dy * gelu'(x) in f32, the exact derivative of each form.
+struct DecomposeGeluGrad : OpRewritePattern<GeluGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GeluGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type f32 = rewriter.getF32Type();
+    auto cst = [&](double v) { return scalar(rewriter, loc, f32, v); };
+    Value x = toF32(rewriter, loc, op.getInput());
+    Value dy = toF32(rewriter, loc, op.getDy());
+    Value half = cst(0.5);
+    Value derivative;
+    if (op.getApproximate() == GeluApproximation::None) {
+      // Phi(x) + x phi(x), Phi(x) = 0.5 (1 + erf(x / sqrt 2)),
+      // phi(x) = exp(-x^2 / 2) / sqrt(2 pi).
+      Value erf = rewriter.create<ErfOp>(
+          loc, rewriter.create<MulOp>(loc, x, cst(M_SQRT1_2)));
+      Value cdf = rewriter.create<MulOp>(
+          loc, rewriter.create<AddOp>(loc, erf, cst(1.0)), half);
+      Value x2 = rewriter.create<MulOp>(loc, x, x);
+      Value gauss = rewriter.create<ExpOp>(
+          loc, rewriter.create<MulOp>(loc, x2, cst(-0.5)));
+      Value pdf = rewriter.create<MulOp>(loc, gauss,
+                                         cst(0.5 * M_2_SQRTPI * M_SQRT1_2));
+      derivative = rewriter.create<AddOp>(
+          loc, cdf, rewriter.create<MulOp>(loc, x, pdf));
+    } else {
+      // t = tanh(k (x + c x^3)), k = sqrt(2/pi), c = 0.044715:
+      // 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2).
+      const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
+      Value x2 = rewriter.create<MulOp>(loc, x, x);
+      Value x3 = rewriter.create<MulOp>(loc, x2, x);
+      Value poly =
+          rewriter.create<AddOp>(loc, x, rewriter.create<MulOp>(loc, x3, cst(c)));
+      Value t = rewriter.create<TanhOp>(
+          loc, rewriter.create<MulOp>(loc, poly, cst(k)));
+      Value left = rewriter.create<MulOp>(
+          loc, rewriter.create<AddOp>(loc, t, cst(1.0)), half);
+      // Sequenced: argument evaluation order would make the IR
+      // compiler-dependent.
+      Value t2 = rewriter.create<MulOp>(loc, t, t);
+      Value sech2 = rewriter.create<SubOp>(loc, cst(1.0), t2);
+      Value cubic = rewriter.create<MulOp>(loc, x2, cst(3.0 * c));
+      Value dpoly = rewriter.create<MulOp>(
+          loc, rewriter.create<AddOp>(loc, cubic, cst(1.0)), cst(k));
+      Value right = rewriter.create<MulOp>(
+          loc,
+          rewriter.create<MulOp>(loc, rewriter.create<MulOp>(loc, x, half),
+                                 sech2),
+          dpoly);
+      derivative = rewriter.create<AddOp>(loc, left, right);
+    }
+    Value dx = rewriter.create<MulOp>(loc, dy, derivative);
+    rewriter.replaceOp(op, castTo(rewriter, loc, dx, op.getType()));
+    return success();
+  }
+};
+
+/// In f32 over the last dim, xhat = (x - mean) rstd, g = dy gamma:
+///   dx = rstd (g - mean(g) - xhat mean(g xhat))
+///   dgamma = sum_rows(dy xhat), dbeta = sum_rows(dy).
+struct DecomposeLayerNormGrad : OpRewritePattern<LayerNormGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LayerNormGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type f32 = rewriter.getF32Type();
+    auto type = op.getInput().getType();
+    int64_t last = type.getRank() - 1;
+    ArrayRef<int64_t> shape = type.getShape();
+    SmallVector<Value> sizes = dynamicDims(rewriter, loc, op.getInput());
+    SmallVector<int64_t> rowDims = iotaDims(last);
+    const int64_t lastAxis[] = {last};
+    Value hidden = scalar(rewriter, loc, f32, static_cast<double>(shape[last]));
+    auto toRows = [&](Value stat) {
+      return broadcastTo(rewriter, loc, stat, shape, sizes, rowDims);
+    };
+    auto meanOverLast = [&](Value v) -> Value {
+      return rewriter.create<DivOp>(
+          loc, rewriter.create<ReduceSumOp>(loc, v, lastAxis), hidden);
+    };
+
+    Value x = toF32(rewriter, loc, op.getInput());
+    Value dy = toF32(rewriter, loc, op.getDy());
+    Value rstd = toRows(op.getRstd());
+    Value xhat = rewriter.create<MulOp>(
+        loc, rewriter.create<SubOp>(loc, x, toRows(op.getMean())), rstd);
+    Value gamma = broadcastTo(rewriter, loc, toF32(rewriter, loc, op.getGamma()),
+                              shape, sizes, {last});
+    Value g = rewriter.create<MulOp>(loc, dy, gamma);
+    Value meanG = meanOverLast(g);
+    Value meanGX = meanOverLast(rewriter.create<MulOp>(loc, g, xhat));
+    Value shifted = rewriter.create<SubOp>(loc, g, toRows(meanG));
+    Value centered = rewriter.create<SubOp>(
+        loc, shifted, rewriter.create<MulOp>(loc, xhat, toRows(meanGX)));
+    Value dx = rewriter.create<MulOp>(loc, rstd, centered);
+
+    Value dyXhat = rewriter.create<MulOp>(loc, dy, xhat);
+    Value dgamma = dyXhat, dbeta = dy;
+    if (last > 0) {
+      dgamma = rewriter.create<ReduceSumOp>(loc, dyXhat, rowDims);
+      dbeta = rewriter.create<ReduceSumOp>(loc, dy, rowDims);
+    }
+    auto gammaType = op.getGamma().getType();
+    rewriter.replaceOp(op, {castTo(rewriter, loc, dx, type),
+                            castTo(rewriter, loc, dgamma, gammaType),
+                            castTo(rewriter, loc, dbeta, gammaType)});
+    return success();
+  }
+};
+
+/// dx = scale * y * (dy - sum_last(dy * y)) in f32.
+struct DecomposeSoftmaxGrad : OpRewritePattern<SoftmaxGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SoftmaxGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type f32 = rewriter.getF32Type();
+    auto type = op.getOutput().getType();
+    int64_t rank = type.getRank();
+    SmallVector<Value> sizes = dynamicDims(rewriter, loc, op.getOutput());
+    Value y = toF32(rewriter, loc, op.getOutput());
+    Value dy = toF32(rewriter, loc, op.getDy());
+    Value dot = rewriter.create<ReduceSumOp>(
+        loc, rewriter.create<MulOp>(loc, dy, y), ArrayRef<int64_t>{rank - 1},
+        /*keep_dims=*/true);
+    Value diff = rewriter.create<SubOp>(
+        loc, dy,
+        broadcastTo(rewriter, loc, dot, type.getShape(), sizes, iotaDims(rank)));
+    Value dx = rewriter.create<MulOp>(loc, y, diff);
+    if (float scale = op.getScale().convertToFloat(); scale != 1.0f)
+      dx = rewriter.create<MulOp>(loc, dx, scalar(rewriter, loc, f32, scale));
+    rewriter.replaceOp(op, castTo(rewriter, loc, dx, op.getType()));
+    return success();
+  }
+};
+
+/// In f32 per row: w * (softmax(x) - q), q = (1 - eps) onehot(t) + eps / C,
+/// w = 0 for ignored rows, else dloss / max(count, 1) (mean), dloss (sum)
+/// or dloss[r] (none).
+struct DecomposeCrossEntropyGrad : OpRewritePattern<CrossEntropyGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CrossEntropyGradOp op,
+                                PatternRewriter &rewriter) const override {
+    if (auto reason = crossEntropyRefusal(op))
+      return rewriter.notifyMatchFailure(op, *reason);
+    Location loc = op.getLoc();
+    Type f32 = rewriter.getF32Type();
+    auto type = op.getLogits().getType();
+    ArrayRef<int64_t> shape = type.getShape();
+    Value targets = op.getTargets();
+    Type idType = tensorType(targets).getElementType();
+    SmallVector<Value> sizes = dynamicDims(rewriter, loc, op.getLogits());
+    const int64_t classAxis[] = {1};
+
+    Value x = toF32(rewriter, loc, op.getLogits());
+    Value max = rewriter.create<ReduceMaxOp>(loc, x, classAxis);
+    Value e = rewriter.create<ExpOp>(
+        loc, rewriter.create<SubOp>(
+                 loc, x, broadcastTo(rewriter, loc, max, shape, sizes, {0})));
+    Value sumE = rewriter.create<ReduceSumOp>(loc, e, classAxis);
+    Value p = rewriter.create<DivOp>(
+        loc, e, broadcastTo(rewriter, loc, sumE, shape, sizes, {0}));
+
+    Value classes = rewriter.create<IotaOp>(
+        loc, RankedTensorType::get(shape, idType), sizes, uint64_t{1});
+    Value hit = compare(rewriter, loc, CompareDirection::EQ, classes,
+                        broadcastTo(rewriter, loc, targets, shape, sizes, {0}));
+    double eps = op.getLabelSmoothing().convertToFloat();
+    double off = eps / static_cast<double>(shape[1]);
+    Value onTarget = scalar(rewriter, loc, f32, 1.0 - eps + off);
+    Value offTarget = scalar(rewriter, loc, f32, off);
+    Value q = rewriter.create<SelectOp>(loc, hit, onTarget, offTarget);
+    Value d = rewriter.create<SubOp>(loc, p, q);
+
+    Value valid = validRows(rewriter, loc, targets,
+                            static_cast<int64_t>(op.getIgnoreIndex()));
+    Value weight = op.getDloss();
+    if (op.getReduction() == LossReduction::Mean)
+      weight = rewriter.create<DivOp>(loc, weight,
+                                      validCount(rewriter, loc, valid));
+    Value rowWeight = rewriter.create<SelectOp>(
+        loc, valid, weight, scalar(rewriter, loc, f32, 0.0));
+    Value dx = rewriter.create<MulOp>(
+        loc, d, broadcastTo(rewriter, loc, rowWeight, shape, sizes, {0}));
+    rewriter.replaceOp(op, castTo(rewriter, loc, dx, type));
+    return success();
+  }
+};
+
 struct DecomposePass : ls2c::impl::DecomposeBase<DecomposePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposeGelu, DecomposeLayerNorm, DecomposeSoftmax,
-                 DecomposeDropout, DecomposeCrossEntropy, DecomposeAdamW>(
+                 DecomposeDropout, DecomposeCrossEntropy, DecomposeAdamW,
+                 DecomposeGeluGrad, DecomposeLayerNormGrad,
+                 DecomposeSoftmaxGrad, DecomposeCrossEntropyGrad>(
         &getContext());
     if (failed(
             applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
@@ -498,7 +706,10 @@ struct DecomposePass : ls2c::impl::DecomposeBase<DecomposePass> {
         reason = softmaxRefusal(softmax);
       else if (auto ce = dyn_cast<CrossEntropyOp>(op))
         reason = crossEntropyRefusal(ce);
-      else if (isa<GeluOp, LayerNormOp, DropoutOp, AdamWOp>(op))
+      else if (auto ceGrad = dyn_cast<CrossEntropyGradOp>(op))
+        reason = crossEntropyRefusal(ceGrad);
+      else if (isa<GeluOp, LayerNormOp, DropoutOp, AdamWOp, GeluGradOp,
+                   LayerNormGradOp, SoftmaxGradOp>(op))
         reason = "no decomposition applied";
       else
         return;

@@ -17,3 +17,11 @@ func.func @cross_entropy_rows(%l: tensor<?x10xf32>, %t: tensor<8xi32>) -> tensor
   %0 = ls2.cross_entropy %l, %t : tensor<?x10xf32>, tensor<8xi32> -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// -----
+
+func.func @cross_entropy_grad_rows(%dl: tensor<f32>, %l: tensor<?x10xf32>, %t: tensor<8xi32>) -> tensor<?x10xf32> {
+  // expected-error @+1 {{'ls2.cross_entropy_grad' op cannot be decomposed: logits rows and targets rows must be both static or both dynamic}}
+  %0 = ls2.cross_entropy_grad %dl, %l, %t : tensor<f32>, tensor<?x10xf32>, tensor<8xi32>
+  return %0 : tensor<?x10xf32>
+}

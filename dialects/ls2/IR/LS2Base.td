@@ -26,7 +26,15 @@ def LS2_Dialect : Dialect {
     Composite ops (layer_norm, softmax, gelu, dropout, attention,
     cross_entropy, adamw) keep their meaning so that passes can use
     efficient rules for them; `ls2-decompose` lowers all but attention
-    into primitives.
+    into primitives. Backward composites (layer_norm_grad, softmax_grad,
+    gelu_grad, cross_entropy_grad, attention_grad) are what `ls2-autodiff`
+    emits for them; `ls2-decompose` lowers all but attention_grad.
+
+    Ops with a vector-Jacobian product implement DifferentiableOpInterface
+    (`buildVJP`); `ls2-autodiff` builds the backward pass from it and marks
+    each forward op whose results the backward reads with the unit
+    attribute `ls2.saved` (those results stay alive, or are recomputed,
+    until the backward has used them).
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;

@@ -9,6 +9,7 @@ using namespace ls2c::ls2;
 
 #include "ls2/IR/LS2Dialect.cpp.inc"
 #include "ls2/IR/LS2Enums.cpp.inc"
+#include "ls2/IR/LS2Interfaces.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "ls2/IR/LS2Attrs.cpp.inc"

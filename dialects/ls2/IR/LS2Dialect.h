@@ -17,6 +17,7 @@
 
 #include "ls2/IR/LS2Dialect.h.inc"
 #include "ls2/IR/LS2Enums.h.inc"
+#include "ls2/IR/LS2Interfaces.h.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "ls2/IR/LS2Attrs.h.inc"

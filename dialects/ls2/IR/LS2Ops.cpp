@@ -366,3 +366,10 @@ float AttentionOp::getEffectiveScale() {
   int64_t headDim = getQuery().getType().getDimSize(2);
   return 1.0f / std::sqrt(static_cast<float>(headDim));
 }
+
+float AttentionGradOp::getEffectiveScale() {
+  if (auto scale = getScale())
+    return scale->convertToFloat();
+  int64_t headDim = getQuery().getType().getDimSize(2);
+  return 1.0f / std::sqrt(static_cast<float>(headDim));
+}

@@ -9,6 +9,7 @@
 #define LS2_OPS_TD
 
 include "LS2Base.td"
+include "LS2Interfaces.td"
 include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -16,12 +17,15 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 class LS2_Op<string mnemonic, list<Trait> traits = []>
     : Op<LS2_Dialect, mnemonic, traits>;
 
+// Ops with a vector-Jacobian product (LS2VJP.cpp), used by ls2-autodiff.
+defvar LS2_VJP = DeclareOpInterfaceMethods<LS2_DifferentiableOpInterface>;
+
 //===----------------------------------------------------------------------===//
 // Elementwise primitives
 //===----------------------------------------------------------------------===//
 
 class LS2_UnaryFloatOp<string mnemonic, string formula>
-    : LS2_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType]> {
+    : LS2_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType, LS2_VJP]> {
   let summary = "elementwise " # formula;
   let description = "Computes `" # formula # "` element by element. Inputs "
     # "in f16/bf16 are computed in f32 and rounded once.";
@@ -40,7 +44,7 @@ def LS2_RsqrtOp : LS2_UnaryFloatOp<"rsqrt", "1/sqrt(x)">;
 
 class LS2_BinaryOp<string mnemonic, string formula, list<Trait> traits = []>
     : LS2_Op<mnemonic, !listconcat([Pure,
-        DeclareOpInterfaceMethods<InferTypeOpInterface>], traits)> {
+        DeclareOpInterfaceMethods<InferTypeOpInterface>, LS2_VJP], traits)> {
   let summary = "elementwise " # formula;
   let description = "Computes `" # formula # "` element by element. Both "
     # "operands have the same element type and either the same shape, or "
@@ -75,7 +79,7 @@ def LS2_CompareOp : LS2_Op<"compare", [Pure,
 }
 
 def LS2_SelectOp : LS2_Op<"select", [Pure,
-    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    DeclareOpInterfaceMethods<InferTypeOpInterface>, LS2_VJP]> {
   let summary = "elementwise choice: pred ? on_true : on_false";
   let description = [{
     The predicate has the result's shape. Each value operand has the
@@ -88,7 +92,7 @@ def LS2_SelectOp : LS2_Op<"select", [Pure,
                        "type($pred) `,` type($on_true) `,` type($on_false)";
 }
 
-def LS2_CastOp : LS2_Op<"cast", [Pure, Elementwise]> {
+def LS2_CastOp : LS2_Op<"cast", [Pure, Elementwise, LS2_VJP]> {
   let summary = "element type conversion";
   let description = [{
     Converts between f32, f16, bf16, i32, i64 and i1 with the same shape.
@@ -149,7 +153,7 @@ def LS2_IotaOp : LS2_Op<"iota", [Pure]> {
 // Shape manipulation (injective)
 //===----------------------------------------------------------------------===//
 
-def LS2_BroadcastOp : LS2_Op<"broadcast", [Pure]> {
+def LS2_BroadcastOp : LS2_Op<"broadcast", [Pure, LS2_VJP]> {
   let summary = "broadcast into a larger shape";
   let description = [{
     Operand dim i becomes result dim `dims[i]` (strictly increasing); it must
@@ -167,7 +171,7 @@ def LS2_BroadcastOp : LS2_Op<"broadcast", [Pure]> {
   let hasVerifier = 1;
 }
 
-def LS2_ReshapeOp : LS2_Op<"reshape", [Pure]> {
+def LS2_ReshapeOp : LS2_Op<"reshape", [Pure, LS2_VJP]> {
   let summary = "reinterpret a row-major tensor with another shape";
   let description = [{
     The element count is preserved. The result may have at most one dynamic
@@ -182,7 +186,7 @@ def LS2_ReshapeOp : LS2_Op<"reshape", [Pure]> {
 }
 
 def LS2_TransposeOp : LS2_Op<"transpose", [Pure,
-    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    DeclareOpInterfaceMethods<InferTypeOpInterface>, LS2_VJP]> {
   let summary = "permute dimensions";
   let description = [{
     Result dim i is input dim `permutation[i]`:
@@ -195,7 +199,7 @@ def LS2_TransposeOp : LS2_Op<"transpose", [Pure,
 }
 
 def LS2_SliceOp : LS2_Op<"slice", [Pure,
-    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    DeclareOpInterfaceMethods<InferTypeOpInterface>, LS2_VJP]> {
   let summary = "a contiguous range [start, limit) along one static axis";
   let description = [{
     `ls2.slice %qkv {axis = 1, start = 768, limit = 1536}
@@ -208,7 +212,7 @@ def LS2_SliceOp : LS2_Op<"slice", [Pure,
 }
 
 def LS2_ConcatOp : LS2_Op<"concat", [Pure,
-    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    DeclareOpInterfaceMethods<InferTypeOpInterface>, LS2_VJP]> {
   let summary = "join tensors along one axis";
   let description = [{
     All operands have the same element type and rank and agree on every dim
@@ -225,7 +229,8 @@ def LS2_ConcatOp : LS2_Op<"concat", [Pure,
 //===----------------------------------------------------------------------===//
 
 class LS2_ReduceOp<string mnemonic, string what>
-    : LS2_Op<mnemonic, [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    : LS2_Op<mnemonic, [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>,
+                        LS2_VJP]> {
   let summary = what # " over the given axes";
   let description = "Reduces `axes` (distinct, ascending) of the input. "
     # "Float sums accumulate in f32 whatever the element type. With "
@@ -240,7 +245,7 @@ class LS2_ReduceOp<string mnemonic, string what>
 def LS2_ReduceSumOp : LS2_ReduceOp<"reduce_sum", "sum">;
 def LS2_ReduceMaxOp : LS2_ReduceOp<"reduce_max", "maximum">;
 
-def LS2_MatmulOp : LS2_Op<"matmul", [Pure]> {
+def LS2_MatmulOp : LS2_Op<"matmul", [Pure, LS2_VJP]> {
   let summary = "batched matrix product with transpose flags";
   let description = [{
     `a` is [..., M, K] (or [..., K, M] with `transpose_a`), `b` is [..., K, N]
@@ -266,7 +271,7 @@ def LS2_MatmulOp : LS2_Op<"matmul", [Pure]> {
 }
 
 def LS2_GatherOp : LS2_Op<"gather", [Pure,
-    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    DeclareOpInterfaceMethods<InferTypeOpInterface>, LS2_VJP]> {
   let summary = "embedding lookup: rows of a table selected by ids";
   let description = [{
     table [V, H...], ids [...] -> result [ids..., H...]. Ids outside [0, V)
@@ -281,7 +286,7 @@ def LS2_GatherOp : LS2_Op<"gather", [Pure,
                        "type($ids) `->` type($result)";
 }
 
-def LS2_ScatterAddOp : LS2_Op<"scatter_add", [Pure]> {
+def LS2_ScatterAddOp : LS2_Op<"scatter_add", [Pure, LS2_VJP]> {
   let summary = "embedding gradient: rows added into a table by id";
   let description = [{
     The gradient of `gather`: updates [ids..., H...] are summed into a zeroed
@@ -327,7 +332,8 @@ def LS2_RandomUniformOp : LS2_Op<"random_uniform", [Pure]> {
 // Composites
 //===----------------------------------------------------------------------===//
 
-def LS2_DropoutOp : LS2_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>]> {
+def LS2_DropoutOp : LS2_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>,
+    LS2_VJP]> {
   let summary = "inverted dropout with a Philox mask";
   let description = [{
     result = keep ? input / (1 - rate) : 0, where keep = u >= rate and u is
@@ -341,7 +347,8 @@ def LS2_DropoutOp : LS2_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>]
   let hasVerifier = 1;
 }
 
-def LS2_GeluOp : LS2_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType]> {
+def LS2_GeluOp : LS2_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType,
+    LS2_VJP]> {
   let summary = "Gaussian error linear unit (Hendrycks & Gimpel, 2016)";
   let description = [{
     `none`: x * 0.5 * (1 + erf(x / sqrt(2))); `tanh`: x * 0.5 * (1 +
@@ -356,7 +363,7 @@ def LS2_GeluOp : LS2_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType]> 
 }
 
 def LS2_LayerNormOp : LS2_Op<"layer_norm", [Pure,
-    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+    DeclareOpInterfaceMethods<InferTypeOpInterface>, LS2_VJP]> {
   let summary = "layer normalization over the last dim (Ba et al., 2016)";
   let description = [{
     x [..., H], gamma [H], beta [H] (x's element type) ->
@@ -373,7 +380,7 @@ def LS2_LayerNormOp : LS2_Op<"layer_norm", [Pure,
   let hasVerifier = 1;
 }
 
-def LS2_SoftmaxOp : LS2_Op<"softmax", [Pure]> {
+def LS2_SoftmaxOp : LS2_Op<"softmax", [Pure, LS2_VJP]> {
   let summary = "masked, scaled softmax over the last dim";
   let description = [{
     softmax(scale * x + mask) over the last dim, computed in f32. An f32/f16/
@@ -393,7 +400,8 @@ def LS2_SoftmaxOp : LS2_Op<"softmax", [Pure]> {
   let hasVerifier = 1;
 }
 
-def LS2_AttentionOp : LS2_Op<"attention", [Pure, AttrSizedOperandSegments]> {
+def LS2_AttentionOp : LS2_Op<"attention", [Pure, AttrSizedOperandSegments,
+    LS2_VJP]> {
   let summary = "scaled dot-product attention over packed variable-length sequences";
   let description = [{
     Sequences are packed without padding: q [Tq, Hq, D], k and v [Tk, Hkv, D]
@@ -435,7 +443,7 @@ def LS2_AttentionOp : LS2_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   }];
 }
 
-def LS2_CrossEntropyOp : LS2_Op<"cross_entropy", [Pure]> {
+def LS2_CrossEntropyOp : LS2_Op<"cross_entropy", [Pure, LS2_VJP]> {
   let summary = "softmax cross-entropy with label smoothing and an ignore index";
   let description = [{
     logits [N, C] (any float type, computed in f32), targets [N] (i32/i64).
@@ -455,6 +463,191 @@ def LS2_CrossEntropyOp : LS2_Op<"cross_entropy", [Pure]> {
   let assemblyFormat = "$logits `,` $targets attr-dict `:` type($logits) `,` "
                        "type($targets) `->` type($result)";
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Backward composites: the vector-Jacobian products of the composites, built
+// by ls2-autodiff from what the forward saved (never re-running forward)
+//===----------------------------------------------------------------------===//
+
+def LS2_LayerNormGradOp : LS2_Op<"layer_norm_grad", [Pure,
+    AllTypesMatch<["dy", "input", "dx"]>,
+    AllTypesMatch<["gamma", "dgamma", "dbeta"]>,
+    AllTypesMatch<["mean", "rstd"]>]> {
+  let summary = "backward of layer_norm from its saved statistics";
+  let description = [{
+    The gradients of `ls2.layer_norm` with respect to its input, gamma and
+    beta. Operands: dy [..., H], the gradient of y (x's type); x [..., H];
+    gamma [H] (x's element type); and the f32 mean and rstd [...] that
+    layer_norm returned, which are used as they are (the statistics are not
+    recomputed). Over the last dim, in f32, with
+    xhat = (x - mean) * rstd and g = dy * gamma:
+
+      dx     = rstd * (g - mean_H(g) - xhat * mean_H(g * xhat))   [..., H]
+      dgamma = sum over all leading dims of dy * xhat               [H]
+      dbeta  = sum over all leading dims of dy                      [H]
+
+    where mean_H averages over the last dim. Every sum accumulates in f32;
+    dx is rounded once to x's element type, dgamma and dbeta to gamma's.
+    (The gradient through the mean and rstd results themselves, when a
+    program uses them, is added by ls2-autodiff with primitives.)
+
+      %dx, %dgamma, %dbeta = ls2.layer_norm_grad %dy, %x, %gamma, %mean, %rstd
+        : tensor<?x768xf16>, tensor<768xf16>, tensor<?xf32>
+  }];
+  let arguments = (ins LS2_FloatTensor:$dy, LS2_FloatTensor:$input,
+                       LS2_FloatTensor:$gamma, LS2_F32Tensor:$mean,
+                       LS2_F32Tensor:$rstd);
+  let results = (outs LS2_FloatTensor:$dx, LS2_FloatTensor:$dgamma,
+                      LS2_FloatTensor:$dbeta);
+  let assemblyFormat = "$dy `,` $input `,` $gamma `,` $mean `,` $rstd attr-dict "
+                       "`:` type($input) `,` type($gamma) `,` type($mean)";
+  let hasVerifier = 1;
+}
+
+def LS2_SoftmaxGradOp : LS2_Op<"softmax_grad", [Pure,
+    AllTypesMatch<["dy", "output", "dx"]>]> {
+  let summary = "backward of softmax from its output";
+  let description = [{
+    For y = `ls2.softmax`(x) with `scale` (and any mask, causal or not),
+    the gradient with respect to x from dy (the gradient of y) and y itself,
+    both of x's type, over the last dim:
+
+      dx = scale * y * (dy - sum_last(dy * y))
+
+    computed in f32 (the row sum accumulates in f32) and rounded once.
+    Masked positions, and rows with no visible key, have y = 0 and so get
+    dx = 0: the mask is not needed. With scale = 1 it is the gradient with
+    respect to an additive mask before summing over the mask's broadcast
+    dims.
+
+      %dx = ls2.softmax_grad %dy, %y {scale = 1.250000e-01 : f32}
+              : tensor<?x12x128x128xf16>
+  }];
+  let arguments = (ins LS2_FloatTensor:$dy, LS2_FloatTensor:$output,
+                       DefaultValuedAttr<F32Attr, "1.0">:$scale);
+  let results = (outs LS2_FloatTensor:$dx);
+  let assemblyFormat = "$dy `,` $output attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+def LS2_GeluGradOp : LS2_Op<"gelu_grad", [Pure, Elementwise,
+    SameOperandsAndResultType]> {
+  let summary = "backward of gelu";
+  let description = [{
+    dx = dy * gelu'(x) elementwise, dy and x of the same type, computed in
+    f32 and rounded once. The exact derivative of each form of `ls2.gelu`:
+
+      none: gelu'(x) = Phi(x) + x * phi(x), with
+            Phi(x) = 0.5 * (1 + erf(x / sqrt(2))),
+            phi(x) = exp(-x^2 / 2) / sqrt(2 pi);
+      tanh: with u = sqrt(2/pi) * (x + 0.044715 x^3) and t = tanh(u),
+            gelu'(x) = 0.5 * (1 + t)
+                       + 0.5 * x * (1 - t^2) * sqrt(2/pi) * (1 + 3 * 0.044715 x^2).
+
+      %dx = ls2.gelu_grad %dy, %x {approximate = #ls2<gelu_approximation tanh>}
+              : tensor<?x3072xbf16>
+  }];
+  let arguments = (ins LS2_FloatTensor:$dy, LS2_FloatTensor:$input,
+      DefaultValuedAttr<LS2_GeluApproximationAttr,
+                        "::ls2c::ls2::GeluApproximation::None">:$approximate);
+  let results = (outs LS2_FloatTensor:$dx);
+  let assemblyFormat = "$dy `,` $input attr-dict `:` type($dx)";
+}
+
+def LS2_CrossEntropyGradOp : LS2_Op<"cross_entropy_grad", [Pure,
+    AllTypesMatch<["logits", "dlogits"]>]> {
+  let summary = "backward of cross_entropy from its logits";
+  let description = [{
+    The gradient of `ls2.cross_entropy` with respect to its logits x [N, C]
+    (any float type), from dloss (the gradient of its result: f32 rank 0 for
+    `mean` and `sum`, f32 [N] for `none`) and targets [N] (i32/i64). The
+    softmax is recomputed row by row in f32 from the logits (probabilities
+    are never stored). For row r with p = softmax(x[r, :]),
+    eps = label_smoothing and q = (1 - eps) * onehot(t_r) + eps / C:
+
+      dlogits[r, :] = w_r * (p - q)
+
+    where w_r = 0 when t_r = ignore_index, else dloss / max(count, 1) for
+    `mean` (count = the non-ignored rows), dloss for `sum` and dloss[r] for
+    `none`. Rounded once to the logits' type. The attributes are the
+    forward op's.
+
+      %dx = ls2.cross_entropy_grad %dloss, %logits, %labels
+              : tensor<f32>, tensor<?x50257xbf16>, tensor<?xi32>
+  }];
+  let arguments = (ins LS2_F32Tensor:$dloss, LS2_FloatTensor:$logits,
+                       LS2_IdTensor:$targets,
+                       DefaultValuedAttr<F32Attr, "0.0">:$label_smoothing,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       DefaultValuedAttr<LS2_LossReductionAttr,
+                           "::ls2c::ls2::LossReduction::Mean">:$reduction);
+  let results = (outs LS2_FloatTensor:$dlogits);
+  let assemblyFormat = "$dloss `,` $logits `,` $targets attr-dict `:` "
+                       "type($dloss) `,` type($logits) `,` type($targets)";
+  let hasVerifier = 1;
+}
+
+def LS2_AttentionGradOp : LS2_Op<"attention_grad", [Pure,
+    AttrSizedOperandSegments,
+    AllTypesMatch<["dout", "query", "out", "dq"]>,
+    AllTypesMatch<["key", "value", "dk", "dv"]>]> {
+  let summary = "backward of attention from its output and log-sum-exp";
+  let description = [{
+    The gradients of `ls2.attention` with respect to q [Tq, Hq, D], k and
+    v [Tk, Hkv, D], FlashAttention-2 style (Dao, 2023): from dout (the
+    gradient of out), q, k, v, and the forward's out [Tq, Hq, D] and f32
+    lse [Tq, Hq]. The forward is never re-run: probabilities are rebuilt
+    tile by tile from lse. The operands cu_seqlens_q/k, dropout(seed,
+    offset) and the attributes are the forward op's, with the same rules.
+
+    Within each sequence, for query i, query head h and key j of kv head
+    g = h / (Hq / Hkv), with s_ij = scale * q_i . k_j over visible keys
+    (causal as forward, bottom-right aligned):
+
+      P_ij  = exp(s_ij - lse_i)          (0 for masked keys and lse = -inf)
+      M_ij  = keep_ij / (1 - rate)       (the forward's Philox dropout mask,
+                                          regenerated; 1 without dropout)
+      D_i   = sum_d dout_i[d] * out_i[d]
+      dP_ij = (dout_i . v_j) * M_ij
+      dS_ij = P_ij * (dP_ij - D_i)
+      dq_i  = scale * sum_j dS_ij k_j
+      dk_j  = scale * sum_{i, h sharing g} dS_ij q_i
+      dv_j  = sum_{i, h sharing g} P_ij M_ij dout_i
+
+    so dk and dv of kv head g are summed over the Hq / Hkv query heads that
+    share it (GQA/MQA). Products accumulate in f32; each result is rounded
+    once to its input's type. Rows that see no key get dq = 0 and add
+    nothing to dk, dv. Stays opaque (a fused kernel or cuDNN):
+    ls2-decompose keeps it.
+
+      %dq, %dk, %dv = ls2.attention_grad %dout, %q, %k, %v, %out, %lse,
+          %cu, %cu dropout(%seed, %offset) {causal, dropout_rate = 0.1 : f32,
+          stream = 1 : i64} : tensor<?x12x64xf16>, tensor<?x12x64xf16>,
+          tensor<?x12xf32>, tensor<?xi32>, tensor<?xi32>
+  }];
+  let arguments = (ins LS2_FloatTensor:$dout, LS2_FloatTensor:$query,
+                       LS2_FloatTensor:$key, LS2_FloatTensor:$value,
+                       LS2_FloatTensor:$out, LS2_F32Tensor:$lse,
+                       RankedTensorOf<[I32]>:$cu_seqlens_q,
+                       RankedTensorOf<[I32]>:$cu_seqlens_k,
+                       Optional<LS2_I64Scalar>:$seed, Optional<LS2_I64Scalar>:$offset,
+                       OptionalAttr<F32Attr>:$scale, UnitAttr:$causal,
+                       DefaultValuedAttr<F32Attr, "0.0">:$dropout_rate,
+                       DefaultValuedAttr<I64Attr, "0">:$stream);
+  let results = (outs LS2_FloatTensor:$dq, LS2_FloatTensor:$dk,
+                      LS2_FloatTensor:$dv);
+  let assemblyFormat = [{
+    $dout `,` $query `,` $key `,` $value `,` $out `,` $lse `,` $cu_seqlens_q
+    `,` $cu_seqlens_k (`dropout` `(` $seed^ `,` $offset `)`)? attr-dict `:`
+    type($query) `,` type($key) `,` type($lse) `,` type($cu_seqlens_q) `,`
+    type($cu_seqlens_k)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The softmax scale: the attribute, else 1/sqrt(head dim).
+    float getEffectiveScale();
+  }];
 }
 
 def LS2_AdamWOp : LS2_Op<"adamw", [Pure, AllTypesMatch<["param", "exp_avg",

@@ -277,87 +277,176 @@ LogicalResult SoftmaxOp::verify() {
   return success();
 }
 
-LogicalResult AttentionOp::verify() {
-  auto q = getQuery().getType(), k = getKey().getType(),
-       v = getValue().getType();
+namespace {
+
+/// The rules ls2.attention and ls2.attention_grad share: q [Tq, Hq, D],
+/// k = v [Tk, Hkv, D], cu_seqlens, lse [Tq, Hq], scale, dropout.
+LogicalResult verifyAttentionOperands(Operation *op, RankedTensorType q,
+                                      RankedTensorType k, RankedTensorType v,
+                                      RankedTensorType cuq,
+                                      RankedTensorType cuk,
+                                      RankedTensorType lse,
+                                      std::optional<APFloat> scale,
+                                      float dropoutRate, bool hasSeed,
+                                      bool hasOffset, int64_t stream) {
   for (auto [name, t] : {std::pair<StringRef, RankedTensorType>{"query", q},
                          {"key", k}, {"value", v}}) {
     if (t.getRank() != 3)
-      return emitOpError() << name << " must be [tokens, heads, head_dim], got "
-                           << t;
+      return op->emitOpError()
+             << name << " must be [tokens, heads, head_dim], got " << t;
     if (t.isDynamicDim(1) || t.isDynamicDim(2))
-      return emitOpError() << name << " heads and head_dim must be static, got "
-                           << t;
+      return op->emitOpError()
+             << name << " heads and head_dim must be static, got " << t;
     if (t.getElementType() != q.getElementType())
-      return emitOpError() << name << " element type " << t.getElementType()
-                           << " differs from query's " << q.getElementType();
+      return op->emitOpError() << name << " element type " << t.getElementType()
+                               << " differs from query's " << q.getElementType();
   }
   if (k.getShape() != v.getShape())
-    return emitOpError("key and value shapes differ: ")
+    return op->emitOpError("key and value shapes differ: ")
            << shapeToString(k.getShape()) << " vs "
            << shapeToString(v.getShape());
   int64_t hq = q.getDimSize(1), hkv = k.getDimSize(1), d = q.getDimSize(2);
   if (k.getDimSize(2) != d)
-    return emitOpError("key head_dim ") << k.getDimSize(2)
-                                        << " differs from query head_dim " << d;
+    return op->emitOpError("key head_dim ")
+           << k.getDimSize(2) << " differs from query head_dim " << d;
   if (hkv == 0 || hq % hkv != 0)
-    return emitOpError("kv heads (") << hkv << ") must divide query heads ("
-                                     << hq << ")";
+    return op->emitOpError("kv heads (")
+           << hkv << ") must divide query heads (" << hq << ")";
   if (d > 256)
-    return emitOpError("head_dim ") << d << " exceeds 256";
-  auto cuq = getCuSeqlensQ().getType(), cuk = getCuSeqlensK().getType();
+    return op->emitOpError("head_dim ") << d << " exceeds 256";
   if (cuq.getRank() != 1 || cuk.getRank() != 1 ||
       !dimsCompatible(cuq.getDimSize(0), cuk.getDimSize(0)))
-    return emitOpError("cu_seqlens_q and cu_seqlens_k must both be [batch + "
-                       "1], got ")
+    return op->emitOpError("cu_seqlens_q and cu_seqlens_k must both be [batch "
+                           "+ 1], got ")
            << cuq << " and " << cuk;
-  if (getResult().getType() != q)
-    return emitOpError("result type ") << getResult().getType()
-                                       << " must equal the query type " << q;
-  auto lse = getLse().getType();
   if (lse.getShape() != ArrayRef<int64_t>{q.getDimSize(0), hq})
-    return emitOpError("lse must be [tokens, heads] = ")
+    return op->emitOpError("lse must be [tokens, heads] = ")
            << shapeToString({q.getDimSize(0), hq}) << ", got "
            << shapeToString(lse.getShape());
-  if (auto scale = getScale()) {
+  if (scale) {
     float s = scale->convertToFloat();
     if (!(s > 0.0f) || !std::isfinite(s))
-      return emitOpError("scale = ") << s << " must be positive and finite";
+      return op->emitOpError("scale = ") << s << " must be positive and finite";
   }
-  if (failed(verifyProbability(*this, "dropout_rate",
-                               getDropoutRate().convertToFloat())))
+  if (failed(verifyProbability(op, "dropout_rate", dropoutRate)))
     return failure();
-  if ((getSeed() == nullptr) != (getOffset() == nullptr))
-    return emitOpError("seed and offset must be given together");
-  if (getDropoutRate().convertToFloat() > 0.0f && !getSeed())
-    return emitOpError("dropout_rate > 0 needs dropout(seed, offset) operands");
-  if (static_cast<int64_t>(getStream()) < 0)
-    return emitOpError("stream ") << static_cast<int64_t>(getStream())
-                                  << " must be >= 0";
+  if (hasSeed != hasOffset)
+    return op->emitOpError("seed and offset must be given together");
+  if (dropoutRate > 0.0f && !hasSeed)
+    return op->emitOpError(
+        "dropout_rate > 0 needs dropout(seed, offset) operands");
+  if (stream < 0)
+    return op->emitOpError("stream ") << stream << " must be >= 0";
   return success();
 }
 
-LogicalResult CrossEntropyOp::verify() {
-  auto logits = getLogits().getType(), targets = getTargets().getType();
+/// The rules ls2.cross_entropy and ls2.cross_entropy_grad share.
+LogicalResult verifyCrossEntropyOperands(Operation *op,
+                                         RankedTensorType logits,
+                                         RankedTensorType targets,
+                                         float labelSmoothing) {
   if (logits.getRank() != 2 || logits.isDynamicDim(1))
-    return emitOpError("logits must be [rows, classes] with static classes, "
-                       "got ")
+    return op->emitOpError("logits must be [rows, classes] with static "
+                           "classes, got ")
            << logits;
   if (targets.getRank() != 1 ||
       !dimsCompatible(targets.getDimSize(0), logits.getDimSize(0)))
-    return emitOpError("targets must be [rows] = ")
+    return op->emitOpError("targets must be [rows] = ")
            << shapeToString({logits.getDimSize(0)}) << ", got " << targets;
-  if (failed(verifyProbability(*this, "label_smoothing",
-                               getLabelSmoothing().convertToFloat())))
-    return failure();
-  auto result = getType();
-  if (getReduction() == LossReduction::None) {
-    if (result.getShape() != ArrayRef<int64_t>{logits.getDimSize(0)})
-      return emitOpError("reduction none gives one loss per row: ")
-             << shapeToString({logits.getDimSize(0)}) << ", got " << result;
-  } else if (result.getRank() != 0) {
-    return emitOpError("a reduced loss is rank 0, got ") << result;
+  return verifyProbability(op, "label_smoothing", labelSmoothing);
+}
+
+/// A per-row loss ([rows]) for `none`, else a rank-0 one. `what` names the
+/// value in the message ("" for the op's own result).
+LogicalResult verifyLossShape(Operation *op, StringRef what,
+                              RankedTensorType loss, RankedTensorType logits,
+                              LossReduction reduction) {
+  std::string rows = shapeToString({logits.getDimSize(0)});
+  if (reduction == LossReduction::None) {
+    if (loss.getShape() != ArrayRef<int64_t>{logits.getDimSize(0)}) {
+      if (what.empty())
+        return op->emitOpError("reduction none gives one loss per row: ")
+               << rows << ", got " << loss;
+      return op->emitOpError("reduction none gives one loss per row: ")
+             << what << " must be " << rows << ", got " << loss;
+    }
+  } else if (loss.getRank() != 0) {
+    if (what.empty())
+      return op->emitOpError("a reduced loss is rank 0, got ") << loss;
+    return op->emitOpError("a reduced loss is rank 0: ")
+           << what << " must be rank 0, got " << loss;
   }
+  return success();
+}
+
+} // namespace
+
+LogicalResult AttentionOp::verify() {
+  auto q = getQuery().getType();
+  if (failed(verifyAttentionOperands(
+          *this, q, getKey().getType(), getValue().getType(),
+          getCuSeqlensQ().getType(), getCuSeqlensK().getType(),
+          getLse().getType(), getScale(), getDropoutRate().convertToFloat(),
+          getSeed() != nullptr, getOffset() != nullptr,
+          static_cast<int64_t>(getStream()))))
+    return failure();
+  if (getResult().getType() != q)
+    return emitOpError("result type ") << getResult().getType()
+                                       << " must equal the query type " << q;
+  return success();
+}
+
+LogicalResult AttentionGradOp::verify() {
+  return verifyAttentionOperands(
+      *this, getQuery().getType(), getKey().getType(), getValue().getType(),
+      getCuSeqlensQ().getType(), getCuSeqlensK().getType(), getLse().getType(),
+      getScale(), getDropoutRate().convertToFloat(), getSeed() != nullptr,
+      getOffset() != nullptr, static_cast<int64_t>(getStream()));
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  auto logits = getLogits().getType();
+  if (failed(verifyCrossEntropyOperands(*this, logits, getTargets().getType(),
+                                        getLabelSmoothing().convertToFloat())))
+    return failure();
+  return verifyLossShape(*this, "", getType(), logits,
+                         getReduction());
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  auto logits = getLogits().getType();
+  if (failed(verifyCrossEntropyOperands(*this, logits, getTargets().getType(),
+                                        getLabelSmoothing().convertToFloat())))
+    return failure();
+  return verifyLossShape(*this, "dloss", getDloss().getType(), logits,
+                         getReduction());
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  auto input = getInput().getType();
+  if (input.getRank() < 1 || input.isDynamicDim(input.getRank() - 1))
+    return emitOpError("input must have rank >= 1 and a static last dim, got ")
+           << input;
+  int64_t h = input.getDimSize(input.getRank() - 1);
+  auto gamma = getGamma().getType();
+  auto expectedGamma = RankedTensorType::get({h}, input.getElementType());
+  if (gamma != expectedGamma)
+    return emitOpError("gamma must be ") << expectedGamma << ", got " << gamma;
+  auto stats = getMean().getType();
+  if (stats.getShape() != input.getShape().drop_back())
+    return emitOpError("mean and rstd must be f32 ")
+           << shapeToString(input.getShape().drop_back())
+           << " (the input's leading dims), got " << stats;
+  return success();
+}
+
+LogicalResult SoftmaxGradOp::verify() {
+  float scale = getScale().convertToFloat();
+  if (!std::isfinite(scale) || scale == 0.0f)
+    return emitOpError("scale = ") << scale << " must be finite and non-zero";
+  if (getOutput().getType().getRank() < 1)
+    return emitOpError("needs rank >= 1 (softmax runs over the last dim), got ")
+           << getOutput().getType();
   return success();
 }
 

@@ -8,6 +8,7 @@
 #define LS2C_TRANSFORMS_PASSES_H
 
 #include "ls2/IR/LS2Dialect.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
 #include <memory>

@@ -7,12 +7,15 @@ include "mlir/Pass/PassBase.td"
 def Decompose : Pass<"ls2-decompose"> {
   let summary = "Lower composite ls2 ops into ls2 primitives";
   let description = [{
-    Rewrites layer_norm, softmax, gelu, dropout, cross_entropy and adamw into
-    elementwise ops, broadcasts, reductions, random_uniform and casts, for
-    passes that work on primitives (fusion rediscovers the composites'
-    kernels from them). Low-precision inputs are cast to f32 first and the
-    results cast back, so the decomposed program keeps the composites'
-    numerics. `ls2.attention` stays: it is opaque (a fused kernel or cuDNN).
+    Rewrites layer_norm, softmax, gelu, dropout, cross_entropy and adamw,
+    and the backward composites layer_norm_grad, softmax_grad, gelu_grad
+    and cross_entropy_grad, into elementwise ops, broadcasts, reductions,
+    random_uniform and casts, for passes that work on primitives (fusion
+    rediscovers the composites' kernels from them) and for checking the
+    composites against their decompositions. Low-precision inputs are cast
+    to f32 first and the results cast back, so the decomposed program keeps
+    the composites' numerics. `ls2.attention` and `ls2.attention_grad`
+    stay: they are opaque (a fused kernel or cuDNN).
 
     Before:
       %y = ls2.gelu %x : tensor<?x64xf32>
@@ -23,6 +26,68 @@ def Decompose : Pass<"ls2-decompose"> {
       ...
   }];
   let dependentDialects = ["::ls2c::ls2::LS2Dialect"];
+}
+
+def Autodiff : Pass<"ls2-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Reverse-mode autodiff: add @forward_backward to a module with @forward";
+  let description = [{
+    Differentiates `func.func @forward(...) -> tensor<f32>` (the scalar
+    loss) and adds `func.func @forward_backward` with the same arguments and
+    argument attributes. It returns the loss, then one gradient per
+    argument whose `ls2.kind` is "parameter", in argument order, each typed
+    like its parameter, with result attributes `ls2.name` (the parameter's
+    name) and `ls2.kind = "gradient"` (the loss has `ls2.kind = "loss"`).
+    @forward is left as it is.
+
+    The body is @forward's ops, cloned, then the backward ops in reverse
+    program order, built by each op's DifferentiableOpInterface::buildVJP
+    (composites through their backward composites: layer_norm_grad,
+    softmax_grad, gelu_grad, cross_entropy_grad, attention_grad; dropout
+    through dropout of the gradient with the same seed, offset and stream;
+    gather through scatter_add). Rules:
+
+      * Only float values that depend on a parameter and reach the loss get
+        gradients; integer and i1 values, inputs and buffers never do.
+        Values produced by ops without the interface (compare, iota, dim,
+        constant, random_uniform) are constants; such an op on the path
+        from a parameter to the loss is an error naming it.
+      * A value used several times gets the sum of its gradients with
+        ls2.add, in the order of its uses in the forward program (so a tied
+        embedding gets gather's scatter_add plus the LM head's matmul
+        gradient). Slices that tile a value along one axis (fused q/k/v
+        projections) get their gradients joined by one ls2.concat, with
+        zeros in any gap, instead of padded and added.
+      * A parameter that does not reach the loss gets zeros (a broadcast of
+        a 0 constant).
+      * `ls2.dim` ops the backward needs on forward values are placed in
+        the forward part, so the backward reads only their index.
+      * Each forward op whose results the backward reads gets the unit
+        attribute `ls2.saved`: its results must be kept (or
+        rematerialized) until the backward has used them. Arguments are
+        always available and are not marked.
+
+    Before:
+      func.func @forward(%w: tensor<64x64xf32> {ls2.kind = "parameter",
+                         ls2.name = "w"}, %x: tensor<?x64xf32> {...},
+                         %t: tensor<?xi32> {...}) -> tensor<f32> {
+        %y = ls2.matmul %x, %w : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+        %l = ls2.cross_entropy %y, %t : tensor<?x64xf32>, tensor<?xi32> -> tensor<f32>
+        return %l : tensor<f32>
+      }
+    After (besides @forward):
+      func.func @forward_backward(%w: ..., %x: ..., %t: ...)
+          -> (tensor<f32> {ls2.kind = "loss"},
+              tensor<64x64xf32> {ls2.kind = "gradient", ls2.name = "w"}) {
+        %y = ls2.matmul %x, %w {ls2.saved} : ...
+        %l = ls2.cross_entropy %y, %t : ...
+        %one = ls2.constant dense<1.000000e+00> : tensor<f32>
+        %dy = ls2.cross_entropy_grad %one, %y, %t : ...
+        %dw = ls2.matmul %x, %dy {transpose_a} : tensor<?x64xf32>, tensor<?x64xf32> -> tensor<64x64xf32>
+        return %l, %dw : tensor<f32>, tensor<64x64xf32>
+      }
+  }];
+  let dependentDialects = ["::ls2c::ls2::LS2Dialect",
+                           "::mlir::func::FuncDialect"];
 }
 
 #endif // LS2C_TRANSFORMS_PASSES_TD
