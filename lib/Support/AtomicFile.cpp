@@ -2,49 +2,110 @@
 #include "ls2c/Support/AtomicFile.h"
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <vector>
 
 namespace ls2c {
 
 namespace {
+
 [[noreturn]] void fail(const std::string &path, const char *what, int err) {
   throw FileWriteError("cannot write '" + path + "': " + what + ": " +
                        std::strerror(err));
 }
-} // namespace
 
-void writeFileAtomically(const std::string &path, std::string_view contents) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    fail(path, "open", errno);
+/// Writes all of `contents` to `fd`; returns 0 or the errno.
+int writeAll(int fd, std::string_view contents) {
   const char *data = contents.data();
   size_t left = contents.size();
   while (left > 0) {
     ssize_t n = ::write(fd, data, left);
     if (n < 0 && errno == EINTR)
       continue;
-    if (n <= 0) {
-      int err = n < 0 ? errno : EIO;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      fail(path, "write", err);
-    }
+    if (n <= 0)
+      return n < 0 ? errno : EIO;
     data += n;
     left -= static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    fail(path, "sync", err);
+  return 0;
+}
+
+/// Devices, FIFOs and sockets cannot be replaced by a rename: they are
+/// written in place, as `cp` and shells do.
+void writeInPlace(const std::string &path, std::string_view contents) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    fail(path, "open", errno);
+  int err = writeAll(fd, contents);
+  if (::close(fd) != 0 && !err)
+    err = errno;
+  if (err)
+    fail(path, "write", err);
+}
+
+} // namespace
+
+void writeFileAtomically(const std::string &requested, std::string_view contents) {
+  // Write through symbolic links to the file they name, never replacing the
+  // link itself.
+  std::string path = requested;
+  struct stat st;
+  bool exists = ::lstat(path.c_str(), &st) == 0;
+  if (exists && S_ISLNK(st.st_mode)) {
+    char *resolved = ::realpath(requested.c_str(), nullptr);
+    if (resolved) {
+      path = resolved;
+      std::free(resolved);
+    } // A dangling link: the rename below replaces it, as `cp` would create.
+    exists = ::stat(path.c_str(), &st) == 0;
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
+  if (exists && S_ISDIR(st.st_mode))
+    fail(requested, "open", EISDIR);
+  if (exists && !S_ISREG(st.st_mode))
+    return writeInPlace(requested, contents);
+
+  // A fresh, unpredictable temporary name beside the target (mkstemp opens
+  // with O_EXCL, so no existing file or link is ever followed).
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  if (dir.empty())
+    dir = "/";
+  std::string tmp = (slash == std::string::npos ? "" : dir) + ".ls2c-tmp-XXXXXX";
+  std::vector<char> name(tmp.begin(), tmp.end());
+  name.push_back('\0');
+  int fd = ::mkstemp(name.data());
+  if (fd < 0)
+    fail(requested, "open", errno);
+  tmp = name.data();
+  // Keep an existing file's permissions; new files get 0666 & ~umask as
+  // open(2) would give them.
+  mode_t mode;
+  if (exists) {
+    mode = st.st_mode & 07777;
+  } else {
+    mode_t mask = ::umask(0);
+    ::umask(mask);
+    mode = 0666 & ~mask;
+  }
+  int err = ::fchmod(fd, mode) != 0 ? errno : 0;
+  if (!err)
+    err = writeAll(fd, contents);
+  if (!err && ::fsync(fd) != 0)
+    err = errno;
+  if (::close(fd) != 0 && !err)
+    err = errno;
+  if (!err && ::rename(tmp.c_str(), path.c_str()) != 0)
+    err = errno;
+  if (err) {
     ::unlink(tmp.c_str());
-    fail(path, "rename", err);
+    fail(requested, "write", err);
   }
 }
 

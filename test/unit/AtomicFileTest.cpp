@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -90,6 +91,50 @@ TEST_F(AtomicFileTest, TargetIsADirectoryKeepsItAndCleansUp) {
   EXPECT_TRUE(S_ISDIR(st.st_mode));
   EXPECT_EQ(entries(), 1) << "only the directory itself remains";
   rmdir(path.c_str());
+}
+
+TEST_F(AtomicFileTest, WritesThroughSymbolicLinks) {
+  std::string real = dir + "/real.txt", link = dir + "/link.txt";
+  ls2c::writeFileAtomically(real, "old");
+  ASSERT_EQ(symlink(real.c_str(), link.c_str()), 0);
+  ls2c::writeFileAtomically(link, "new");
+  struct stat st;
+  ASSERT_EQ(lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode)) << "the link itself must stay";
+  EXPECT_EQ(read(real), "new");
+  EXPECT_EQ(entries(), 2);
+}
+
+TEST_F(AtomicFileTest, KeepsAnExistingFilesPermissions) {
+  std::string path = dir + "/private.txt";
+  ls2c::writeFileAtomically(path, "a");
+  ASSERT_EQ(chmod(path.c_str(), 0600), 0);
+  ls2c::writeFileAtomically(path, "b");
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+}
+
+TEST_F(AtomicFileTest, DevicesAreWrittenInPlaceNotReplaced) {
+  ls2c::writeFileAtomically("/dev/null", "discarded");
+  struct stat st;
+  ASSERT_EQ(stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/null must remain a device";
+}
+
+TEST_F(AtomicFileTest, FifosAreWrittenInPlace) {
+  std::string fifo = dir + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  int reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  ls2c::writeFileAtomically(fifo, "through the pipe");
+  char buf[64] = {};
+  ssize_t n = ::read(reader, buf, sizeof buf - 1);
+  close(reader);
+  EXPECT_EQ(std::string(buf, n > 0 ? n : 0), "through the pipe");
+  struct stat st;
+  ASSERT_EQ(stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
 }
 
 } // namespace

@@ -1,8 +1,12 @@
 //===- AtomicFile.h - write a file completely or not at all ---------------===//
 //
-// Output is written to "<path>.tmp.<pid>" in the same directory and renamed
-// over `path` only once it is complete, so a failure or crash never leaves a
-// half-written file behind. No MLIR dependency.
+// Output is written to a fresh temporary file (mkstemp) in the target's
+// directory and renamed over the target only once it is complete and synced,
+// so a failure or crash never leaves a half-written file behind. A symbolic
+// link is written through (the file it names is replaced, the link kept); an
+// existing file keeps its permission bits (not its owner, nor other hard
+// links to it); devices, FIFOs and sockets (/dev/null) are written in place,
+// since renaming over them would replace the device. No MLIR dependency.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LS2C_SUPPORT_ATOMICFILE_H
@@ -21,7 +25,8 @@ public:
 };
 
 /// Writes `contents` to `path` atomically (temporary file, fsync, rename).
-/// Throws FileWriteError; the temporary file is removed on failure.
+/// Throws FileWriteError naming `path` (a directory target is EISDIR); the
+/// temporary file is removed on failure.
 void writeFileAtomically(const std::string &path, std::string_view contents);
 
 } // namespace ls2c
