@@ -30,7 +30,7 @@ std::string typeString(Type type) {
 void evalOp(Operation *op, Frame &frame) {
   llvm::TypeSwitch<Operation *, void>(op)
       .Case<ls2::NegOp, ls2::ExpOp, ls2::LogOp, ls2::TanhOp, ls2::ErfOp,
-            ls2::SqrtOp, ls2::RsqrtOp>(
+            ls2::SqrtOp, ls2::RsqrtOp, ls2::SinOp, ls2::CosOp>(
           [&](auto) { evalUnary(op, frame); })
       .Case<ls2::AddOp, ls2::SubOp, ls2::MulOp, ls2::DivOp, ls2::MaxOp,
             ls2::MinOp>([&](auto) { evalBinary(op, frame); })

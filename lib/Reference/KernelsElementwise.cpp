@@ -142,6 +142,10 @@ void evalUnary(Operation *op, Frame &frame) {
     fn = [](double x) { return std::sqrt(x); };
   else if (isa<ls2::RsqrtOp>(op))
     fn = [](double x) { return 1.0 / std::sqrt(x); };
+  else if (isa<ls2::SinOp>(op))
+    fn = [](double x) { return std::sin(x); };
+  else if (isa<ls2::CosOp>(op))
+    fn = [](double x) { return std::cos(x); };
   else
     fail(op, "is not a unary op (a reference backend bug)");
   for (double &x : result.floats)

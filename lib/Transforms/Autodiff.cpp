@@ -361,13 +361,17 @@ LogicalResult Differentiator::run() {
 
   OpBuilder b(ret);
   Value loss = ret->getOperand(0);
-  if (isActive(loss)) {
-    Value one = b.create<ConstantOp>(
-        ret->getLoc(),
-        DenseElementsAttr::get(tensorType(loss), b.getF32FloatAttr(1.0f)));
+  // Backward starts from dL = loss_grad, an argument, so callers can scale
+  // it (fp16 loss scaling) without a second differentiation.
+  func.insertArgument(
+      body.getNumArguments(), loss.getType(),
+      b.getDictionaryAttr({b.getNamedAttr(kKind, b.getStringAttr("input")),
+                           b.getNamedAttr(kName, b.getStringAttr("loss_grad"))}),
+      ret->getLoc());
+  Value seed = body.getArguments().back();
+  if (isActive(loss))
     contributions[loss].push_back(
-        {static_cast<unsigned>(forwardOps.size()), 0, one, nullptr});
-  }
+        {static_cast<unsigned>(forwardOps.size()), 0, seed, nullptr});
   for (Operation *op : llvm::reverse(forwardOps))
     if (failed(differentiate(b, op)))
       return failure();

@@ -41,6 +41,8 @@ def LS2_TanhOp : LS2_UnaryFloatOp<"tanh", "tanh(x)">;
 def LS2_ErfOp : LS2_UnaryFloatOp<"erf", "erf(x)">;
 def LS2_SqrtOp : LS2_UnaryFloatOp<"sqrt", "sqrt(x)">;
 def LS2_RsqrtOp : LS2_UnaryFloatOp<"rsqrt", "1/sqrt(x)">;
+def LS2_SinOp : LS2_UnaryFloatOp<"sin", "sin(x)">;
+def LS2_CosOp : LS2_UnaryFloatOp<"cos", "cos(x)">;
 
 class LS2_BinaryOp<string mnemonic, string formula, list<Trait> traits = []>
     : LS2_Op<mnemonic, !listconcat([Pure,

@@ -187,6 +187,33 @@ LogicalResult SqrtOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
+// d sin(x) = dy * cos(x).
+LogicalResult SinOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  if (noResultGrads(*this, resultGrads, operandGrads))
+    return success();
+  Location loc = getLoc();
+  operandGrads[0] = inF32(
+      b, loc, getType(), {resultGrads[0], getInput()}, [&](ArrayRef<Value> v) {
+        return b.create<MulOp>(loc, v[0], b.create<CosOp>(loc, v[1]));
+      });
+  return success();
+}
+
+// d cos(x) = -dy * sin(x).
+LogicalResult CosOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  if (noResultGrads(*this, resultGrads, operandGrads))
+    return success();
+  Location loc = getLoc();
+  operandGrads[0] = inF32(
+      b, loc, getType(), {resultGrads[0], getInput()}, [&](ArrayRef<Value> v) {
+        Value s = b.create<SinOp>(loc, v[1]);
+        return b.create<NegOp>(loc, b.create<MulOp>(loc, v[0], s));
+      });
+  return success();
+}
+
 // d x^(-1/2) = dy * (-0.5) * y^3, from the result y.
 LogicalResult RsqrtOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                 SmallVectorImpl<Value> &operandGrads) {

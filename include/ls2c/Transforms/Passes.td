@@ -75,16 +75,52 @@ def Autodiff : Pass<"ls2-autodiff", "::mlir::ModuleOp"> {
         return %l : tensor<f32>
       }
     After (besides @forward):
-      func.func @forward_backward(%w: ..., %x: ..., %t: ...)
+      func.func @forward_backward(%w: ..., %x: ..., %t: ...,
+                                  %dl: tensor<f32> {ls2.kind = "input", ls2.name = "loss_grad"})
           -> (tensor<f32> {ls2.kind = "loss"},
               tensor<64x64xf32> {ls2.kind = "gradient", ls2.name = "w"}) {
         %y = ls2.matmul %x, %w {ls2.saved} : ...
         %l = ls2.cross_entropy %y, %t : ...
-        %one = ls2.constant dense<1.000000e+00> : tensor<f32>
-        %dy = ls2.cross_entropy_grad %one, %y, %t : ...
+        %dy = ls2.cross_entropy_grad %dl, %y, %t : ...
         %dw = ls2.matmul %x, %dy {transpose_a} : tensor<?x64xf32>, tensor<?x64xf32> -> tensor<64x64xf32>
         return %l, %dw : tensor<f32>, tensor<64x64xf32>
       }
+  }];
+  let dependentDialects = ["::ls2c::ls2::LS2Dialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def TrainStep : Pass<"ls2-train-step", "::mlir::ModuleOp"> {
+  let summary = "Build the train step: flat workspaces, optimizer, loss scaling";
+  let description = [{
+    From @forward_backward (ls2-autodiff) and the module attribute
+    `ls2.optimizer` (set by the frontend from the description), adds the two
+    functions a trainer runs per optimizer step:
+
+      @accumulate_gradients(%master: tensor<Pxf32>, %gradients: tensor<Pxf32>,
+                            %loss_scale: tensor<f32>, buffers..., inputs...)
+          -> (%loss: tensor<f32>, %gradients': tensor<Pxf32>)
+        Parameters are slices of the fp32 master workspace cast to the
+        compute dtype; backward is seeded with loss_scale; the flattened
+        gradients (workspace order, zero padding) are added to %gradients.
+        Run once per micro-batch.
+
+      @optimizer_step(%master, %gradients, %exp_avg, %exp_avg_sq: tensor<Pxf32>,
+                      %step: tensor<i64>, %loss_scale: tensor<f32>,
+                      %good_steps: tensor<i64>, %micro_batches: tensor<f32>)
+          -> (master', exp_avg', exp_avg_sq', step', loss_scale', good_steps',
+              grad_norm: tensor<f32>, lr: tensor<f32>, finite: tensor<i1>)
+        Unscales by loss_scale * micro_batches, clips to the global norm
+        clip_norm (torch.nn.utils.clip_grad_norm_), computes the learning
+        rate of step + 1 (linear warmup, then constant, linear, cosine or
+        inverse-square-root decay), and applies one ls2.adamw over the
+        weight-decayed workspace region and one over the rest. If the
+        gradients hold inf or NaN, nothing but the loss scale changes: it
+        halves (fp16), and doubles after loss_scale_growth_interval clean
+        steps (torch.cuda.amp.GradScaler's rule).
+
+    The workspace layout is ls2c/Training/Workspace.h's planWorkspace over
+    the parameters in argument order, so the trainer and the program agree.
   }];
   let dependentDialects = ["::ls2c::ls2::LS2Dialect",
                            "::mlir::func::FuncDialect"];

@@ -6,6 +6,7 @@
 BEFORE is the module with @forward; AFTER is the same module after
 ls2-autodiff, both printed by ls2c-opt. Checks that @forward is unchanged
 and that @forward_backward takes @forward's arguments (types and attributes)
+and then loss_grad (the seed of backward),
 and returns the loss, then one gradient per "parameter" argument in argument
 order, typed like it and named after it. Prints one summary line, or the
 first mismatch on stderr with exit status 1.
@@ -52,8 +53,14 @@ def main():
     signature = fb[0]
     args_text, results_text = signature.split(') -> (', 1)
     args = ARG.findall(args_text)
+    seed = ('tensor<f32>', 'ls2.kind = "input", ls2.name = "loss_grad"')
+    if not args or args[-1] != seed:
+        fail('the last argument of @forward_backward is not loss_grad: %r'
+             % (args[-1:],))
+    args = args[:-1]
     if ARG.findall(forward[0].split(') -> ', 1)[0]) != args:
-        fail('@forward_backward arguments differ from @forward')
+        fail('@forward_backward arguments, but the trailing loss_grad, '
+             'differ from @forward')
     results = RESULT.findall(results_text)
     if not results or results[0][0] != 'tensor<f32>' or \
             attrs(results[0][1]).get('ls2.kind') != '"loss"':

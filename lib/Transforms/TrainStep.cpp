@@ -1,0 +1,437 @@
+//===- TrainStep.cpp - ls2-train-step: workspaces, optimizer, loss scaling ===//
+//
+// From @forward_backward (ls2-autodiff) builds the two functions the trainer
+// runs each step (docs/architecture.md, "Train step"):
+//
+//   @accumulate_gradients(master, gradients, loss_scale, buffers..., inputs...)
+//       -> (loss, gradients + dL/dparams * loss_scale)
+//   @optimizer_step(master, gradients, exp_avg, exp_avg_sq, step, loss_scale,
+//                   good_steps, micro_batches)
+//       -> (master', exp_avg', exp_avg_sq', step', loss_scale', good_steps',
+//           grad_norm, lr, finite)
+//
+// master, gradients and the moments are flat fp32 workspaces laid out by
+// planWorkspace (LightSeq2's linked parameters): compute-dtype parameters are
+// slices of the master copy. The optimizer step unscales, clips by global
+// norm, computes the scheduled learning rate from the device-side step
+// count, and runs one adamw op over the weight-decayed region and one over
+// the rest. A step whose gradients hold any inf or NaN changes nothing but
+// the loss scale (halved; fp16), which doubles again after
+// loss_scale_growth_interval clean steps, as torch.cuda.amp.GradScaler does.
+//
+//===----------------------------------------------------------------------===//
+#include "BuildUtils.h"
+
+#include "ls2c/Training/Workspace.h"
+#include "ls2c/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace ls2c {
+#define GEN_PASS_DEF_TRAINSTEP
+#include "ls2c/Transforms/Passes.h.inc"
+} // namespace ls2c
+
+using namespace mlir;
+using namespace ls2c;
+using namespace ls2c::ls2;
+
+namespace {
+
+/// The `ls2.optimizer` module attribute, read once.
+struct OptimizerSettings {
+  std::string type, schedule;
+  double lr, beta1, beta2, eps, weightDecay, clipNorm, minLrRatio;
+  int64_t warmupSteps, totalSteps;
+  bool lossScaling = false;
+  int64_t growthInterval = 0;
+};
+
+FailureOr<OptimizerSettings> readSettings(ModuleOp module) {
+  auto dict = module->getAttrOfType<DictionaryAttr>("ls2.optimizer");
+  if (!dict)
+    return module.emitError("ls2-train-step needs the module attribute "
+                            "ls2.optimizer (set by the frontend)");
+  OptimizerSettings s;
+  auto f = [&](StringRef key, double &out) -> LogicalResult {
+    auto a = dict.getAs<FloatAttr>(key);
+    if (!a)
+      return module.emitError("ls2.optimizer lacks float field '") << key << "'";
+    out = a.getValueAsDouble();
+    return success();
+  };
+  auto i = [&](StringRef key, int64_t &out) -> LogicalResult {
+    auto a = dict.getAs<IntegerAttr>(key);
+    if (!a)
+      return module.emitError("ls2.optimizer lacks integer field '") << key << "'";
+    out = a.getInt();
+    return success();
+  };
+  auto str = [&](StringRef key, std::string &out) -> LogicalResult {
+    auto a = dict.getAs<StringAttr>(key);
+    if (!a)
+      return module.emitError("ls2.optimizer lacks string field '") << key << "'";
+    out = a.str();
+    return success();
+  };
+  if (failed(str("type", s.type)) || failed(str("schedule", s.schedule)) ||
+      failed(f("lr", s.lr)) || failed(f("beta1", s.beta1)) ||
+      failed(f("beta2", s.beta2)) || failed(f("eps", s.eps)) ||
+      failed(f("weight_decay", s.weightDecay)) ||
+      failed(f("clip_norm", s.clipNorm)) ||
+      failed(f("min_lr_ratio", s.minLrRatio)) ||
+      failed(i("warmup_steps", s.warmupSteps)) ||
+      failed(i("total_steps", s.totalSteps)))
+    return failure();
+  if (s.type != "adamw" && s.type != "adam")
+    return module.emitError("ls2.optimizer type '") << s.type
+                                                    << "' is not adamw or adam";
+  if (s.schedule != "constant" && s.schedule != "linear" &&
+      s.schedule != "cosine" && s.schedule != "inverse_sqrt")
+    return module.emitError("ls2.optimizer schedule '") << s.schedule
+                                                        << "' is unknown";
+  if (dict.get("loss_scale_init")) {
+    s.lossScaling = true;
+    if (failed(i("loss_scale_growth_interval", s.growthInterval)))
+      return failure();
+  }
+  return s;
+}
+
+/// One parameter of @forward_backward: its argument and gradient result.
+struct ParamInfo {
+  unsigned argIndex;
+  unsigned resultIndex;
+  RankedTensorType type;
+};
+
+class Builder {
+public:
+  Builder(OpBuilder &b, Location loc) : b(b), loc(loc), f32(b.getF32Type()) {}
+
+  Value scalar(double v) { return buildScalar(b, loc, f32, v); }
+  Value add(Value x, Value y) { return b.create<AddOp>(loc, x, y); }
+  Value sub(Value x, Value y) { return b.create<SubOp>(loc, x, y); }
+  Value mul(Value x, Value y) { return b.create<MulOp>(loc, x, y); }
+  Value div(Value x, Value y) { return b.create<DivOp>(loc, x, y); }
+  Value min(Value x, Value y) { return b.create<MinOp>(loc, x, y); }
+  Value max(Value x, Value y) { return b.create<MaxOp>(loc, x, y); }
+  Value cmp(CompareDirection d, Value x, Value y) {
+    return b.create<CompareOp>(loc, d, x, y);
+  }
+  /// p ? x : y, with a rank-0 predicate broadcast to x's static shape.
+  Value select(Value p, Value x, Value y) {
+    RankedTensorType type = tensorTypeOf(x);
+    if (tensorTypeOf(p).getRank() != type.getRank())
+      p = b.create<BroadcastOp>(loc, type.clone(b.getI1Type()), p, ValueRange{},
+                                b.getDenseI64ArrayAttr({}));
+    return b.create<SelectOp>(loc, p, x, y);
+  }
+  Value slice(Value x, int64_t start, int64_t limit) {
+    return b.create<SliceOp>(loc, x, /*axis=*/0, start, limit);
+  }
+  Value reshape(Value x, ArrayRef<int64_t> shape) {
+    return b.create<ReshapeOp>(loc, tensorTypeOf(x).clone(shape), x);
+  }
+  Value zeros(int64_t n) {
+    auto type = RankedTensorType::get({n}, f32);
+    return b.create<ConstantOp>(
+        loc, DenseElementsAttr::get(type, b.getFloatAttr(f32, 0.0)));
+  }
+
+  OpBuilder &b;
+  Location loc;
+  Type f32;
+};
+
+/// The learning rate of optimizer step t (1-based, f32 rank 0): linear
+/// warmup to `lr` over warmup_steps, then constant, linear or cosine decay
+/// to min_lr_ratio * lr at total_steps, or fairseq's inverse square root.
+Value scheduledLr(Builder &x, const OptimizerSettings &s, Value t) {
+  Value lr = x.scalar(s.lr);
+  double warmup = static_cast<double>(s.warmupSteps);
+  Value afterWarmup;
+  if (s.schedule == "constant") {
+    afterWarmup = lr;
+  } else if (s.schedule == "inverse_sqrt") {
+    // lr * sqrt(warmup / t)
+    afterWarmup = x.mul(lr, x.b.create<SqrtOp>(x.loc, x.div(x.scalar(warmup), t)));
+  } else {
+    double span = static_cast<double>(std::max<int64_t>(s.totalSteps - s.warmupSteps, 1));
+    Value progress = x.div(x.sub(t, x.scalar(warmup)), x.scalar(span));
+    progress = x.min(x.max(progress, x.scalar(0.0)), x.scalar(1.0));
+    Value shape; // from 1 at the end of warmup to 0 at total_steps
+    if (s.schedule == "linear") {
+      shape = x.sub(x.scalar(1.0), progress);
+    } else {
+      Value angle = x.mul(progress, x.scalar(M_PI));
+      shape = x.mul(x.scalar(0.5),
+                    x.add(x.scalar(1.0), x.b.create<CosOp>(x.loc, angle)));
+    }
+    Value factor = x.add(x.scalar(s.minLrRatio),
+                         x.mul(x.scalar(1.0 - s.minLrRatio), shape));
+    afterWarmup = x.mul(lr, factor);
+  }
+  if (s.warmupSteps <= 0)
+    return afterWarmup;
+  Value warming = x.cmp(CompareDirection::LT, t, x.scalar(warmup));
+  Value warm = x.mul(lr, x.div(t, x.scalar(warmup)));
+  return x.select(warming, warm, afterWarmup);
+}
+
+struct TrainStepPass : ls2c::impl::TrainStepBase<TrainStepPass> {
+  void runOnOperation() override;
+
+private:
+  LogicalResult buildAccumulate(ModuleOp module, func::FuncOp fb,
+                                const WorkspaceLayout &ws,
+                                const std::map<std::string, ParamInfo> &params);
+  LogicalResult buildOptimizerStep(ModuleOp module, const OptimizerSettings &s,
+                                   const WorkspaceLayout &ws);
+};
+
+DictionaryAttr argAttrs(OpBuilder &b, StringRef name, StringRef kind) {
+  return b.getDictionaryAttr({b.getNamedAttr("ls2.name", b.getStringAttr(name)),
+                              b.getNamedAttr("ls2.kind", b.getStringAttr(kind))});
+}
+
+LogicalResult
+TrainStepPass::buildAccumulate(ModuleOp module, func::FuncOp fb,
+                               const WorkspaceLayout &ws,
+                               const std::map<std::string, ParamInfo> &params) {
+  OpBuilder b(module.getContext());
+  Location loc = fb.getLoc();
+  Type f32 = b.getF32Type();
+  auto flat = RankedTensorType::get({ws.totalElements}, f32);
+  auto scalarF32 = RankedTensorType::get({}, f32);
+
+  // Arguments: the workspaces and loss scale, then fb's non-parameter
+  // arguments except the loss gradient seed.
+  SmallVector<Type> types = {flat, flat, scalarF32};
+  SmallVector<DictionaryAttr> attrs = {argAttrs(b, "master_weights", "workspace"),
+                                       argAttrs(b, "gradients", "workspace"),
+                                       argAttrs(b, "loss_scale", "state")};
+  SmallVector<int> passThrough; // fb argument index per extra argument
+  int seedIndex = -1;
+  for (unsigned i = 0; i < fb.getNumArguments(); ++i) {
+    auto kind = fb.getArgAttrOfType<StringAttr>(i, "ls2.kind");
+    auto name = fb.getArgAttrOfType<StringAttr>(i, "ls2.name");
+    if (kind && kind.getValue() == "parameter")
+      continue;
+    if (name && name.getValue() == "loss_grad") {
+      seedIndex = static_cast<int>(i);
+      continue;
+    }
+    types.push_back(fb.getArgument(i).getType());
+    attrs.push_back(fb.getArgAttrDict(i) ? fb.getArgAttrDict(i)
+                                         : b.getDictionaryAttr({}));
+    passThrough.push_back(static_cast<int>(i));
+  }
+  if (seedIndex < 0)
+    return fb.emitError("@forward_backward has no 'loss_grad' argument: run "
+                        "ls2-autodiff first");
+
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn = b.create<func::FuncOp>(
+      loc, "accumulate_gradients",
+      b.getFunctionType(types, {scalarF32, flat}));
+  fn.setAllArgAttrs(attrs);
+  fn.setResultAttrs(0, argAttrs(b, "loss", "output"));
+  fn.setResultAttrs(1, argAttrs(b, "gradients", "workspace"));
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Builder x(b, loc);
+  Value master = entry->getArgument(0), gradients = entry->getArgument(1);
+
+  IRMapping map;
+  for (const WorkspaceSlot &slot : ws.slots) {
+    const ParamInfo &p = params.at(slot.spec->name);
+    Value v = x.reshape(x.slice(master, slot.offset, slot.offset + slot.numel),
+                        p.type.getShape());
+    map.map(fb.getArgument(p.argIndex),
+            buildCast(b, loc, v, p.type.getElementType()));
+  }
+  map.map(fb.getArgument(seedIndex), entry->getArgument(2));
+  for (auto [k, i] : llvm::enumerate(passThrough))
+    map.map(fb.getArgument(i), entry->getArgument(3 + k));
+
+  auto ret = cast<func::ReturnOp>(fb.getBody().front().getTerminator());
+  for (Operation &op : fb.getBody().front().without_terminator())
+    b.clone(op, map);
+
+  // Flatten the gradients in workspace order, zero-padded between slots.
+  SmallVector<Value> pieces;
+  int64_t at = 0;
+  for (const WorkspaceSlot &slot : ws.slots) {
+    if (slot.offset > at)
+      pieces.push_back(x.zeros(slot.offset - at));
+    Value g = map.lookup(ret.getOperand(params.at(slot.spec->name).resultIndex));
+    pieces.push_back(x.reshape(buildCast(b, loc, g, f32), {slot.numel}));
+    at = slot.offset + slot.numel;
+  }
+  if (ws.totalElements > at)
+    pieces.push_back(x.zeros(ws.totalElements - at));
+  Value flatGrad = pieces.size() == 1
+                       ? pieces.front()
+                       : b.create<ConcatOp>(loc, pieces, /*axis=*/0).getResult();
+  Value loss = map.lookup(ret.getOperand(0));
+  b.create<func::ReturnOp>(loc, ValueRange{loss, x.add(gradients, flatGrad)});
+  return success();
+}
+
+LogicalResult TrainStepPass::buildOptimizerStep(ModuleOp module,
+                                                const OptimizerSettings &s,
+                                                const WorkspaceLayout &ws) {
+  OpBuilder b(module.getContext());
+  Location loc = module.getLoc();
+  Type f32 = b.getF32Type(), i64 = b.getI64Type(), i1 = b.getI1Type();
+  auto flat = RankedTensorType::get({ws.totalElements}, f32);
+  auto sF32 = RankedTensorType::get({}, f32);
+  auto sI64 = RankedTensorType::get({}, i64);
+  auto sI1 = RankedTensorType::get({}, i1);
+
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn = b.create<func::FuncOp>(
+      loc, "optimizer_step",
+      b.getFunctionType({flat, flat, flat, flat, sI64, sF32, sI64, sF32},
+                        {flat, flat, flat, sI64, sF32, sI64, sF32, sF32, sI1}));
+  const char *argNames[] = {"master_weights", "gradients", "exp_avg",
+                            "exp_avg_sq", "step", "loss_scale", "good_steps",
+                            "micro_batches"};
+  const char *argKinds[] = {"workspace", "workspace", "workspace", "workspace",
+                            "state", "state", "state", "input"};
+  for (unsigned i = 0; i < 8; ++i)
+    fn.setArgAttrs(i, argAttrs(b, argNames[i], argKinds[i]));
+  const char *resultNames[] = {"master_weights", "exp_avg", "exp_avg_sq",
+                               "step", "loss_scale", "good_steps",
+                               "grad_norm", "lr", "finite"};
+  for (unsigned i = 0; i < 9; ++i)
+    fn.setResultAttrs(i, argAttrs(b, resultNames[i], i < 6 ? "state" : "output"));
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Builder x(b, loc);
+  Value master = entry->getArgument(0), grads = entry->getArgument(1),
+        m = entry->getArgument(2), v = entry->getArgument(3),
+        step = entry->getArgument(4), scale = entry->getArgument(5),
+        good = entry->getArgument(6), micro = entry->getArgument(7);
+
+  // Global norm of the unscaled, micro-batch-averaged gradient; inf or NaN
+  // anywhere makes the sum of squares non-finite.
+  Value sumsq = b.create<ReduceSumOp>(loc, x.mul(grads, grads),
+                                      b.getDenseI64ArrayAttr({0}), false);
+  Value finite = x.cmp(CompareDirection::LT, sumsq,
+                       x.scalar(std::numeric_limits<double>::infinity()));
+  Value denom = x.mul(scale, micro);
+  Value norm = x.div(b.create<SqrtOp>(loc, sumsq), denom);
+  Value gradScale = x.div(x.scalar(1.0), denom);
+  if (s.clipNorm > 0) {
+    // torch.nn.utils.clip_grad_norm_: coefficient max_norm / (norm + 1e-6),
+    // capped at 1.
+    Value coef = x.min(x.scalar(1.0),
+                       x.div(x.scalar(s.clipNorm), x.add(norm, x.scalar(1e-6))));
+    gradScale = x.mul(gradScale, coef);
+  }
+
+  Value newStep = x.add(step, buildIntScalar(b, loc, i64, 1));
+  Value lr = scheduledLr(x, s, buildCast(b, loc, newStep, f32));
+
+  auto mode = s.type == "adamw" ? WeightDecayMode::Decoupled : WeightDecayMode::L2;
+  SmallVector<Value> newP, newM, newV;
+  auto update = [&](int64_t begin, int64_t end, double wd) {
+    if (begin == end)
+      return;
+    // Sequenced: argument evaluation order would make the IR compiler-dependent.
+    Value p = x.slice(master, begin, end);
+    Value g = x.slice(grads, begin, end);
+    Value m1 = x.slice(m, begin, end);
+    Value v1 = x.slice(v, begin, end);
+    auto op = b.create<AdamWOp>(
+        loc, p, g, m1, v1, newStep, lr, gradScale,
+        b.getF32FloatAttr(static_cast<float>(s.beta1)),
+        b.getF32FloatAttr(static_cast<float>(s.beta2)),
+        b.getF32FloatAttr(static_cast<float>(s.eps)),
+        b.getF32FloatAttr(static_cast<float>(wd)),
+        WeightDecayModeAttr::get(b.getContext(), mode));
+    newP.push_back(op.getNewParam());
+    newM.push_back(op.getNewExpAvg());
+    newV.push_back(op.getNewExpAvgSq());
+  };
+  update(0, ws.decayElements, s.weightDecay);
+  update(ws.decayElements, ws.totalElements, 0.0);
+  auto joined = [&](SmallVector<Value> &parts) -> Value {
+    return parts.size() == 1 ? parts.front()
+                             : b.create<ConcatOp>(loc, parts, 0).getResult();
+  };
+  // A non-finite step changes no parameter, moment or step count.
+  Value outP = x.select(finite, joined(newP), master);
+  Value outM = x.select(finite, joined(newM), m);
+  Value outV = x.select(finite, joined(newV), v);
+  Value outStep = x.select(finite, newStep, step);
+
+  Value outScale = scale, outGood = good;
+  if (s.lossScaling) {
+    Value grown = x.add(good, buildIntScalar(b, loc, i64, 1));
+    Value grow = x.cmp(CompareDirection::GE, grown,
+                       buildIntScalar(b, loc, i64, s.growthInterval));
+    Value zero = buildIntScalar(b, loc, i64, 0);
+    outScale = x.select(finite,
+                        x.select(grow, x.mul(scale, x.scalar(2.0)), scale),
+                        x.mul(scale, x.scalar(0.5)));
+    outGood = x.select(finite, x.select(grow, zero, grown), zero);
+  }
+  b.create<func::ReturnOp>(loc, ValueRange{outP, outM, outV, outStep, outScale,
+                                           outGood, norm, lr, finite});
+  return success();
+}
+
+void TrainStepPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  auto fb = module.lookupSymbol<func::FuncOp>("forward_backward");
+  if (!fb) {
+    module.emitError("ls2-train-step needs @forward_backward: run "
+                     "ls2-autodiff first");
+    return signalPassFailure();
+  }
+  FailureOr<OptimizerSettings> settings = readSettings(module);
+  if (failed(settings))
+    return signalPassFailure();
+
+  // Rebuild the parameter list from the arguments and plan the workspace
+  // exactly as the trainer does.
+  ParameterLayout layout;
+  std::map<std::string, ParamInfo> params;
+  std::map<std::string, unsigned> results;
+  for (unsigned r = 1; r < fb.getNumResults(); ++r)
+    if (auto name = fb.getResultAttrOfType<StringAttr>(r, "ls2.name"))
+      results[name.str()] = r;
+  for (unsigned i = 0; i < fb.getNumArguments(); ++i) {
+    auto kind = fb.getArgAttrOfType<StringAttr>(i, "ls2.kind");
+    if (!kind || kind.getValue() != "parameter")
+      continue;
+    auto name = fb.getArgAttrOfType<StringAttr>(i, "ls2.name");
+    auto decay = fb.getArgAttrOfType<BoolAttr>(i, "ls2.weight_decay");
+    if (!name || !decay || !results.count(name.str())) {
+      fb.emitError("parameter argument ")
+          << i << " needs ls2.name, ls2.weight_decay and a gradient result";
+      return signalPassFailure();
+    }
+    auto type = cast<RankedTensorType>(fb.getArgument(i).getType());
+    ParameterSpec spec;
+    spec.name = name.str();
+    spec.shape.assign(type.getShape().begin(), type.getShape().end());
+    spec.weight_decay = decay.getValue();
+    layout.parameters.push_back(spec);
+    params[spec.name] = {i, results[spec.name], type};
+  }
+  WorkspaceLayout ws = planWorkspace(layout);
+  if (failed(buildAccumulate(module, fb, ws, params)) ||
+      failed(buildOptimizerStep(module, *settings, ws)))
+    return signalPassFailure();
+}
+
+} // namespace
