@@ -1,6 +1,7 @@
 # lit configuration for ls2c: FileCheck tests of the dialect, passes and tools.
 import os
 import shutil
+import sys
 
 import lit.formats
 
@@ -14,6 +15,7 @@ config.excludes = ["Inputs", "unit", "lit.cfg.py", "CMakeLists.txt"]
 
 path = os.pathsep.join(config.ls2c_tools_dirs + [config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.environment["PATH"] = path
+config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%ls2c_src_root", config.ls2c_source_dir))
 config.substitutions.append(("%ls2c_obj_root", config.ls2c_binary_dir))
 config.substitutions.append(("%examples", os.path.join(config.ls2c_source_dir, "examples")))

@@ -121,13 +121,20 @@ OwningOpRef<ModuleOp> buildForwardModule(MLIRContext &context,
   auto func = b.create<func::FuncOp>(loc, "forward",
                                      b.getFunctionType(types, {lossType}));
   Block *entry = func.addEntryBlock();
+  // All at once: setting them one by one rebuilds the attribute array each
+  // time (quadratic in the argument count).
+  SmallVector<DictionaryAttr> argAttrs;
   for (auto [i, a] : llvm::enumerate(args)) {
-    func.setArgAttr(i, "ls2.name", b.getStringAttr(a.name));
-    func.setArgAttr(i, "ls2.kind", b.getStringAttr(a.kind));
+    SmallVector<NamedAttribute, 3> attrs = {
+        b.getNamedAttr("ls2.name", b.getStringAttr(a.name)),
+        b.getNamedAttr("ls2.kind", b.getStringAttr(a.kind))};
     if (a.kind == "parameter")
-      func.setArgAttr(i, "ls2.weight_decay", b.getBoolAttr(a.weightDecay));
+      attrs.push_back(
+          b.getNamedAttr("ls2.weight_decay", b.getBoolAttr(a.weightDecay)));
+    argAttrs.push_back(b.getDictionaryAttr(attrs));
     g.bind(a.name, entry->getArgument(i));
   }
+  func.setAllArgAttrs(argAttrs);
   b.setInsertionPointToStart(entry);
   if (g.has("dropout_seed"))
     g.setRandomState(g.param("dropout_seed"), g.param("dropout_offset"));

@@ -122,8 +122,13 @@ Value GraphBuilder::dropout(Value x, double rate) {
 
 Value GraphBuilder::activation(Value x) {
   switch (d.activation) {
-  case Activation::ReLU:
-    return b.create<MaxOp>(location, x, scalar(0.0));
+  case Activation::ReLU: {
+    // select(x > 0, x, 0) rather than max(x, 0): its gradient at 0 is 0, as
+    // torch.relu's, where max's tie rule would give half.
+    Value zero = scalar(0.0);
+    Value positive = b.create<CompareOp>(location, CompareDirection::GT, x, zero);
+    return b.create<SelectOp>(location, positive, x, zero);
+  }
   case Activation::GELU:
     return b.create<GeluOp>(location, x, GeluApproximation::None);
   case Activation::GELUTanh:

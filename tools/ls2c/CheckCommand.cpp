@@ -35,6 +35,12 @@ int checkedAdd(int64_t a, int64_t b, int64_t &out) {
 } // namespace
 
 int runCheck(const std::vector<std::string> &args) {
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::puts("usage: ls2c check MODEL.json\n\nValidates a model description "
+              "(docs/model-description.md) and prints its parameter count and "
+              "the bytes of its training state.");
+    return kExitOk;
+  }
   if (args.size() != 1 || args[0].rfind("-", 0) == 0)
     return usageError("usage: ls2c check MODEL.json");
   try {

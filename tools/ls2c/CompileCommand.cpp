@@ -53,6 +53,12 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
 } // namespace
 
 int runCompile(const std::vector<std::string> &args) {
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::puts("usage: ls2c compile MODEL.json --emit=mlir [-o FILE]\n\n"
+              "Prints the verified forward module of a model description in "
+              "the ls2 dialect\n(to FILE, written atomically, with -o).");
+    return kExitOk;
+  }
   CompileOptions options;
   if (std::string error = parse(args, options); !error.empty())
     return usageError(error);

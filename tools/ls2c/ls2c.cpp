@@ -1,7 +1,9 @@
 //===- ls2c.cpp - the ls2c command line -----------------------------------===//
 #include "Commands.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <string>
 #include <vector>
@@ -28,6 +30,9 @@ commands:
                                count and training-state memory in bytes
   compile MODEL.json --emit=mlir [-o FILE]
                                print the verified forward module (ls2 IR)
+  train MODEL.json --data TEXT [options]
+                               train on a character-level text corpus with the
+                               CPU reference backend (see ls2c train --help)
 
 options:
   -h, --help                   show this help
@@ -38,9 +43,8 @@ Exit status: 0 success, 1 internal error, 2 bad input or usage.
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int dispatch(const std::vector<std::string> &args) {
   using namespace ls2c::cli;
-  std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
     std::fputs(kUsage, stderr);
     return kExitBadInput;
@@ -53,6 +57,8 @@ int main(int argc, char **argv) {
       return kExitOk;
     }
     if (command == "--version") {
+      if (!rest.empty())
+        return usageError("--version takes no arguments");
       std::printf("ls2c %s\n", LS2C_VERSION);
       return kExitOk;
     }
@@ -60,10 +66,24 @@ int main(int argc, char **argv) {
       return runCheck(rest);
     if (command == "compile")
       return runCompile(rest);
+    if (command == "train")
+      return runTrain(rest);
     return usageError("unknown command '" + command +
-                      "' (commands: check, compile; see ls2c --help)");
+                      "' (commands: check, compile, train; see ls2c --help)");
   } catch (const std::exception &e) {
     std::fprintf(stderr, "ls2c: internal error: %s\n", e.what());
     return kExitInternal;
   }
+}
+
+int main(int argc, char **argv) {
+  using namespace ls2c::cli;
+  int status = dispatch(std::vector<std::string>(argv + 1, argv + argc));
+  // Output that never arrived (a full disk, a closed pipe) is a failure.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "ls2c: error: cannot write to standard output: %s\n",
+                 std::strerror(errno));
+    return kExitInternal;
+  }
+  return status;
 }

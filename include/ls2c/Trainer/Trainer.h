@@ -1,0 +1,58 @@
+//===- Trainer.h - train a described model on the CPU reference backend ---===//
+//
+// `ls2c train`: compiles the description's train step (frontend,
+// ls2-autodiff, ls2-train-step), then runs it step by step on the CPU
+// reference interpreter in f32: @accumulate_gradients per micro-batch, then
+// @optimizer_step. Reports progress on stderr, writes metrics as JSON lines
+// and checkpoints as safetensors, and resumes from a checkpoint with exactly
+// the loss trajectory of an uninterrupted run.
+//
+// Supported today: decoder (GPT) models on a character-level text corpus.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LS2C_TRAINER_TRAINER_H
+#define LS2C_TRAINER_TRAINER_H
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace ls2c {
+
+struct TrainOptions {
+  std::string model;           ///< model description (JSON)
+  std::string data;            ///< text corpus, read character by character
+  std::string outDir;          ///< metrics.jsonl and checkpoint.safetensors
+  int64_t steps = 1000;        ///< optimizer steps to reach (in total)
+  int64_t batchSequences = 0;  ///< sequences per micro-batch; 0: max_batch_tokens / max_seq_len
+  int64_t microBatches = 1;    ///< gradient accumulation steps per optimizer step
+  int64_t evalInterval = 100;  ///< steps between validation evaluations (0: never)
+  int64_t evalBatches = 16;    ///< validation batches per evaluation
+  int64_t checkpointInterval = 0; ///< steps between checkpoints (0: only at the end)
+  double timeLimitSeconds = 0; ///< stop (and checkpoint) after this wall time; 0: none
+  uint64_t seed = 1234;        ///< initialization, batches and dropout
+  bool resume = false;         ///< continue from outDir/checkpoint.safetensors
+  bool progress = true;        ///< progress line on stderr
+};
+
+/// What a run ended with, for callers and tests.
+struct TrainResult {
+  int64_t step = 0;          ///< optimizer steps completed
+  double lastLoss = 0;       ///< training loss of the last step
+  double lastValidLoss = -1; ///< last validation loss (-1: none evaluated)
+  double seconds = 0;        ///< wall time of this run
+};
+
+/// A bad option, unusable data or checkpoint; what() is one line naming it.
+class TrainError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Runs training. Throws TrainError for bad input; ModelDescription and
+/// data errors surface as TrainError too.
+TrainResult train(const TrainOptions &options);
+
+} // namespace ls2c
+
+#endif // LS2C_TRAINER_TRAINER_H

@@ -1,0 +1,82 @@
+//===- ProgressReporter.cpp - progress line and metrics -------------------===//
+#include "ProgressReporter.h"
+
+#include "ls2c/Trainer/Trainer.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <unistd.h>
+
+namespace ls2c {
+
+ProgressReporter::ProgressReporter(const std::string &metricsPath, bool append,
+                                   bool progress, int64_t totalSteps)
+    : metrics(metricsPath, append ? std::ios::app : std::ios::trunc),
+      progress(progress), terminal(::isatty(STDERR_FILENO)),
+      totalSteps(totalSteps), start(std::chrono::steady_clock::now()) {
+  if (!metrics)
+    throw TrainError("cannot open metrics file '" + metricsPath + "'");
+}
+
+double ProgressReporter::elapsed() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+void ProgressReporter::step(int64_t step, double loss, double lr,
+                            double gradNorm, double tokensPerSecond,
+                            bool finite) {
+  nlohmann::json line = {{"step", step},
+                         {"loss", loss},
+                         {"lr", lr},
+                         {"grad_norm", std::isfinite(gradNorm) ? gradNorm : -1.0},
+                         {"tokens_per_second", tokensPerSecond},
+                         {"finite", finite},
+                         {"elapsed_seconds", elapsed()}};
+  metrics << line.dump() << '\n' << std::flush;
+  if (!progress)
+    return;
+  if (firstStep < 0)
+    firstStep = step - 1;
+  smoothedTokens = smoothedTokens == 0 ? tokensPerSecond
+                                       : 0.9 * smoothedTokens + 0.1 * tokensPerSecond;
+  int64_t done = step - firstStep, left = totalSteps - step;
+  double eta = done > 0 ? elapsed() / static_cast<double>(done) * left : 0;
+  bool print = terminal || step == totalSteps ||
+               step % std::max<int64_t>(totalSteps / 20, 1) == 0;
+  if (!print)
+    return;
+  char bar[11];
+  int filled = static_cast<int>(10 * step / std::max<int64_t>(totalSteps, 1));
+  for (int i = 0; i < 10; ++i)
+    bar[i] = i < filled ? '#' : '-';
+  bar[10] = 0;
+  std::fprintf(stderr, "%sstep %lld/%lld [%s] loss %.4f lr %.2e %.0f tok/s ETA %dm%02ds%s",
+               terminal ? "\r" : "", static_cast<long long>(step),
+               static_cast<long long>(totalSteps), bar, loss, lr, smoothedTokens,
+               static_cast<int>(eta) / 60, static_cast<int>(eta) % 60,
+               terminal ? "\033[K" : "\n");
+  std::fflush(stderr);
+}
+
+void ProgressReporter::validation(int64_t step, double validLoss) {
+  metrics << nlohmann::json({{"step", step},
+                             {"valid_loss", validLoss},
+                             {"elapsed_seconds", elapsed()}})
+                 .dump()
+          << '\n'
+          << std::flush;
+  if (progress)
+    std::fprintf(stderr, "%sstep %lld: validation loss %.4f\n",
+                 terminal ? "\r\033[K" : "", static_cast<long long>(step),
+                 validLoss);
+}
+
+void ProgressReporter::finish() {
+  if (progress && terminal)
+    std::fputc('\n', stderr);
+}
+
+} // namespace ls2c

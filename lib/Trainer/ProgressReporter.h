@@ -1,0 +1,40 @@
+//===- ProgressReporter.h - progress line and metrics of a training run ---===//
+#ifndef LS2C_LIB_TRAINER_PROGRESSREPORTER_H
+#define LS2C_LIB_TRAINER_PROGRESSREPORTER_H
+
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <string>
+
+namespace ls2c {
+
+/// Writes one JSON object per line to the metrics file:
+///   {"step": 10, "loss": 3.91, "lr": 0.001, "grad_norm": 1.2,
+///    "tokens_per_second": 5120.0, "finite": true, "elapsed_seconds": 2.5}
+///   {"step": 100, "valid_loss": 2.71, "elapsed_seconds": 25.0}
+/// and, when enabled, a progress line on stderr (redrawn in place on a
+/// terminal, one line per 5% of the run otherwise):
+///   step 120/1000 [###-------] loss 2.4312 lr 9.8e-04 5230 tok/s ETA 2m51s
+class ProgressReporter {
+public:
+  /// Throws TrainError when the metrics file cannot be opened.
+  ProgressReporter(const std::string &metricsPath, bool append, bool progress,
+                   int64_t totalSteps);
+  void step(int64_t step, double loss, double lr, double gradNorm,
+            double tokensPerSecond, bool finite);
+  void validation(int64_t step, double validLoss);
+  void finish();
+
+private:
+  double elapsed() const;
+  std::ofstream metrics;
+  bool progress, terminal;
+  int64_t totalSteps, firstStep = -1;
+  double smoothedTokens = 0;
+  std::chrono::steady_clock::time_point start;
+};
+
+} // namespace ls2c
+
+#endif // LS2C_LIB_TRAINER_PROGRESSREPORTER_H

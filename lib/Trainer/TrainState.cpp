@@ -1,0 +1,152 @@
+//===- TrainState.cpp - training state and its checkpoints ----------------===//
+#include "TrainState.h"
+
+#include "ls2c/Support/Safetensors.h"
+#include "ls2c/Trainer/Trainer.h"
+
+#include <cstring>
+
+namespace ls2c {
+
+using reference::ElementType;
+using reference::HostTensor;
+
+namespace {
+
+std::vector<uint8_t> toF32Bytes(const double *values, int64_t n) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(n) * 4);
+  for (int64_t i = 0; i < n; ++i) {
+    float f = static_cast<float>(values[i]);
+    std::memcpy(bytes.data() + 4 * i, &f, 4);
+  }
+  return bytes;
+}
+
+void fromF32Bytes(const std::vector<uint8_t> &bytes, double *out) {
+  for (size_t i = 0; i < bytes.size() / 4; ++i) {
+    float f;
+    std::memcpy(&f, bytes.data() + 4 * i, 4);
+    out[i] = f;
+  }
+}
+
+/// Counters are stored exactly as decimal strings; the loss scale as the
+/// hexadecimal float, which round-trips.
+std::string hexFloat(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return buf;
+}
+
+} // namespace
+
+TrainState TrainState::fresh(const ModelDescription &desc,
+                             const WorkspaceLayout &ws, uint64_t seed) {
+  TrainState s;
+  std::vector<float> init = initializeWorkspace(ws, seed);
+  s.master = HostTensor::fromFloats(ElementType::F32, {ws.totalElements},
+                                    std::vector<double>(init.begin(), init.end()));
+  s.expAvg = HostTensor::zeros(ElementType::F32, {ws.totalElements});
+  s.expAvgSq = HostTensor::zeros(ElementType::F32, {ws.totalElements});
+  s.lossScale = HostTensor::scalarFloat(ElementType::F32,
+                                        desc.dtype == DType::F16 ? 65536.0 : 1.0);
+  s.goodSteps = HostTensor::scalarInt(ElementType::I64, 0);
+  return s;
+}
+
+HostTensor TrainState::stepTensor() const {
+  return HostTensor::scalarInt(ElementType::I64, appliedSteps);
+}
+
+std::map<std::string, HostTensor>
+TrainState::computeParameters(const ModelDescription &desc,
+                              const WorkspaceLayout &ws, ElementType type) const {
+  std::map<std::string, HostTensor> out;
+  for (const WorkspaceSlot &slot : ws.slots)
+    out[slot.spec->name] = HostTensor::fromFloats(
+        type, slot.spec->shape,
+        std::vector<double>(master.floats.begin() + slot.offset,
+                            master.floats.begin() + slot.offset + slot.numel));
+  for (const ParameterSpec &p : buildParameterLayout(desc).parameters)
+    if (!p.trainable) {
+      std::vector<float> table = sinusoidalTable(p.shape[0], p.shape[1]);
+      out[p.name] = HostTensor::fromFloats(
+          type, p.shape, std::vector<double>(table.begin(), table.end()));
+    }
+  return out;
+}
+
+void TrainState::save(const std::string &path, const ModelDescription &desc,
+                      const WorkspaceLayout &ws, uint64_t seed) const {
+  SafetensorsFile file;
+  for (const WorkspaceSlot &slot : ws.slots)
+    file.tensors[slot.spec->name] = {
+        "F32", slot.spec->shape,
+        toF32Bytes(master.floats.data() + slot.offset, slot.numel)};
+  file.tensors["ls2c.optimizer.exp_avg"] = {
+      "F32", {ws.totalElements}, toF32Bytes(expAvg.floats.data(), ws.totalElements)};
+  file.tensors["ls2c.optimizer.exp_avg_sq"] = {
+      "F32", {ws.totalElements},
+      toF32Bytes(expAvgSq.floats.data(), ws.totalElements)};
+  file.metadata = {{"format", "pt"},
+                   {"ls2c.model", desc.name},
+                   {"ls2c.step", std::to_string(step)},
+                   {"ls2c.applied_steps", std::to_string(appliedSteps)},
+                   {"ls2c.loss_scale", hexFloat(lossScale.floats[0])},
+                   {"ls2c.good_steps", std::to_string(goodSteps.ints[0])},
+                   {"ls2c.seed", std::to_string(seed)}};
+  try {
+    writeSafetensors(path, file);
+  } catch (const SafetensorsError &e) {
+    throw TrainError(e.what());
+  }
+}
+
+TrainState TrainState::load(const std::string &path, const ModelDescription &desc,
+                            const WorkspaceLayout &ws, uint64_t seed) {
+  SafetensorsFile file;
+  try {
+    file = readSafetensors(path);
+  } catch (const SafetensorsError &e) {
+    throw TrainError(std::string("cannot resume: ") + e.what());
+  }
+  auto meta = [&](const char *key) -> const std::string & {
+    auto it = file.metadata.find(key);
+    if (it == file.metadata.end())
+      throw TrainError(path + ": not an ls2c checkpoint (no " + key + ")");
+    return it->second;
+  };
+  if (meta("ls2c.seed") != std::to_string(seed))
+    throw TrainError(path + ": written with seed " + meta("ls2c.seed") +
+                     ", resumed with " + std::to_string(seed) +
+                     " (the loss trajectory would differ)");
+  TrainState s = fresh(desc, ws, seed);
+  auto tensor = [&](const std::string &name,
+                    const std::vector<int64_t> &shape) -> const SafetensorsTensor & {
+    auto it = file.tensors.find(name);
+    if (it == file.tensors.end())
+      throw TrainError(path + ": missing tensor '" + name + "'");
+    if (it->second.dtype != "F32" || it->second.shape != shape)
+      throw TrainError(path + ": tensor '" + name +
+                       "' has another dtype or shape than the model's");
+    return it->second;
+  };
+  for (const WorkspaceSlot &slot : ws.slots)
+    fromF32Bytes(tensor(slot.spec->name, slot.spec->shape).data,
+                 s.master.floats.data() + slot.offset);
+  fromF32Bytes(tensor("ls2c.optimizer.exp_avg", {ws.totalElements}).data,
+               s.expAvg.floats.data());
+  fromF32Bytes(tensor("ls2c.optimizer.exp_avg_sq", {ws.totalElements}).data,
+               s.expAvgSq.floats.data());
+  try {
+    s.step = std::stoll(meta("ls2c.step"));
+    s.appliedSteps = std::stoll(meta("ls2c.applied_steps"));
+    s.goodSteps.ints[0] = std::stoll(meta("ls2c.good_steps"));
+    s.lossScale.floats[0] = std::strtod(meta("ls2c.loss_scale").c_str(), nullptr);
+  } catch (const std::logic_error &) {
+    throw TrainError(path + ": malformed ls2c counters in the metadata");
+  }
+  return s;
+}
+
+} // namespace ls2c

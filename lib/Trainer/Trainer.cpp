@@ -1,0 +1,249 @@
+//===- Trainer.cpp - train on the CPU reference backend -------------------===//
+#include "ls2c/Trainer/Trainer.h"
+
+#include "ProgressReporter.h"
+#include "TrainState.h"
+
+#include "ls2c/Data/CharCorpus.h"
+#include "ls2c/Data/LMBatcher.h"
+#include "ls2c/Frontend/Frontend.h"
+#include "ls2c/Model/ModelDescription.h"
+#include "ls2c/Model/ParameterLayout.h"
+#include "ls2c/Reference/Interpreter.h"
+#include "ls2c/Training/Workspace.h"
+#include "ls2c/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+namespace ls2c {
+
+namespace {
+
+using reference::ElementType;
+using reference::HostTensor;
+using reference::Interpreter;
+using Clock = std::chrono::steady_clock;
+
+std::string argName(mlir::func::FuncOp f, unsigned i) {
+  auto name = f.getArgAttrOfType<mlir::StringAttr>(i, "ls2.name");
+  return name ? name.str() : "";
+}
+
+HostTensor ids(const std::vector<int32_t> &values) {
+  return HostTensor::fromInts(ElementType::I32, {static_cast<int64_t>(values.size())},
+                              std::vector<int64_t>(values.begin(), values.end()));
+}
+
+ElementType computeType(DType d) {
+  switch (d) {
+  case DType::F32:
+    return ElementType::F32;
+  case DType::F16:
+    return ElementType::F16;
+  case DType::BF16:
+    return ElementType::BF16;
+  }
+  return ElementType::F32;
+}
+
+/// The compiled programs: the train step and a dropout-free forward for
+/// validation.
+struct Programs {
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> train, eval;
+  mlir::func::FuncOp accumulate, optimizerStep, forward;
+};
+
+void compile(Programs &p, const ModelDescription &desc) {
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(&p.context, [&](mlir::Diagnostic &d) {
+    diagnostics += d.str() + "\n";
+    return mlir::success();
+  });
+  p.train = buildForwardModule(p.context, desc);
+  ModelDescription evalDesc = desc;
+  evalDesc.hidden_dropout = evalDesc.attention_dropout =
+      evalDesc.activation_dropout = 0.0;
+  p.eval = buildForwardModule(p.context, evalDesc);
+  if (!p.train || !p.eval)
+    throw TrainError("internal error: the forward module does not verify: " +
+                     diagnostics);
+  mlir::PassManager pm(&p.context);
+  pm.addPass(createAutodiff());
+  pm.addPass(createTrainStep());
+  if (mlir::failed(pm.run(*p.train)))
+    throw TrainError("internal error: building the train step failed: " +
+                     diagnostics);
+  p.accumulate = p.train->lookupSymbol<mlir::func::FuncOp>("accumulate_gradients");
+  p.optimizerStep = p.train->lookupSymbol<mlir::func::FuncOp>("optimizer_step");
+  p.forward = p.eval->lookupSymbol<mlir::func::FuncOp>("forward");
+}
+
+/// Arguments for `f` after its first `skip` ones, looked up by ls2.name.
+void appendNamed(std::vector<HostTensor> &args, mlir::func::FuncOp f,
+                 unsigned skip, const std::map<std::string, HostTensor> &named) {
+  for (unsigned i = skip; i < f.getNumArguments(); ++i) {
+    auto it = named.find(argName(f, i));
+    if (it == named.end())
+      throw TrainError("internal error: no value for argument '" +
+                       argName(f, i) + "' of @" + f.getName().str());
+    args.push_back(it->second);
+  }
+}
+
+std::map<std::string, HostTensor> batchInputs(const TokenBatch &b) {
+  return {{"input_ids", ids(b.input_ids)},
+          {"position_ids", ids(b.position_ids)},
+          {"cu_seqlens", ids(b.cu_seqlens)},
+          {"labels", ids(b.labels)}};
+}
+
+} // namespace
+
+TrainResult train(const TrainOptions &o) {
+  auto started = Clock::now();
+  ModelDescription desc;
+  try {
+    desc = loadModelDescription(o.model);
+  } catch (const DescriptionError &e) {
+    throw TrainError(e.what());
+  }
+  if (desc.architecture != Architecture::Decoder)
+    throw TrainError(o.model + ": ls2c train supports decoder models on text "
+                     "corpora so far; this is a '" +
+                     std::string(toString(desc.architecture)) + "' model");
+  if (o.steps < 1 || o.microBatches < 1 || o.batchSequences < 0 ||
+      o.evalInterval < 0 || o.evalBatches < 1 || o.checkpointInterval < 0)
+    throw TrainError("--steps, --micro-batches and --eval-batches must be >= 1; "
+                     "--batch-sequences, --eval-interval and "
+                     "--checkpoint-interval >= 0");
+  int64_t seqLen = desc.max_seq_len;
+  int64_t sequences =
+      o.batchSequences ? o.batchSequences : desc.max_batch_tokens / seqLen;
+  if (sequences * seqLen > desc.max_batch_tokens)
+    throw TrainError("--batch-sequences " + std::to_string(sequences) + " x " +
+                     std::to_string(seqLen) + " tokens exceeds max_batch_tokens " +
+                     std::to_string(desc.max_batch_tokens) + " of " + o.model);
+
+  CharCorpus corpus;
+  try {
+    corpus = loadCharCorpus(o.data, 0.9, seqLen + 1);
+  } catch (const DataError &e) {
+    throw TrainError(e.what());
+  }
+  if (corpus.vocabSize() > desc.vocab)
+    throw TrainError(o.data + ": " + std::to_string(corpus.vocabSize()) +
+                     " distinct characters exceed the model's vocab " +
+                     std::to_string(desc.vocab) + " (" + o.model + ")");
+
+  Programs programs;
+  compile(programs, desc);
+  ParameterLayout layout = buildParameterLayout(desc);
+  WorkspaceLayout ws = planWorkspace(layout);
+  TrainState state = TrainState::fresh(desc, ws, o.seed);
+  std::filesystem::create_directories(o.outDir);
+  std::string checkpoint = o.outDir + "/checkpoint.safetensors";
+  if (o.resume)
+    state = TrainState::load(checkpoint, desc, ws, o.seed);
+
+  std::map<std::string, HostTensor> buffers;
+  for (auto &[name, t] : state.computeParameters(desc, ws, computeType(desc.dtype)))
+    if (!ws.find(name))
+      buffers[name] = t;
+
+  LMBatcher batcher(corpus.train, seqLen, sequences, o.seed);
+  batcher.skip(state.step * o.microBatches);
+  Interpreter interpreter(reference::Precision::F32);
+  ProgressReporter report(o.outDir + "/metrics.jsonl", /*append=*/o.resume,
+                          o.progress, o.steps);
+
+  auto evaluate = [&]() {
+    std::map<std::string, HostTensor> params = state.computeParameters(
+        desc, ws, computeType(desc.dtype));
+    double sum = 0;
+    int64_t count = 0;
+    TokenBatch b;
+    for (int64_t k = 0; k < o.evalBatches &&
+                        LMBatcher::sequentialBatch(corpus.valid, seqLen,
+                                                   sequences, k, b);
+         ++k) {
+      std::map<std::string, HostTensor> named = params;
+      for (auto &[name, t] : batchInputs(b))
+        named[name] = t;
+      std::vector<HostTensor> args;
+      appendNamed(args, programs.forward, 0, named);
+      sum += interpreter.run(programs.forward, args)[0].floats[0] * b.numTokens();
+      count += b.numTokens();
+    }
+    return sum / static_cast<double>(count);
+  };
+
+  TrainResult result;
+  while (state.step < o.steps) {
+    auto stepStart = Clock::now();
+    HostTensor grads = HostTensor::zeros(ElementType::F32, {ws.totalElements});
+    double loss = 0;
+    int64_t tokens = 0;
+    for (int64_t micro = 0; micro < o.microBatches; ++micro) {
+      TokenBatch batch = batcher.next();
+      std::map<std::string, HostTensor> named = batchInputs(batch);
+      named.insert(buffers.begin(), buffers.end());
+      named["dropout_seed"] = HostTensor::scalarInt(ElementType::I64,
+                                                    static_cast<int64_t>(o.seed));
+      named["dropout_offset"] = HostTensor::scalarInt(
+          ElementType::I64, state.step * o.microBatches + micro);
+      std::vector<HostTensor> args = {state.master, grads, state.lossScale};
+      appendNamed(args, programs.accumulate, 3, named);
+      std::vector<HostTensor> out = interpreter.run(programs.accumulate, args);
+      loss += out[0].floats[0] / static_cast<double>(o.microBatches);
+      grads = std::move(out[1]);
+      tokens += batch.numTokens();
+    }
+    std::vector<HostTensor> out = interpreter.run(
+        programs.optimizerStep,
+        {state.master, grads, state.expAvg, state.expAvgSq, state.stepTensor(),
+         state.lossScale, state.goodSteps,
+         HostTensor::scalarFloat(ElementType::F32,
+                                 static_cast<double>(o.microBatches))});
+    bool finite = out[8].ints[0] != 0;
+    state.master = std::move(out[0]);
+    state.expAvg = std::move(out[1]);
+    state.expAvgSq = std::move(out[2]);
+    int64_t applied = out[3].ints[0];
+    state.lossScale = std::move(out[4]);
+    state.goodSteps = std::move(out[5]);
+    // A skipped (non-finite) step still consumed its batches: count it.
+    state.step += 1;
+    state.appliedSteps = applied;
+    double seconds =
+        std::chrono::duration<double>(Clock::now() - stepStart).count();
+    report.step(state.step, loss, out[7].floats[0], out[6].floats[0],
+                static_cast<double>(tokens) / seconds, finite);
+    result.lastLoss = loss;
+
+    double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
+    bool outOfTime = o.timeLimitSeconds > 0 && elapsed >= o.timeLimitSeconds;
+    bool last = state.step == o.steps || outOfTime;
+    if (o.evalInterval && (state.step % o.evalInterval == 0 || last)) {
+      result.lastValidLoss = evaluate();
+      report.validation(state.step, result.lastValidLoss);
+    }
+    if (last || (o.checkpointInterval && state.step % o.checkpointInterval == 0))
+      state.save(checkpoint, desc, ws, o.seed);
+    if (outOfTime)
+      break;
+  }
+  report.finish();
+  result.step = state.step;
+  result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  return result;
+}
+
+} // namespace ls2c

@@ -1,0 +1,146 @@
+//===- TrainCommand.cpp - ls2c train MODEL.json --data FILE ---------------===//
+#include "Commands.h"
+
+#include "ls2c/Trainer/Trainer.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+namespace ls2c::cli {
+
+namespace {
+
+constexpr const char *kTrainUsage =
+    "usage: ls2c train MODEL.json --data TEXT [--out DIR] [--steps N] "
+    "[--batch-sequences N] [--micro-batches N] [--eval-interval N] "
+    "[--eval-batches N] [--checkpoint-interval N] [--time-limit SECONDS] "
+    "[--seed N] [--resume] [--no-progress]";
+
+/// Parses a non-negative integer option value; "" on success.
+std::string parseCount(const std::string &flag, const std::string &text,
+                       int64_t &out) {
+  errno = 0;
+  char *end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end || errno || v < 0)
+    return flag + " '" + text + "' is not a non-negative integer";
+  out = v;
+  return "";
+}
+
+std::string parse(const std::vector<std::string> &args, TrainOptions &o) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &a = args[i];
+    auto value = [&](std::string &out) -> std::string {
+      if (i + 1 == args.size())
+        return a + " needs a value";
+      out = args[++i];
+      return "";
+    };
+    std::string text, error;
+    int64_t n = 0;
+    auto count = [&](int64_t &field) -> std::string {
+      if (std::string e = value(text); !e.empty())
+        return e;
+      if (std::string e = parseCount(a, text, n); !e.empty())
+        return e;
+      field = n;
+      return "";
+    };
+    if (a == "--data")
+      error = value(o.data);
+    else if (a == "--out")
+      error = value(o.outDir);
+    else if (a == "--steps")
+      error = count(o.steps);
+    else if (a == "--batch-sequences")
+      error = count(o.batchSequences);
+    else if (a == "--micro-batches")
+      error = count(o.microBatches);
+    else if (a == "--eval-interval")
+      error = count(o.evalInterval);
+    else if (a == "--eval-batches")
+      error = count(o.evalBatches);
+    else if (a == "--checkpoint-interval")
+      error = count(o.checkpointInterval);
+    else if (a == "--seed") {
+      int64_t seed = 0;
+      error = count(seed);
+      o.seed = static_cast<uint64_t>(seed);
+    } else if (a == "--time-limit") {
+      if (!(error = value(text)).empty())
+        return error;
+      char *end = nullptr;
+      o.timeLimitSeconds = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end || !(o.timeLimitSeconds >= 0))
+        error = "--time-limit '" + text + "' is not a number of seconds >= 0";
+    } else if (a == "--resume")
+      o.resume = true;
+    else if (a == "--no-progress")
+      o.progress = false;
+    else if (a.rfind("-", 0) == 0)
+      error = "unknown option '" + a + "' for train";
+    else if (o.model.empty())
+      o.model = a;
+    else
+      error = "train takes one MODEL.json, got '" + o.model + "' and '" + a + "'";
+    if (!error.empty())
+      return error;
+  }
+  if (o.model.empty() || o.data.empty())
+    return kTrainUsage;
+  return "";
+}
+
+constexpr const char *kTrainHelp = R"(
+Trains a decoder (GPT) model on a text corpus read character by character
+(first 90% train, last 10% validation) with the CPU reference backend.
+
+  --data TEXT              the corpus (e.g. examples/data/tinyshakespeare/input.txt)
+  --out DIR                metrics.jsonl and checkpoint.safetensors go here
+                           (default runs/<model name>)
+  --steps N                optimizer steps to reach in total (default 1000)
+  --batch-sequences N      sequences of max_seq_len tokens per micro-batch
+                           (default max_batch_tokens / max_seq_len)
+  --micro-batches N        gradient accumulation steps (default 1)
+  --eval-interval N        validation every N steps (default 100; 0 = never)
+  --eval-batches N         validation batches per evaluation (default 16)
+  --checkpoint-interval N  checkpoint every N steps (default 0: at the end)
+  --time-limit SECONDS     stop, evaluate and checkpoint after this long
+  --seed N                 initialization, batches and dropout (default 1234)
+  --resume                 continue from DIR/checkpoint.safetensors
+  --no-progress            no progress line on stderr
+)";
+
+} // namespace
+
+int runTrain(const std::vector<std::string> &args) {
+  for (const std::string &a : args)
+    if (a == "--help" || a == "-h") {
+      std::printf("%s\n%s", kTrainUsage, kTrainHelp);
+      return kExitOk;
+    }
+  TrainOptions options;
+  if (std::string error = parse(args, options); !error.empty())
+    return usageError(error);
+  if (options.outDir.empty()) {
+    std::string stem = options.model.substr(options.model.find_last_of('/') + 1);
+    options.outDir = "runs/" + stem.substr(0, stem.rfind(".json"));
+  }
+  try {
+    TrainResult r = train(options);
+    std::printf("trained %lld steps in %.1f s: loss %.4f", static_cast<long long>(r.step),
+                r.seconds, r.lastLoss);
+    if (r.lastValidLoss >= 0)
+      std::printf(", validation loss %.4f", r.lastValidLoss);
+    std::printf("\nmetrics: %s/metrics.jsonl\ncheckpoint: %s/checkpoint.safetensors\n",
+                options.outDir.c_str(), options.outDir.c_str());
+    return kExitOk;
+  } catch (const TrainError &e) {
+    std::fprintf(stderr, "ls2c: error: %s\n", e.what());
+    return kExitBadInput;
+  }
+}
+
+} // namespace ls2c::cli
