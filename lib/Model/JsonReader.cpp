@@ -1,12 +1,12 @@
 //===- JsonReader.cpp - Typed JSON reading with path-named errors ---------===//
 
 #include "JsonReader.h"
+#include "MessageText.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <limits>
-#include <set>
 
 namespace ls2c::detail {
 
@@ -54,10 +54,10 @@ std::string childPath(const std::string &parent, const std::string &key) {
 }
 
 std::string showValue(const json &v) {
-  std::string s = dumpCompact(v);
-  if (s.size() > 64)
-    s = s.substr(0, 61) + "...";
-  return s;
+  // dump escapes control characters in strings and replaces broken UTF-8;
+  // printable cuts on a character boundary. Parsed values nest at most
+  // kMaxJsonDepth deep, so dump's recursion is bounded.
+  return printable(dumpCompact(v), kMaxValueBytes);
 }
 
 std::optional<std::string_view>
@@ -65,6 +65,10 @@ suggestKey(std::string_view key, const std::vector<std::string_view> &known) {
   std::optional<std::string_view> best;
   size_t bestDist = 3;
   for (std::string_view k : known) {
+    // The distance is at least the difference in length; skipping those also
+    // keeps a megabyte-long key from costing a megabyte of work per known key.
+    if (std::max(key.size(), k.size()) - std::min(key.size(), k.size()) >= 3)
+      continue;
     size_t d = editDistance(key, k);
     // d < key.size(): a one-letter key is "close" to every two-letter one.
     if (d < bestDist && d < key.size()) {
@@ -175,87 +179,6 @@ const json *Reader::object(const json &obj, const std::string &path,
   if (v && !v->is_object())
     fail(lastPath_, *v, "must be a JSON object");
   return v;
-}
-
-//===----------------------------------------------------------------------===//
-// Parsing
-//===----------------------------------------------------------------------===//
-
-json parseJsonObject(std::string_view text, const Reader &r) {
-  if (std::all_of(text.begin(), text.end(), [](char c) {
-        return std::isspace(static_cast<unsigned char>(c));
-      }))
-    r.fail("", "file is empty");
-
-  // The parser callback sees keys before nlohmann merges them; a stack of
-  // open containers gives each duplicate its JSON path.
-  struct Frame {
-    bool isArray = false;
-    std::string path;
-    int64_t index = 0;
-    std::string key;
-    std::set<std::string> keys;
-  };
-  std::vector<Frame> stack;
-  std::string duplicate;
-  auto elementPath = [&]() -> std::string {
-    if (stack.empty())
-      return "$";
-    const Frame &f = stack.back();
-    return f.isArray ? fmt::format("{}[{}]", f.path, f.index)
-                     : childPath(f.path, f.key);
-  };
-  auto callback = [&](int, json::parse_event_t event, json &parsed) {
-    switch (event) {
-    case json::parse_event_t::object_start:
-    case json::parse_event_t::array_start: {
-      Frame f;
-      f.isArray = event == json::parse_event_t::array_start;
-      f.path = elementPath();
-      stack.push_back(std::move(f));
-      break;
-    }
-    case json::parse_event_t::key:
-      stack.back().key = parsed.get<std::string>();
-      if (!stack.back().keys.insert(stack.back().key).second &&
-          duplicate.empty())
-        duplicate = elementPath();
-      break;
-    case json::parse_event_t::object_end:
-    case json::parse_event_t::array_end:
-      stack.pop_back();
-      [[fallthrough]];
-    case json::parse_event_t::value:
-      if (!stack.empty() && stack.back().isArray)
-        ++stack.back().index;
-      break;
-    }
-    return true;
-  };
-
-  json root;
-  try {
-    root = json::parse(text.begin(), text.end(), callback);
-  } catch (const json::parse_error &e) {
-    // what() is "[json.exception.parse_error.101] parse error at line L,
-    // column C: ..."; keep from "parse error" on and add the byte offset.
-    std::string msg = e.what();
-    size_t at = msg.find("parse error");
-    r.fail("", fmt::format("not valid JSON (byte {}): {}", e.byte,
-                           at == std::string::npos ? msg : msg.substr(at)));
-  } catch (const json::exception &e) {
-    // 406: a number literal that overflows double (1e999).
-    std::string msg = e.what();
-    size_t at = msg.find("] ");
-    r.fail("", fmt::format("not valid JSON: {}{}",
-                           at == std::string::npos ? msg : msg.substr(at + 2),
-                           e.id == 406 ? " (numbers must be finite)" : ""));
-  }
-  if (!duplicate.empty())
-    r.fail(duplicate, "duplicate key (each key may appear once per object)");
-  if (!root.is_object())
-    r.fail("$", root, "top level must be a JSON object");
-  return root;
 }
 
 } // namespace ls2c::detail

@@ -40,7 +40,8 @@ std::string allowedList(const Spelling<E> (&table)[N]) {
 /// `parent.key`, or `parent["key"]` when the key is not an identifier.
 std::string childPath(const std::string &parent, const std::string &key);
 
-/// Compact JSON text of a value for messages, cut to 64 characters.
+/// Compact JSON text of a value for messages: printable, cut to
+/// kMaxValueBytes on a character boundary.
 std::string showValue(const nlohmann::json &v);
 
 /// A known key to suggest for an unknown one: the closest within edit
@@ -101,12 +102,6 @@ private:
   const std::string &source_;
   std::string lastPath_;
 };
-
-/// Parses `text` into a JSON object. Rejects empty (or all-whitespace) input,
-/// syntax errors (with nlohmann's byte offset, line and column), duplicate
-/// keys at any depth (nlohmann would keep the last silently) and a top level
-/// that is not an object.
-nlohmann::json parseJsonObject(std::string_view text, const Reader &reader);
 
 } // namespace ls2c::detail
 

@@ -3,18 +3,15 @@
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Model/ParameterLayout.h"
 
+#include "DescriptionFile.h"
+#include "Float32Rules.h"
+#include "JsonParse.h"
 #include "JsonReader.h"
 
 #include <fmt/format.h>
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -32,21 +29,6 @@ using detail::Spelling;
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-std::string joinMessage(const std::string &source, const std::string &path,
-                        const std::string &detail) {
-  std::string msg;
-  for (const std::string *part : {&source, &path, &detail}) {
-    if (part->empty())
-      continue;
-    if (!msg.empty())
-      msg += ": ";
-    msg += *part;
-  }
-  // The message is documented as one line; keep it so whatever was quoted.
-  std::replace(msg.begin(), msg.end(), '\n', ' ');
-  return msg;
-}
 
 constexpr Spelling<Architecture> kArchitectures[] = {
     {Architecture::Encoder, "encoder"},
@@ -78,14 +60,6 @@ std::string_view spell(const Spelling<E> (&table)[N], E value) {
 }
 
 } // namespace
-
-DescriptionError::DescriptionError(std::string source, std::string path,
-                                   std::string detail)
-    : std::runtime_error(joinMessage(source, path, detail)),
-      source_(std::move(source)), path_(std::move(path)),
-      detail_(std::move(detail)) {}
-
-DescriptionError::~DescriptionError() = default;
 
 std::string_view toString(Architecture a) { return spell(kArchitectures, a); }
 std::string_view toString(NormPlacement n) { return spell(kNorms, n); }
@@ -204,25 +178,39 @@ const std::vector<std::string_view> kOptimizerKeys = {
 const std::vector<std::string_view> kScheduleKeys = {
     "type", "warmup_steps", "total_steps", "min_lr_ratio"};
 
-// "examples/bert-base.json" -> "bert-base"; characters outside the name
-// alphabet become '_'.
-std::string nameFromSource(const std::string &source) {
-  std::string s = source.substr(source.find_last_of('/') + 1);
-  if (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0)
-    s.resize(s.size() - 5);
-  for (char &c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' &&
-        c != '.')
-      c = '_';
-  return s.empty() ? "model" : s;
+bool nameChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ||
+         c == '.';
 }
 
+// 1 to kMaxNameLength characters of [A-Za-z0-9._-], not starting with '.'
+// (which also rules out "." and "..": names become file names).
 bool validName(const std::string &s) {
-  return !s.empty() && s.size() <= 128 &&
-         std::all_of(s.begin(), s.end(), [](char c) {
-           return std::isalnum(static_cast<unsigned char>(c)) || c == '-' ||
-                  c == '_' || c == '.';
-         });
+  return !s.empty() && s.size() <= kMaxNameLength && s[0] != '.' &&
+         std::all_of(s.begin(), s.end(), nameChar);
+}
+
+// "examples/bert-base.json" -> "bert-base", made valid: each character
+// outside the name alphabet becomes '_' (one '_' per UTF-8 character), leading
+// dots are dropped, the result is cut to kMaxNameLength, and "model" stands in
+// for nothing.
+std::string nameFromSource(const std::string &source) {
+  std::string_view base(source);
+  base.remove_prefix(std::min(base.size(), base.find_last_of('/') + 1));
+  if (base.size() >= 5 && base.substr(base.size() - 5) == ".json")
+    base.remove_suffix(5);
+  while (!base.empty() && base.front() == '.')
+    base.remove_prefix(1);
+  std::string s;
+  for (char c : base) {
+    if (s.size() == kMaxNameLength)
+      break;
+    if (nameChar(c))
+      s += c;
+    else if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) // not a UTF-8
+      s += '_';                                              // continuation
+  }
+  return s.empty() ? "model" : s;
 }
 
 class Validator {
@@ -276,7 +264,11 @@ private:
   void readName() {
     std::optional<std::string> name = r_.string(root_, "$", "name");
     if (name && !validName(*name))
-      failAt("name", "must be 1 to 128 characters from [A-Za-z0-9._-]");
+      failAt("name", !name->empty() && name->front() == '.'
+                         ? "must not start with '.' (names become file names)"
+                         : fmt::format("must be 1 to {} characters from "
+                                       "[A-Za-z0-9._-]",
+                                       kMaxNameLength));
     d_.name = name ? *name : nameFromSource(source_);
   }
 
@@ -314,11 +306,14 @@ private:
       d_.channels = 3;
   }
 
-  double fraction(const char *key, double def, bool closed = false) {
+  // A top-level number, checked by `rule` (one of Float32Rules.h).
+  double checked(const char *key, double def, std::string (*rule)(double)) {
     std::optional<double> v = r_.number(root_, "$", key);
-    if (v && (*v < 0.0 || (closed ? *v > 1.0 : *v >= 1.0)))
-      failAt(key, closed ? "must be in [0, 1]" : "must be in [0, 1)");
-    return v ? *v : def;
+    if (!v)
+      return def;
+    if (std::string broken = rule(*v); !broken.empty())
+      failAt(key, broken);
+    return *v;
   }
 
   void readModelFlags() {
@@ -328,14 +323,16 @@ private:
                         .value_or(def.activation);
     d_.dtype =
         r_.enumeration(root_, "$", "dtype", kDTypes).value_or(DType::F32);
-    d_.hidden_dropout = fraction("hidden_dropout", def.hidden_dropout);
-    d_.attention_dropout = fraction("attention_dropout", def.attention_dropout);
-    d_.activation_dropout = fraction("activation_dropout", 0.0);
-    d_.label_smoothing = fraction("label_smoothing", 0.0);
-    std::optional<double> eps = r_.number(root_, "$", "layer_norm_eps");
-    if (eps && *eps <= 0.0)
-      failAt("layer_norm_eps", "must be positive");
-    d_.layer_norm_eps = eps.value_or(def.layer_norm_eps);
+    d_.hidden_dropout =
+        checked("hidden_dropout", def.hidden_dropout, detail::probabilityRule);
+    d_.attention_dropout = checked("attention_dropout", def.attention_dropout,
+                                   detail::probabilityRule);
+    d_.activation_dropout =
+        checked("activation_dropout", 0.0, detail::probabilityRule);
+    d_.label_smoothing =
+        checked("label_smoothing", 0.0, detail::probabilityRule);
+    d_.layer_norm_eps =
+        checked("layer_norm_eps", def.layer_norm_eps, detail::positiveF32Rule);
 
     std::optional<bool> tie = r_.boolean(root_, "$", "tie_embeddings");
     if (tie && *tie && !applies(kText))
@@ -418,18 +415,19 @@ private:
     const std::string p = "$.optimizer";
     OptimizerConfig &o = d_.optimizer;
     o.type = r_.enumeration(opt, p, "type", kOptimizers).value_or(o.type);
-    auto positive = [&](const char *key, double &out, bool allowZero) {
+    // The train step keeps all of these as f32.
+    auto read = [&](const char *key, double &out, std::string (*rule)(double)) {
       std::optional<double> v = r_.number(opt, p, key);
-      if (v && (allowZero ? *v < 0.0 : *v <= 0.0))
-        r_.fail(r_.lastPath(), opt.at(key),
-                allowZero ? "must be non-negative" : "must be positive");
-      if (v)
-        out = *v;
+      if (!v)
+        return;
+      if (std::string broken = rule(*v); !broken.empty())
+        r_.fail(r_.lastPath(), opt.at(key), broken);
+      out = *v;
     };
-    positive("lr", o.lr, false);
-    positive("eps", o.eps, false);
-    positive("weight_decay", o.weight_decay, true);
-    positive("clip_norm", o.clip_norm, true);
+    read("lr", o.lr, detail::positiveF32Rule);
+    read("eps", o.eps, detail::positiveF32Rule);
+    read("weight_decay", o.weight_decay, detail::nonNegativeF32Rule);
+    read("clip_norm", o.clip_norm, detail::nonNegativeF32Rule);
     if (const json *betas = r_.member(opt, p, "betas")) {
       if (!betas->is_array() || betas->size() != 2)
         r_.fail(r_.lastPath(), *betas, "must be an array of 2 numbers");
@@ -437,8 +435,8 @@ private:
       for (size_t i = 0; i < 2; ++i) {
         std::string bp = fmt::format("{}.betas[{}]", p, i);
         double b = r_.checkNumber((*betas)[i], bp);
-        if (b < 0.0 || b >= 1.0)
-          r_.fail(bp, (*betas)[i], "must be in [0, 1)");
+        if (std::string broken = detail::probabilityRule(b); !broken.empty())
+          r_.fail(bp, (*betas)[i], broken);
         *out[i] = b;
       }
     }
@@ -539,32 +537,7 @@ ModelDescription parseModelDescription(std::string_view jsonText,
 }
 
 ModelDescription loadModelDescription(const std::string &path) {
-  // Most of a megabyte would already be an unusual description; the cap keeps
-  // a mistaken path (a device, a dataset) from being read whole.
-  constexpr size_t kMaxBytes = 16u << 20;
-  auto fail = [&](const std::string &rule) {
-    throw DescriptionError(path, "", rule);
-  };
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    fail(fmt::format("cannot open: {}", std::strerror(errno)));
-  if (S_ISDIR(st.st_mode))
-    fail("is a directory");
-  std::unique_ptr<std::FILE, int (*)(std::FILE *)> file(
-      std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!file)
-    fail(fmt::format("cannot open: {}", std::strerror(errno)));
-  std::string text;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, file.get())) > 0) {
-    text.append(buf, n);
-    if (text.size() > kMaxBytes)
-      fail(fmt::format("file is larger than {} MiB", kMaxBytes >> 20));
-  }
-  if (std::ferror(file.get()))
-    fail(fmt::format("cannot read: {}", std::strerror(errno)));
-  return parseModelDescription(text, path);
+  return parseModelDescription(detail::readDescriptionFile(path), path);
 }
 
 nlohmann::json toJson(const ModelDescription &d) {

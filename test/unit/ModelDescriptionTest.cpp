@@ -6,10 +6,21 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cfloat>
+#include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <set>
 #include <string>
+#include <thread>
 
 #ifndef LS2C_SOURCE_DIR
 #error "LS2C_SOURCE_DIR must name the ls2c source tree"
@@ -89,6 +100,66 @@ std::string errorOf(const json &j, std::string *path = nullptr) {
   return "";
 }
 
+// Strictly well-formed UTF-8 (no overlongs, surrogates or code points above
+// U+10FFFF).
+bool isValidUtf8(const std::string &s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80                 ? 1
+               : c >= 0xC2 && c <= 0xDF ? 2
+               : c >= 0xE0 && c <= 0xEF ? 3
+               : c >= 0xF0 && c <= 0xF4 ? 4
+                                        : 0;
+    if (n == 0 || i + n > s.size())
+      return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80)
+        return false;
+    const auto c1 = static_cast<unsigned char>(n > 1 ? s[i + 1] : 0);
+    if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) ||
+        (c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F))
+      return false;
+    i += n;
+  }
+  return true;
+}
+
+// A message fit for one terminal line: at most 300 bytes of valid UTF-8 with
+// no control characters (C0, DEL, C1) and no line or paragraph separators.
+void expectShortPrintableLine(const std::string &msg) {
+  EXPECT_LE(msg.size(), 300u) << msg.substr(0, 400);
+  EXPECT_TRUE(isValidUtf8(msg)) << msg.substr(0, 400);
+  for (size_t i = 0; i < msg.size(); ++i) {
+    const auto c = static_cast<unsigned char>(msg[i]);
+    const auto next = static_cast<unsigned char>(msg[i + 1]); // '\0' at end
+    EXPECT_TRUE(c >= 0x20 && c != 0x7F) << "control byte " << int(c);
+    EXPECT_FALSE(c == 0xC2 && next >= 0x80 && next <= 0x9F) << "C1 control";
+    EXPECT_FALSE(c == 0xE2 && msg.compare(i, 3, "\u2028") == 0);
+    EXPECT_FALSE(c == 0xE2 && msg.compare(i, 3, "\u2029") == 0);
+  }
+}
+
+// The message parsing `text` (named `source`) fails with, or "".
+std::string textError(const std::string &text,
+                      const std::string &source = "t.json",
+                      std::string *path = nullptr) {
+  try {
+    ls2c::parseModelDescription(text, source);
+  } catch (const DescriptionError &e) {
+    if (path)
+      *path = e.path();
+    return e.what();
+  }
+  return "";
+}
+
+// tinyEncoder() as text with `member` ("\"key\": value") added at the end.
+std::string withMember(const std::string &member) {
+  std::string text = tinyEncoder().dump();
+  text.pop_back();
+  return text + ", " + member + "}";
+}
+
 // Loads test/model/bad/<fixture>.json and checks the one-line message.
 void expectBad(const std::string &fixture, const std::string &path,
                const std::string &detail) {
@@ -103,6 +174,7 @@ void expectBad(const std::string &fixture, const std::string &path,
     EXPECT_EQ(e.detail(), detail);
     EXPECT_EQ(e.what(),
               file + ": " + (path.empty() ? "" : path + ": ") + detail);
+    expectShortPrintableLine(e.what());
   }
 }
 
@@ -731,14 +803,364 @@ TEST(ModelDescriptionBadInput, OptimizerNotObject) {
             "\"adamw\": must be a JSON object");
 }
 
+//===----------------------------------------------------------------------===//
+// Hostile input: structure, size, file kinds, bytes, f32 rounding, names
+//===----------------------------------------------------------------------===//
+
+TEST(ModelDescriptionBadInput, NestingTooDeep) {
+  // The 33rd level opens at offset 217 (the 31st '[' of "betas").
+  expectBad("nesting-too-deep", "",
+            "arrays and objects nested deeper than 32 levels at offset 217 (a "
+            "description needs 3)");
+  // Rejected by a scan before parsing: deep enough to overflow the stack of
+  // a recursive parser or printer, or to need gigabytes for per-level paths.
+  for (size_t depth : {60000u, 100000u}) {
+    std::string text =
+        "{\"x\": " + std::string(depth, '[') + std::string(depth, ']') + "}";
+    EXPECT_EQ(textError(text),
+              "t.json: arrays and objects nested deeper than 32 levels at "
+              "offset 37 (a description needs 3)");
+    // Unbalanced and unterminated: still the depth that is reported.
+    EXPECT_EQ(textError(std::string(depth, '{')),
+              "t.json: arrays and objects nested deeper than 32 levels at "
+              "offset 32 (a description needs 3)");
+  }
+  // Exactly kMaxJsonDepth levels parse (and the unknown key is reported).
+  const int inner = ls2c::kMaxJsonDepth - 1;
+  EXPECT_EQ(textError(withMember("\"x\": " + std::string(inner, '[') +
+                                 std::string(inner, ']'))),
+            "t.json: $.x: unknown key");
+  // Brackets inside strings, escaped quotes included, do not nest.
+  EXPECT_EQ(
+      textError(withMember("\"x\": \"\\\"" + std::string(100, '[') + "\"")),
+      "t.json: $.x: unknown key");
+}
+
+TEST(ModelDescriptionBadInput, ManyValuesLoadInLinearTime) {
+  // nlohmann's parser callback took quadratic time on arrays of objects
+  // (2^18 objects, 786 kB: 18 s). Files of many small values (~5 MB here) now
+  // stop at kMaxJsonValues, after ~200 kB: milliseconds in a release build,
+  // a fraction of a second each under ASan at -O0.
+  const std::string tooMany = "t.json: holds more than 65536 JSON values (a "
+                              "description needs fewer than 100)";
+  // {"x": [e,e,...,e]} with n elements (built by doubling: cheap at -O0).
+  auto array = [](size_t n, const std::string &element) {
+    const std::string one = "," + element;
+    std::string items = one;
+    while (items.size() < n * one.size())
+      items += items;
+    items.resize(n * one.size()); // whole copies of `one`: n of them
+    return "{\"x\": [" + items.substr(1) + "]}";
+  };
+  std::string objects = array(1700000, "{}");
+  ASSERT_GT(objects.size(), 5000000u);
+  EXPECT_EQ(textError(objects), tooMany);
+  EXPECT_EQ(textError(array(100000, "{\"a\":[{}]}")), tooMany);
+  EXPECT_EQ(textError(array(2500000, "1")), tooMany);
+  std::string keys = tinyEncoder().dump();
+  keys.pop_back();
+  for (size_t i = 0; i < 100000; ++i)
+    keys += fmt::format(",\"k{}\":0", i);
+  keys += "}";
+  ASSERT_GT(keys.size(), 1000000u);
+  EXPECT_EQ(textError(keys), tooMany);
+  // Up to the limit, the DOM is built (in linear time) and checked: an
+  // array of 65534 objects is 65536 values with the root and the array.
+  EXPECT_EQ(textError(array(65534, "{}")), "t.json: $.x: unknown key");
+  EXPECT_EQ(textError(array(65535, "{}")), tooMany);
+}
+
+TEST(ModelDescriptionBadInput, DuplicateKeyPathInsideArrays) {
+  std::string path;
+  textError(R"({"x": [{}, {"a": [0, {"b": 1, "b": 2}]}]})", "t.json", &path);
+  EXPECT_EQ(path, "$.x[1].a[1].b");
+  textError(R"({"x": {"y": 1, "z": [], "y": 2}})", "t.json", &path);
+  EXPECT_EQ(path, "$.x.y");
+}
+
+namespace {
+// A fresh, empty directory under the system temp directory.
+std::filesystem::path scratchDir(const std::string &test) {
+  auto dir = std::filesystem::temp_directory_path() /
+             fmt::format("ls2c-{}-{}", test, ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string loadError(const std::string &file) {
+  try {
+    ls2c::loadModelDescription(file);
+  } catch (const DescriptionError &e) {
+    EXPECT_EQ(e.path(), "");
+    return e.what();
+  }
+  return "";
+}
+} // namespace
+
+TEST(ModelDescriptionBadInput, NotARegularFile) {
+  const auto dir = scratchDir("not-regular");
+  // A FIFO without a writer: opening it for reading would block forever.
+  const std::string fifo = (dir / "model.json").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  // Should the loader block after all, a writer that comes and goes after
+  // 5 s releases it, and the test fails instead of hanging.
+  std::atomic<bool> done{false};
+  std::thread rescue([&] {
+    for (int i = 0; i < 100 && !done; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    while (!done) {
+      int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (fd >= 0)
+        ::close(fd);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  const auto start = std::chrono::steady_clock::now();
+  std::string fifoError = loadError(fifo);
+  done = true;
+  rescue.join();
+  EXPECT_EQ(fifoError, fifo + ": is not a regular file");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+
+  // A character device and a socket.
+  EXPECT_EQ(loadError("/dev/null"), "/dev/null: is not a regular file");
+  const std::string sock = (dir / "s.json").string();
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(sock.size(), sizeof addr.sun_path);
+  std::strcpy(addr.sun_path, sock.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr), 0)
+      << std::strerror(errno);
+  EXPECT_EQ(loadError(sock), sock + ": is not a regular file");
+  ::close(fd);
+  // A symlink to a regular file is followed; one to a FIFO is not opened.
+  const std::string link = (dir / "link.json").string();
+  std::filesystem::create_symlink(fifo, link);
+  EXPECT_EQ(loadError(link), link + ": is not a regular file");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ModelDescriptionBadInput, NulByte) {
+  // nlohmann ends a document at NUL: without this rule, everything after it
+  // would be ignored.
+  expectBad("nul-byte", "", "contains a NUL byte at offset 163");
+  EXPECT_EQ(textError(std::string("{\"a\0b\": 1}", 11)),
+            "t.json: contains a NUL byte at offset 3");
+  EXPECT_EQ(textError(std::string("\0", 1)),
+            "t.json: contains a NUL byte at offset 0");
+  // An escaped NUL is a character like any other: the key is unknown.
+  EXPECT_EQ(textError(withMember(R"("a\u0000b": 1)")),
+            "t.json: $[\"a\\u0000b\"]: unknown key");
+}
+
+TEST(ModelDescriptionBadInput, TrailingGarbage) {
+  expectBad("trailing-garbage", "",
+            "not valid JSON (byte 164): parse error at line 11, column 1: "
+            "syntax error while parsing value - unexpected '}'; expected end "
+            "of input");
+  std::string msg = textError(tinyEncoder().dump() + " {}");
+  EXPECT_NE(msg.find("expected end of input"), std::string::npos) << msg;
+  msg = textError(tinyEncoder().dump() + " x");
+  EXPECT_NE(msg.find("not valid JSON"), std::string::npos) << msg;
+  // Trailing whitespace is fine.
+  EXPECT_EQ(textError(tinyEncoder().dump() + " \n\t\r\n"), "");
+}
+
+TEST(ModelDescriptionBadInput, LayerNormEpsOverflowsF32) {
+  expectBad("layer-norm-eps-overflows-f32", "$.layer_norm_eps",
+            "1e+39: overflows 32-bit float (must be at most 3.4028235e+38)");
+}
+
+TEST(ModelDescriptionBadInput, LayerNormEpsUnderflowsF32) {
+  expectBad("layer-norm-eps-underflows-f32", "$.layer_norm_eps",
+            "1e-46: rounds to zero or a subnormal in 32-bit float (must be at "
+            "least 1.1754944e-38)");
+  // f32 subnormals (flushed to zero on GPUs) are rejected too.
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"layer_norm_eps", 1e-40}})),
+            "t.json: $.layer_norm_eps: 1e-40: rounds to zero or a subnormal in "
+            "32-bit float (must be at least 1.1754944e-38)");
+  // The extremes of the normal f32 range are accepted.
+  for (double eps : {double(FLT_MIN), double(FLT_MAX), 1e-12})
+    EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"layer_norm_eps", eps}})), "")
+        << eps;
+  // FLT_MAX plus less than half an ulp rounds to FLT_MAX; half an ulp more
+  // rounds to infinity.
+  EXPECT_EQ(errorOf(patched(tinyEncoder(),
+                            {{"layer_norm_eps", 0x1.fffffefffffffp127}})),
+            "");
+  EXPECT_NE(
+      errorOf(patched(tinyEncoder(), {{"layer_norm_eps", 0x1.ffffffp127}})),
+      "");
+}
+
+TEST(ModelDescriptionBadInput, DropoutRoundsToOneInF32) {
+  expectBad("dropout-rounds-to-one-in-f32", "$.hidden_dropout",
+            "0.99999999: rounds to 1 in 32-bit float (must be in [0, 1))");
+  for (const char *key : {"hidden_dropout", "attention_dropout",
+                          "activation_dropout", "label_smoothing"}) {
+    EXPECT_EQ(errorOf(patched(tinyEncoder(), {{key, 0.99999999}})),
+              fmt::format("t.json: $.{}: 0.99999999: rounds to 1 in 32-bit "
+                          "float (must be in [0, 1))",
+                          key));
+    // The largest f32 below 1 is fine.
+    EXPECT_EQ(errorOf(patched(tinyEncoder(), {{key, 0.9999999}})), "") << key;
+  }
+}
+
+TEST(ModelDescriptionBadInput, BetaRoundsToOneInF32) {
+  expectBad("beta-rounds-to-one-in-f32", "$.optimizer.betas[1]",
+            "0.99999999: rounds to 1 in 32-bit float (must be in [0, 1))");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(),
+                            {{"optimizer", {{"betas", {0.999999999, 0.9}}}}})),
+            "t.json: $.optimizer.betas[0]: 0.999999999: rounds to 1 in 32-bit "
+            "float (must be in [0, 1))");
+}
+
+TEST(ModelDescriptionBadInput, OptimizerValuesNotF32) {
+  auto opt = [](const char *key, double v) {
+    return errorOf(patched(tinyEncoder(), {{"optimizer", {{key, v}}}}));
+  };
+  const std::string over =
+      ": 1e+39: overflows 32-bit float (must be at most 3.4028235e+38)";
+  const std::string under = ": rounds to zero or a subnormal in 32-bit "
+                            "float (must be at least 1.1754944e-38)";
+  for (const char *key : {"lr", "eps", "weight_decay", "clip_norm"})
+    EXPECT_EQ(opt(key, 1e39),
+              fmt::format("t.json: $.optimizer.{}{}", key, over));
+  EXPECT_EQ(opt("lr", 1e-46), "t.json: $.optimizer.lr: 1e-46" + under);
+  EXPECT_EQ(opt("eps", 1e-40), "t.json: $.optimizer.eps: 1e-40" + under);
+  // Decay and clipping may round to 0: that only turns them off.
+  EXPECT_EQ(opt("weight_decay", 1e-50), "");
+  EXPECT_EQ(opt("clip_norm", 1e-50), "");
+  EXPECT_EQ(opt("lr", 3e38), "");
+}
+
+TEST(ModelDescriptionBadInput, LongUnknownKey) {
+  // A 2000-byte key: the path is cut to 64 bytes.
+  expectBad("long-unknown-key", "$." + std::string(59, 'a') + "...",
+            "unknown key");
+  // A megabyte-long key costs no more than reading it, and the message
+  // stays short.
+  std::string msg =
+      textError(withMember("\"hidden" + std::string(1 << 20, 'x') + "\": 1"));
+  EXPECT_EQ(msg, "t.json: $.hidden" + std::string(53, 'x') +
+                     "...: unknown key (did you mean \"hidden\"?)");
+  expectShortPrintableLine(msg);
+}
+
+TEST(ModelDescriptionBadInput, InvalidUtf8) {
+  // nlohmann quotes the bytes it read; broken UTF-8 among them is escaped.
+  expectBad("invalid-utf8", "",
+            "not valid JSON (byte 177): parse error at line 10, column 15: "
+            "syntax error while parsing value - invalid string: ill-formed "
+            "UTF-8 byte; last read: '\"caf\\xFF'");
+}
+
+TEST(ModelDescriptionBadInput, LongUtf8Value) {
+  // The value is cut at 64 bytes on a character boundary: "x + 29 'é' (61
+  // bytes) and "...".
+  std::string e29;
+  for (int i = 0; i < 29; ++i)
+    e29 += "\xC3\xA9";
+  expectBad("long-utf8-value", "$.norm",
+            "\"x" + e29 + "...: unknown norm (allowed: \"post\", \"pre\")");
+}
+
+TEST(ModelDescriptionBadInput, MessagesStayShortAndPrintable) {
+  const std::string mb(1 << 18, 'v');
+  std::vector<std::pair<std::string, std::string>> cases = {
+      // {source, text}
+      {"t.json", withMember("\"name\": \"" + mb + "\"")},
+      {"t.json", withMember("\"a\\u0001\\n\\u0085\\u2028" + mb + "\": 1")},
+      {"t.json", withMember("\"optimizer\": {\"" + mb + "\": 1}")},
+      {"t.json", withMember("\"norm\": \"\\u0085\\u2028\\u2029\\u007f\"")},
+      // A 100 kB token before a raw control character: nlohmann quotes it.
+      {"t.json", "{\"a\": \"" + std::string(100000, 'q') + "\x01\"}"},
+      {"t.json", "{\"a\": \"" + std::string(100000, 'q') + "\xC3\"}"},
+      {"t.json", "{\"a\": " + std::string(100000, '7') + "e999}"},
+      // Sources with control characters, broken UTF-8, or just very long.
+      {"a\nb\r\x1b[31m.json", "{"},
+      {"caf\xC3.json\xE2\x80\xA8", withMember("\"x\": 1")},
+      {std::string(4096, 'd') + "/m.json",
+       withMember("\"" + std::string(1000, 'k') + "\": 1")},
+      {std::string(4096, 'd') + "/m.json",
+       withMember("\"norm\": \"" + mb + "\"")},
+      {std::string(1000, '\xE9'), withMember("\"x\": 1")},
+  };
+  for (const auto &[source, text] : cases) {
+    std::string msg = textError(text, source);
+    SCOPED_TRACE(msg.substr(0, 200));
+    ASSERT_NE(msg, "");
+    expectShortPrintableLine(msg);
+  }
+  // The end of a long source is kept.
+  std::string msg =
+      textError(withMember("\"x\": 1"), std::string(4096, 'd') + "/m.json");
+  EXPECT_EQ(msg.substr(0, 3), "...");
+  EXPECT_NE(msg.find("d/m.json: $.x: unknown key"), std::string::npos);
+  // Control characters in a source are escaped, not dropped.
+  EXPECT_EQ(textError("{", "a\nb.json").substr(0, 12), "a\\x0Ab.json:");
+}
+
+TEST(ModelDescriptionBadInput, NameDotDot) {
+  expectBad("name-dot-dot", "$.name",
+            "\"..\": must not start with '.' (names become file names)");
+  for (const char *name : {".", ".hidden"})
+    EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"name", name}})),
+              fmt::format("t.json: $.name: \"{}\": must not start with '.' "
+                          "(names become file names)",
+                          name));
+  const std::string rule = "must be 1 to 128 characters from [A-Za-z0-9._-]";
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"name", ""}})),
+            "t.json: $.name: \"\": " + rule);
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"name", std::string(129, 'n')}})),
+            "t.json: $.name: \"" + std::string(60, 'n') + "...: " + rule);
+  for (const std::string &name :
+       {std::string(128, 'n'), std::string("a.b"), std::string("x..")})
+    EXPECT_EQ(parse(patched(tinyEncoder(), {{"name", name}})).name, name);
+}
+
+TEST(ModelDescriptionTest, DefaultNameFollowsNameRules) {
+  auto nameFor = [](const std::string &source) {
+    return ls2c::parseModelDescription(tinyEncoder().dump(), source).name;
+  };
+  EXPECT_EQ(nameFor("examples/bert-base.json"), "bert-base");
+  EXPECT_EQ(nameFor("dir.v2/m.v1.json"), "m.v1");
+  EXPECT_EQ(nameFor("a/" + std::string(200, 'x') + ".json"),
+            std::string(128, 'x'));
+  EXPECT_EQ(nameFor(".json"), "model");
+  EXPECT_EQ(nameFor("..json"), "model");
+  EXPECT_EQ(nameFor("d/...json"), "model");
+  EXPECT_EQ(nameFor(".hidden.json"), "hidden");
+  EXPECT_EQ(nameFor("my model (2).json"), "my_model__2_");
+  EXPECT_EQ(nameFor("mod\xC3\xA8le.json"), "mod_le"); // one '_' per character
+  EXPECT_EQ(nameFor("dir/"), "model");
+  EXPECT_EQ(nameFor(""), "model");
+  EXPECT_EQ(nameFor("model.JSON"), "model.JSON");
+  // Every derived name passes the rule it would face in "name".
+  for (const std::string &source :
+       {std::string(300, '.') + "x.json", std::string("\xFF\xFE.json"),
+        std::string(".") + std::string(140, '.')}) {
+    ModelDescription d =
+        ls2c::parseModelDescription(tinyEncoder().dump(), source);
+    EXPECT_EQ(errorOf(ls2c::toJson(d)), "") << d.name;
+  }
+}
+
 // Every fixture has a test above, and every fixture is rejected with one line.
 TEST(ModelDescriptionBadInput, FixturesMatchTests) {
   const std::set<std::string> tested = {"activation-dropout-out-of-range",
                                         "attention-dropout-out-of-range",
                                         "beta-out-of-range",
+                                        "beta-rounds-to-one-in-f32",
                                         "betas-wrong-length",
                                         "bool-for-number",
                                         "byte-count-overflow",
+                                        "dropout-rounds-to-one-in-f32",
                                         "clip-norm-negative",
                                         "duplicate-key",
                                         "empty",
@@ -750,18 +1172,26 @@ TEST(ModelDescriptionBadInput, FixturesMatchTests) {
                                         "hidden-dropout-out-of-range",
                                         "image-size-not-divisible-by-patch",
                                         "integer-out-of-range",
+                                        "invalid-utf8",
                                         "invalid-name",
                                         "inverse-sqrt-needs-warmup",
                                         "kv-heads-not-dividing-heads",
                                         "label-smoothing-out-of-range",
                                         "layer-norm-eps-not-positive",
+                                        "layer-norm-eps-overflows-f32",
+                                        "layer-norm-eps-underflows-f32",
+                                        "long-unknown-key",
+                                        "long-utf8-value",
                                         "lr-not-positive",
                                         "max-seq-len-above-max-batch-tokens",
                                         "min-lr-ratio-out-of-range",
                                         "missing-required-field",
+                                        "name-dot-dot",
+                                        "nesting-too-deep",
                                         "non-finite-number",
                                         "non-positive-size",
                                         "not-json",
+                                        "nul-byte",
                                         "optimizer-not-object",
                                         "padding-idx-out-of-range",
                                         "share-embeddings-vocab-mismatch",
@@ -770,6 +1200,7 @@ TEST(ModelDescriptionBadInput, FixturesMatchTests) {
                                         "top-level-not-object",
                                         "total-steps-below-warmup",
                                         "total-steps-required",
+                                        "trailing-garbage",
                                         "unknown-architecture",
                                         "unknown-enum-value",
                                         "unknown-key",
@@ -787,7 +1218,7 @@ TEST(ModelDescriptionBadInput, FixturesMatchTests) {
       ls2c::loadModelDescription(entry.path().string());
       ADD_FAILURE() << entry.path() << " was accepted";
     } catch (const DescriptionError &e) {
-      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+      expectShortPrintableLine(e.what());
     }
   }
   EXPECT_EQ(present, tested);

@@ -29,6 +29,19 @@ namespace ls2c {
 /// attention kernels support.
 inline constexpr int64_t kMaxLayers = 1024;
 inline constexpr int64_t kMaxHeadDim = 256;
+/// Deepest nesting of JSON arrays and objects accepted (a description needs
+/// 3: $.optimizer.schedule, $.optimizer.betas). Checked before the JSON is
+/// parsed, so no stage ever walks a deeper document.
+inline constexpr int kMaxJsonDepth = 32;
+/// Most JSON values (scalars, arrays and objects, at any depth) in one
+/// description; one has fewer than 100. Parsing stops at the first value
+/// past it, so a large file of many small values costs neither the time nor
+/// the memory of its DOM (which would be ~30 times the file's size).
+inline constexpr size_t kMaxJsonValues = 65536;
+/// Longest `name` (and default name derived from the file name).
+inline constexpr size_t kMaxNameLength = 128;
+/// Largest description file read.
+inline constexpr size_t kMaxDescriptionBytes = size_t(16) << 20;
 
 /// Which reference model the parameter names and the graph follow.
 /// JSON: "encoder" (BERT) | "decoder" (GPT-2) | "encoder_decoder" (fairseq
@@ -110,18 +123,24 @@ struct ModelDescription {
 
 /// A rejected description or an unreadable file. what() is one line,
 /// "<source>: <json path>: <value>: <rule>" (value and path left out where they
-/// do not apply, e.g. "<source>: file is empty").
+/// do not apply, e.g. "<source>: file is empty"), of at most 300 bytes of
+/// valid UTF-8 without control characters: whatever the input holds, quoted
+/// parts are escaped (\xNN, \uNNNN) and cut on a character boundary with
+/// "..." (path and value at 64 bytes, detail at 200; a long source keeps
+/// its end).
 class DescriptionError : public std::runtime_error {
 public:
   DescriptionError(std::string source, std::string path, std::string detail);
   ~DescriptionError() override;
 
-  /// The file (or caller-chosen name) the description came from; may be "".
+  /// The file (or caller-chosen name) the description came from, as given;
+  /// may be "".
   const std::string &source() const { return source_; }
   /// JSON path such as "$.optimizer.betas[1]", "$" for whole-description
-  /// rules, "" for file-level errors (unreadable, empty, not JSON).
+  /// rules, "" for file-level errors (unreadable, empty, not JSON). Escaped
+  /// and cut as in what().
   const std::string &path() const { return path_; }
-  /// The message without "<source>: <path>: ".
+  /// The message without "<source>: <path>: ", escaped and cut as in what().
   const std::string &detail() const { return detail_; }
 
 private:
@@ -129,14 +148,19 @@ private:
 };
 
 /// Parses and validates a description. `source` names the input in messages,
-/// and its file name without ".json" is the default `name`.
+/// and its file name without ".json" is the default `name` (made to follow
+/// the name rules: characters outside [A-Za-z0-9._-] become '_', leading dots
+/// are dropped, at most kMaxNameLength characters, "model" if nothing is
+/// left).
 /// Also builds the parameter layout so that sizes whose element or byte counts
 /// overflow int64 are rejected here. Throws DescriptionError.
 ModelDescription parseModelDescription(std::string_view jsonText,
                                        const std::string &source);
 
-/// Reads `path` and parses it (the path is the message source). Unreadable
-/// files, directories and empty files throw DescriptionError.
+/// Reads `path` and parses it (the path is the message source). Missing and
+/// unreadable files, directories, anything else that is not a regular file
+/// (FIFOs, devices, sockets: never opened, so never waited on) and files over
+/// kMaxDescriptionBytes throw DescriptionError.
 ModelDescription loadModelDescription(const std::string &path);
 
 /// The description as JSON, with every field that applies to its architecture
