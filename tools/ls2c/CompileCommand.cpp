@@ -56,7 +56,8 @@ int runCompile(const std::vector<std::string> &args) {
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
     std::puts("usage: ls2c compile MODEL.json --emit=mlir [-o FILE]\n\n"
               "Prints the verified forward module of a model description in "
-              "the ls2 dialect\n(to FILE, written atomically, with -o).");
+              "the ls2 dialect\n(to FILE, written atomically, with -o; -o - is "
+              "standard output).");
     return kExitOk;
   }
   CompileOptions options;
@@ -83,7 +84,7 @@ int runCompile(const std::vector<std::string> &args) {
   module->print(os, mlir::OpPrintingFlags().enableDebugInfo(false));
   os.flush();
   try {
-    if (options.output)
+    if (options.output && *options.output != "-")
       writeFileAtomically(*options.output, text);
     else
       std::fwrite(text.data(), 1, text.size(), stdout);
