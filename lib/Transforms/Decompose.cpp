@@ -191,21 +191,36 @@ struct DecomposeLayerNorm : OpRewritePattern<LayerNormOp> {
   }
 };
 
-/// Why a softmax cannot be decomposed, if it cannot.
+/// Why a softmax cannot be decomposed, if it cannot. The verifier already
+/// rejects the rank and mask cases; checking them again keeps a builder
+/// below from aborting ("Failed to infer result type(s)") or building an
+/// invalid ls2.broadcast should its rules ever be loosened.
 std::optional<std::string> softmaxRefusal(SoftmaxOp op) {
+  auto input = op.getInput().getType();
+  if (input.getRank() < 1)
+    return std::string("the input must have rank >= 1");
+  if (op.getCausal() && input.getRank() < 2)
+    return std::string("causal needs rank >= 2");
+  if (op.getCausal())
+    for (int64_t size : input.getShape().take_back(2))
+      // Query and key positions are i32 iotas (and Sk - Sq an i32 constant).
+      if (!ShapedType::isDynamic(size) &&
+          size - 1 > std::numeric_limits<int32_t>::max())
+        return "causal positions are i32: the last two dims must be at most "
+               "2^31, got " + std::to_string(size);
   Value mask = op.getMask();
   if (!mask)
     return std::nullopt;
-  auto input = op.getInput().getType();
   auto maskType = tensorType(mask);
+  if (maskType.getRank() != input.getRank())
+    return std::string("the mask must have the input's rank");
   for (int64_t d = 0; d < input.getRank(); ++d)
-    if (maskType.isDynamicDim(d) && !input.isDynamicDim(d))
-      // ls2.broadcast needs a size-1 or equal dim; a dynamic mask dim against
-      // a static input dim may be either at run time.
+    if (maskType.getDimSize(d) != 1 &&
+        maskType.getDimSize(d) != input.getDimSize(d))
+      // ls2.broadcast takes a size-1 or identical dim only: a dynamic dim
+      // against a static one may be either at run time.
       return "mask dim " + std::to_string(d) +
-             " is dynamic where the input's is static (" +
-             std::to_string(input.getDimSize(d)) +
-             "); give the mask that dim statically";
+             " must be 1 or identical to the input's";
   return std::nullopt;
 }
 
@@ -370,6 +385,11 @@ std::optional<std::string> crossEntropyRefusal(OpT op) {
     // The one-hot compare needs both [rows, classes] operands of one type.
     return std::string("logits rows and targets rows must be both static or "
                        "both dynamic");
+  // Class indices are an iota of the targets' element type.
+  if (targets.getElementType().isInteger(32) &&
+      logits.getDimSize(1) - 1 > std::numeric_limits<int32_t>::max())
+    return "class indices are i32 like the targets: " +
+           std::to_string(logits.getDimSize(1)) + " classes need i64 targets";
   return std::nullopt;
 }
 

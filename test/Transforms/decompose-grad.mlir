@@ -166,10 +166,10 @@ func.func @softmax_grad(%dy: tensor<?x12x128x128xf16>, %y: tensor<?x12x128x128xf
 // CHECK-NEXT: %[[P:[^ ,]+]] = ls2.div %[[E]], %[[BSUM]] : tensor<?x100xf32>
 // CHECK-NEXT: %[[CLASSES:[^ ,]+]] = ls2.iota[%[[N]]] {dimension = 1 : i64} : tensor<?x100xi32>
 // CHECK-NEXT: %[[BT:[^ ,]+]] = ls2.broadcast %[[T]][%[[N]]] {dims = array<i64: 0>} : tensor<?xi32> -> tensor<?x100xi32>
-// CHECK-NEXT: %[[HIT:[^ ,]+]] = ls2.compare  eq, %[[CLASSES]], %[[BT]] : tensor<?x100xi32>
+// CHECK-NEXT: %[[HIT:[^ ,]+]] = ls2.compare eq, %[[CLASSES]], %[[BT]] : tensor<?x100xi32>
 // CHECK-NEXT: %[[Q:[^ ,]+]] = ls2.select %[[HIT]], %[[ON]], %[[OFF]] : tensor<?x100xi1>, tensor<f32>, tensor<f32>
 // CHECK-NEXT: %[[D:[^ ,]+]] = ls2.sub %[[P]], %[[Q]] : tensor<?x100xf32>
-// CHECK-NEXT: %[[VALID:[^ ,]+]] = ls2.compare  ne, %[[T]], %[[IGNORE]] : tensor<?xi32>, tensor<i32>
+// CHECK-NEXT: %[[VALID:[^ ,]+]] = ls2.compare ne, %[[T]], %[[IGNORE]] : tensor<?xi32>, tensor<i32>
 // CHECK-NEXT: %[[VF:[^ ,]+]] = ls2.cast %[[VALID]] : tensor<?xi1> to tensor<?xf32>
 // CHECK-NEXT: %[[COUNT:[^ ,]+]] = ls2.reduce_sum %[[VF]] [0] : tensor<?xf32> -> tensor<f32>
 // CHECK-NEXT: %[[DENOM:[^ ,]+]] = ls2.max %[[COUNT]], %[[ONE]] : tensor<f32>
@@ -193,7 +193,7 @@ func.func @cross_entropy_grad(%dl: tensor<f32>, %x: tensor<?x100xf32>, %t: tenso
 // CHECK: %[[X32:[^ ,]+]] = ls2.cast %[[X]] : tensor<?x100xbf16> to tensor<?x100xf32>
 // CHECK: %[[Q:[^ ,]+]] = ls2.select %{{.*}}, %[[ONE]], %[[ZERO]] : tensor<?x100xi1>, tensor<f32>, tensor<f32>
 // CHECK-NEXT: %[[D:[^ ,]+]] = ls2.sub %{{.*}}, %[[Q]] : tensor<?x100xf32>
-// CHECK-NEXT: %[[VALID:[^ ,]+]] = ls2.compare  ne, %[[T]], %[[IGNORE]] : tensor<?xi64>, tensor<i64>
+// CHECK-NEXT: %[[VALID:[^ ,]+]] = ls2.compare ne, %[[T]], %[[IGNORE]] : tensor<?xi64>, tensor<i64>
 // CHECK-NEXT: %[[RW:[^ ,]+]] = ls2.select %[[VALID]], %[[DL]], %[[ZERO]] : tensor<?xi1>, tensor<?xf32>, tensor<f32>
 // CHECK-NEXT: %[[BRW:[^ ,]+]] = ls2.broadcast %[[RW]][%{{.*}}] {dims = array<i64: 0>} : tensor<?xf32> -> tensor<?x100xf32>
 // CHECK-NEXT: %[[DX32:[^ ,]+]] = ls2.mul %[[D]], %[[BRW]] : tensor<?x100xf32>

@@ -11,6 +11,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 
@@ -51,11 +52,39 @@ LogicalResult emitInferError(std::optional<Location> loc, StringRef opName,
   return emitOptionalError(loc, "'ls2.", opName, "' op ", message);
 }
 
+/// `type` as a ranked tensor, else the error rankedOperand describes.
+static FailureOr<RankedTensorType> asRanked(std::optional<Location> loc,
+                                           StringRef opName, Type type,
+                                           unsigned index) {
+  if (auto ranked = dyn_cast_if_present<RankedTensorType>(type))
+    return ranked;
+  return emitInferError(loc, opName,
+                        "operand #" + Twine(index) +
+                            " must be a ranked tensor, got '" +
+                            (type ? typeToString(type) : "<null>") + "'");
+}
+
+FailureOr<RankedTensorType> rankedOperand(std::optional<Location> loc,
+                                          StringRef opName,
+                                          ValueRange operands,
+                                          unsigned index) {
+  if (index >= operands.size())
+    return emitInferError(loc, opName,
+                          "expected at least " + Twine(index + 1) +
+                              " operands, got " + Twine(operands.size()));
+  return asRanked(loc, opName, operands[index].getType(), index);
+}
+
 FailureOr<RankedTensorType>
 inferElementwiseShape(std::optional<Location> loc, StringRef opName, Type lhs,
                       Type rhs) {
-  auto l = cast<RankedTensorType>(lhs);
-  auto r = cast<RankedTensorType>(rhs);
+  auto lhsRanked = asRanked(loc, opName, lhs, 0);
+  if (failed(lhsRanked))
+    return failure();
+  auto rhsRanked = asRanked(loc, opName, rhs, 1);
+  if (failed(rhsRanked))
+    return failure();
+  RankedTensorType l = *lhsRanked, r = *rhsRanked;
   if (l.getElementType() != r.getElementType())
     return emitInferError(loc, opName,
                           "operands must have the same element type, got " +
@@ -81,6 +110,18 @@ std::string shapeToString(ArrayRef<int64_t> shape) {
   return s + "]";
 }
 
+std::optional<int64_t> staticElementCount(ArrayRef<int64_t> shape) {
+  // A zero-sized dim empties the tensor whatever the others are (and keeps
+  // a huge product of the others from counting as an overflow).
+  if (llvm::is_contained(shape, 0))
+    return 0;
+  int64_t count = 1;
+  for (int64_t d : shape)
+    if (!ShapedType::isDynamic(d) && llvm::MulOverflow(count, d, count))
+      return std::nullopt;
+  return count;
+}
+
 std::string typeToString(Type type) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -94,13 +135,24 @@ std::string typeToString(Type type) {
 // Elementwise type inference
 //===----------------------------------------------------------------------===//
 
+/// Operands #0 and #1 of a binary op (or compare), which the parser may
+/// hand over with any types (or, from a malformed builder call, too few).
+static FailureOr<RankedTensorType>
+inferBinaryShape(std::optional<Location> loc, StringRef opName,
+                 ValueRange operands) {
+  if (operands.size() != 2)
+    return emitInferError(loc, opName,
+                          "expected 2 operands, got " + Twine(operands.size()));
+  return inferElementwiseShape(loc, opName, operands[0].getType(),
+                               operands[1].getType());
+}
+
 #define LS2_BINARY_INFER(OP, NAME)                                             \
   LogicalResult OP::inferReturnTypes(                                          \
       MLIRContext *, std::optional<Location> loc, ValueRange operands,         \
       DictionaryAttr, OpaqueProperties, RegionRange,                           \
       SmallVectorImpl<Type> &inferred) {                                       \
-    auto shape = inferElementwiseShape(loc, NAME, operands[0].getType(),       \
-                                       operands[1].getType());                 \
+    auto shape = inferBinaryShape(loc, NAME, operands);                        \
     if (failed(shape))                                                         \
       return failure();                                                        \
     inferred.push_back(*shape);                                                \
@@ -120,8 +172,7 @@ LogicalResult CompareOp::inferReturnTypes(
     DictionaryAttr, OpaqueProperties, RegionRange,
     SmallVectorImpl<Type> &inferred) {
   // `direction` is a property, not an operand: lhs and rhs are operands 0, 1.
-  auto shape = inferElementwiseShape(loc, "compare", operands[0].getType(),
-                                     operands[1].getType());
+  auto shape = inferBinaryShape(loc, "compare", operands);
   if (failed(shape))
     return failure();
   inferred.push_back(shape->clone(IntegerType::get(context, 1)));
@@ -132,9 +183,14 @@ LogicalResult SelectOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, ValueRange operands,
     DictionaryAttr, OpaqueProperties, RegionRange,
     SmallVectorImpl<Type> &inferred) {
-  auto pred = cast<RankedTensorType>(operands[0].getType());
-  auto onTrue = cast<RankedTensorType>(operands[1].getType());
-  auto onFalse = cast<RankedTensorType>(operands[2].getType());
+  SmallVector<RankedTensorType, 3> types;
+  for (unsigned i = 0; i < 3; ++i) {
+    auto type = rankedOperand(loc, "select", operands, i);
+    if (failed(type))
+      return failure();
+    types.push_back(*type);
+  }
+  RankedTensorType pred = types[0], onTrue = types[1], onFalse = types[2];
   if (onTrue.getElementType() != onFalse.getElementType())
     return emitInferError(loc, "select",
                           "on_true and on_false must have the same element "
@@ -161,7 +217,13 @@ LogicalResult TransposeOp::inferReturnTypes(
     DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
     SmallVectorImpl<Type> &inferred) {
   Adaptor adaptor(operands, attributes, properties, regions);
-  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  auto inputType = rankedOperand(loc, "transpose", operands, 0);
+  if (failed(inputType))
+    return failure();
+  RankedTensorType input = *inputType;
+  if (!adaptor.getProperties().permutation)
+    return emitInferError(loc, "transpose",
+                          "requires attribute 'permutation'");
   ArrayRef<int64_t> perm = adaptor.getPermutation();
   if (static_cast<int64_t>(perm.size()) != input.getRank())
     return emitInferError(loc, "transpose",
@@ -188,7 +250,14 @@ LogicalResult SliceOp::inferReturnTypes(
     DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
     SmallVectorImpl<Type> &inferred) {
   Adaptor adaptor(operands, attributes, properties, regions);
-  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  auto inputType = rankedOperand(loc, "slice", operands, 0);
+  if (failed(inputType))
+    return failure();
+  RankedTensorType input = *inputType;
+  const auto &props = adaptor.getProperties();
+  if (!props.axis || !props.start || !props.limit)
+    return emitInferError(loc, "slice",
+                          "requires attributes 'axis', 'start' and 'limit'");
   int64_t axis = adaptor.getAxis(), start = adaptor.getStart(),
           limit = adaptor.getLimit();
   if (axis < 0 || axis >= input.getRank())
@@ -215,17 +284,25 @@ LogicalResult ConcatOp::inferReturnTypes(
     DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
     SmallVectorImpl<Type> &inferred) {
   Adaptor adaptor(operands, attributes, properties, regions);
-  if (adaptor.getInputs().empty())
+  if (operands.empty())
     return emitInferError(loc, "concat", "needs at least one input");
-  auto first = cast<RankedTensorType>(adaptor.getInputs()[0].getType());
+  if (!adaptor.getProperties().axis)
+    return emitInferError(loc, "concat", "requires attribute 'axis'");
+  auto firstType = rankedOperand(loc, "concat", operands, 0);
+  if (failed(firstType))
+    return failure();
+  RankedTensorType first = *firstType;
   int64_t axis = adaptor.getAxis();
   if (axis < 0 || axis >= first.getRank())
     return emitInferError(loc, "concat",
                           "axis " + Twine(axis) + " is out of range for rank " +
                               Twine(first.getRank()));
   SmallVector<int64_t> shape(first.getShape());
-  for (auto [i, value] : llvm::enumerate(adaptor.getInputs().drop_front())) {
-    auto type = cast<RankedTensorType>(value.getType());
+  for (unsigned i = 0; i + 1 < operands.size(); ++i) {
+    auto ranked = rankedOperand(loc, "concat", operands, i + 1);
+    if (failed(ranked))
+      return failure();
+    RankedTensorType type = *ranked;
     if (type.getElementType() != first.getElementType() ||
         type.getRank() != first.getRank())
       return emitInferError(loc, "concat",
@@ -236,9 +313,15 @@ LogicalResult ConcatOp::inferReturnTypes(
                                 typeToString(first));
     for (int64_t d = 0; d < first.getRank(); ++d) {
       if (d == axis) {
-        shape[d] = ShapedType::isDynamic(shape[d]) || type.isDynamicDim(d)
-                       ? ShapedType::kDynamic
-                       : shape[d] + type.getDimSize(d);
+        if (ShapedType::isDynamic(shape[d]) || type.isDynamicDim(d)) {
+          shape[d] = ShapedType::kDynamic;
+        } else if (llvm::AddOverflow(shape[d], type.getDimSize(d), shape[d])) {
+          // A wrapped sum could even read as kDynamic (INT64_MIN).
+          return emitInferError(loc, "concat",
+                                "size of axis " + Twine(axis) +
+                                    " overflows int64 at input " +
+                                    Twine(i + 1));
+        }
       } else if (type.getDimSize(d) != first.getDimSize(d)) {
         return emitInferError(loc, "concat",
                               "input " + Twine(i + 1) + " differs from input "
@@ -254,9 +337,15 @@ LogicalResult ConcatOp::inferReturnTypes(
 
 template <typename ReduceOpT>
 static LogicalResult inferReduce(std::optional<Location> loc, StringRef name,
+                                 ValueRange operands,
                                  typename ReduceOpT::Adaptor adaptor,
                                  SmallVectorImpl<Type> &inferred) {
-  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  auto inputType = rankedOperand(loc, name, operands, 0);
+  if (failed(inputType))
+    return failure();
+  RankedTensorType input = *inputType;
+  if (!adaptor.getProperties().axes)
+    return emitInferError(loc, name, "requires attribute 'axes'");
   ArrayRef<int64_t> axes = adaptor.getAxes();
   if (axes.empty())
     return emitInferError(loc, name, "needs at least one axis");
@@ -287,7 +376,8 @@ LogicalResult ReduceSumOp::inferReturnTypes(
     DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
     SmallVectorImpl<Type> &inferred) {
   return inferReduce<ReduceSumOp>(
-      loc, "reduce_sum", Adaptor(operands, attributes, properties, regions),
+      loc, "reduce_sum", operands,
+      Adaptor(operands, attributes, properties, regions),
       inferred);
 }
 
@@ -296,7 +386,8 @@ LogicalResult ReduceMaxOp::inferReturnTypes(
     DictionaryAttr attributes, OpaqueProperties properties, RegionRange regions,
     SmallVectorImpl<Type> &inferred) {
   return inferReduce<ReduceMaxOp>(
-      loc, "reduce_max", Adaptor(operands, attributes, properties, regions),
+      loc, "reduce_max", operands,
+      Adaptor(operands, attributes, properties, regions),
       inferred);
 }
 
@@ -304,8 +395,13 @@ LogicalResult GatherOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, ValueRange operands,
     DictionaryAttr, OpaqueProperties, RegionRange,
     SmallVectorImpl<Type> &inferred) {
-  auto table = cast<RankedTensorType>(operands[0].getType());
-  auto ids = cast<RankedTensorType>(operands[1].getType());
+  auto tableType = rankedOperand(loc, "gather", operands, 0);
+  if (failed(tableType))
+    return failure();
+  auto idsType = rankedOperand(loc, "gather", operands, 1);
+  if (failed(idsType))
+    return failure();
+  RankedTensorType table = *tableType, ids = *idsType;
   if (table.getRank() < 1 || table.isDynamicDim(0))
     return emitInferError(loc, "gather",
                           "table must have rank >= 1 and a static row count, "
@@ -320,7 +416,10 @@ LogicalResult LayerNormOp::inferReturnTypes(
     MLIRContext *context, std::optional<Location> loc, ValueRange operands,
     DictionaryAttr, OpaqueProperties, RegionRange,
     SmallVectorImpl<Type> &inferred) {
-  auto input = cast<RankedTensorType>(operands[0].getType());
+  auto inputType = rankedOperand(loc, "layer_norm", operands, 0);
+  if (failed(inputType))
+    return failure();
+  RankedTensorType input = *inputType;
   if (input.getRank() < 1 || input.isDynamicDim(input.getRank() - 1))
     return emitInferError(loc, "layer_norm",
                           "input must have rank >= 1 and a static last dim, "
@@ -346,9 +445,18 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
 OpFoldResult ReshapeOp::fold(FoldAdaptor) {
   if (getInput().getType() == getType())
     return getInput();
-  // reshape(reshape(x)) only depends on x's elements: skip the middle one.
+  // reshape(reshape(x)) only depends on x's elements: skip the middle one,
+  // when x -> result is itself a valid reshape (?x2 -> ?x6 -> ?x3 is not:
+  // ?x2 -> ?x3 breaks the divisibility rule).
   if (auto inner = getInput().getDefiningOp<ReshapeOp>()) {
-    getInputMutable().assign(inner.getInput());
+    Value source = inner.getInput();
+    if (source.getType() == getType())
+      return source;
+    auto sourceType = dyn_cast<RankedTensorType>(source.getType());
+    if (!sourceType ||
+        failed(verifyReshapeTypes(sourceType, getType(), nullptr)))
+      return {};
+    getInputMutable().assign(source);
     return getResult();
   }
   return {};

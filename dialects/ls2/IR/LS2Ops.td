@@ -76,7 +76,9 @@ def LS2_CompareOp : LS2_Op<"compare", [Pure,
   let arguments = (ins LS2_CompareDirectionAttr:$direction,
                        LS2_NumericTensor:$lhs, LS2_NumericTensor:$rhs);
   let results = (outs LS2_BoolTensor:$result);
-  let assemblyFormat = "$direction `,` $lhs `,` $rhs attr-dict `:` "
+  // `` drops the space before the direction: the enum attribute prints its
+  // own (otherwise `ls2.compare  lt`).
+  let assemblyFormat = "`` $direction `,` $lhs `,` $rhs attr-dict `:` "
                        "custom<BinaryTypes>(type($lhs), type($rhs))";
 }
 
@@ -385,9 +387,11 @@ def LS2_LayerNormOp : LS2_Op<"layer_norm", [Pure,
 def LS2_SoftmaxOp : LS2_Op<"softmax", [Pure, LS2_VJP]> {
   let summary = "masked, scaled softmax over the last dim";
   let description = [{
-    softmax(scale * x + mask) over the last dim, computed in f32. An f32/f16/
-    bf16 mask is additive; an i1 mask keeps positions where it is true. The
-    mask has the input's rank and each dim equals the input's or is 1.
+    softmax(scale * x + mask) over the last dim (the input has rank >= 1),
+    computed in f32. An f32/f16/bf16 mask is additive; an i1 mask keeps
+    positions where it is true. The mask has the input's rank, and each mask
+    dim is 1 or equals the input's dim exactly: the same static size, or
+    dynamic where the input's is.
     `causal` masks key j > query i + (keys - queries) over the last two
     dims (bottom-right alignment). A row with no visible key is all zeros,
     never NaN or uniform.
@@ -407,8 +411,9 @@ def LS2_AttentionOp : LS2_Op<"attention", [Pure, AttrSizedOperandSegments,
   let summary = "scaled dot-product attention over packed variable-length sequences";
   let description = [{
     Sequences are packed without padding: q [Tq, Hq, D], k and v [Tk, Hkv, D]
-    with Hkv dividing Hq (multi-query and grouped-query attention share each
-    kv head among Hq/Hkv query heads: query head h uses kv head
+    with Hq, Hkv and D static and >= 1 and Hkv dividing Hq (multi-query and
+    grouped-query attention share each kv head among Hq/Hkv query heads:
+    query head h uses kv head
     h / (Hq / Hkv)). cu_seqlens_q [B+1] and cu_seqlens_k
     [B+1] (i32, ascending, starting at 0 and ending at Tq and Tk) delimit
     the B sequences. Returns out [Tq, Hq, D] and the f32 log-sum-exp of each

@@ -49,7 +49,7 @@ LogicalResult CastOp::verify() {
 }
 
 LogicalResult ConstantOp::verify() {
-  auto type = cast<RankedTensorType>(getType());
+  RankedTensorType type = getType();
   if (!type.hasStaticShape())
     return emitOpError("value must have a static shape, got ") << type;
   return success();
@@ -103,47 +103,75 @@ LogicalResult BroadcastOp::verify() {
   return verifyDynamicSizes(*this, result, getDynamicSizes());
 }
 
-LogicalResult ReshapeOp::verify() {
-  auto input = getInput().getType();
-  auto result = getType();
-  if (input.getElementType() != result.getElementType())
-    return emitOpError("input and result element types differ: ")
-           << input.getElementType() << " vs " << result.getElementType();
-  int64_t dynIn = countDynamic(input), dynOut = countDynamic(result);
-  if (dynOut > 1)
-    return emitOpError("result ")
-           << result << " may have at most one dynamic dim";
-  auto staticProduct = [](RankedTensorType t) {
-    int64_t p = 1;
-    for (int64_t d : t.getShape())
-      if (!ShapedType::isDynamic(d))
-        p *= d;
-    return p;
+LogicalResult ls2c::ls2::verifyReshapeTypes(
+    RankedTensorType input, RankedTensorType result,
+    function_ref<InFlightDiagnostic()> emitError) {
+  auto fail = [&]() -> std::optional<InFlightDiagnostic> {
+    if (!emitError)
+      return std::nullopt;
+    return emitError();
   };
-  int64_t pin = staticProduct(input), pout = staticProduct(result);
+  if (input.getElementType() != result.getElementType()) {
+    if (auto diag = fail())
+      *diag << "input and result element types differ: "
+            << input.getElementType() << " vs " << result.getElementType();
+    return failure();
+  }
+  int64_t dynIn = countDynamic(input), dynOut = countDynamic(result);
+  if (dynOut > 1) {
+    if (auto diag = fail())
+      *diag << "result " << result << " may have at most one dynamic dim";
+    return failure();
+  }
+  // Checked products: a wrapped one could match the other side's count
+  // (2^62 x 4 -> 0) or trap in the remainder below (INT64_MIN % -1).
+  std::optional<int64_t> inCount = staticElementCount(input.getShape());
+  std::optional<int64_t> outCount = staticElementCount(result.getShape());
+  if (!inCount || !outCount) {
+    if (auto diag = fail())
+      *diag << (inCount ? "result" : "input") << " element count overflows "
+            << "int64: " << (inCount ? result : input);
+    return failure();
+  }
+  int64_t pin = *inCount, pout = *outCount;
   if (dynIn == 0 && dynOut == 0) {
-    if (pin != pout)
-      return emitOpError("element count changes from ")
-             << pin << " to " << pout;
+    if (pin != pout) {
+      if (auto diag = fail())
+        *diag << "element count changes from " << pin << " to " << pout;
+      return failure();
+    }
     return success();
   }
-  if (dynIn == 0)
-    return emitOpError("a statically shaped input needs a statically shaped "
-                       "result, got ")
-           << result;
-  if (dynOut == 0)
-    return emitOpError("a dynamically shaped input needs one dynamic result "
-                       "dim, got ")
-           << result;
+  if (dynIn == 0) {
+    if (auto diag = fail())
+      *diag << "a statically shaped input needs a statically shaped result, "
+               "got "
+            << result;
+    return failure();
+  }
+  if (dynOut == 0) {
+    if (auto diag = fail())
+      *diag << "a dynamically shaped input needs one dynamic result dim, got "
+            << result;
+    return failure();
+  }
   // The dynamic result dim is input_dynamic * pin / pout: one static
   // product must divide the other (a zero-sized static dim on one side only
-  // divides nothing; testing it first avoids a division by zero).
+  // divides nothing; testing it first avoids a division by zero). Both
+  // counts are >= 0 here, so the remainders cannot trap.
   if ((pin == 0) != (pout == 0) ||
-      (pin != 0 && pin % pout != 0 && pout % pin != 0))
-    return emitOpError("static element counts ")
-           << pin << " (input) and " << pout
-           << " (result) must divide one another";
+      (pin != 0 && pin % pout != 0 && pout % pin != 0)) {
+    if (auto diag = fail())
+      *diag << "static element counts " << pin << " (input) and " << pout
+            << " (result) must divide one another";
+    return failure();
+  }
   return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  return verifyReshapeTypes(getInput().getType(), getType(),
+                            [&] { return emitOpError(); });
 }
 
 LogicalResult MatmulOp::verify() {
@@ -228,10 +256,15 @@ LogicalResult DropoutOp::verify() {
 
 LogicalResult LayerNormOp::verify() {
   auto input = getInput().getType();
+  // Result type inference (which says the same) is only verified after
+  // this, with the region invariants: do not read a dim of a rank-0 input.
+  if (input.getRank() < 1 || input.isDynamicDim(input.getRank() - 1))
+    return emitOpError("input must have rank >= 1 and a static last dim, got ")
+           << input;
   int64_t h = input.getDimSize(input.getRank() - 1);
-  for (auto [name, value] : {std::pair<StringRef, Value>{"gamma", getGamma()},
-                             {"beta", getBeta()}}) {
-    auto type = cast<RankedTensorType>(value.getType());
+  for (auto [name, type] :
+       {std::pair<StringRef, RankedTensorType>{"gamma", getGamma().getType()},
+        {"beta", getBeta().getType()}}) {
     if (type.getRank() != 1 || type.getDimSize(0) != h ||
         type.getElementType() != input.getElementType())
       return emitOpError() << name << " must be "
@@ -250,6 +283,9 @@ LogicalResult SoftmaxOp::verify() {
     return emitOpError("result shape ")
            << shapeToString(result.getShape()) << " must match input shape "
            << shapeToString(input.getShape());
+  if (input.getRank() < 1)
+    return emitOpError("needs rank >= 1 (softmax runs over the last dim), got ")
+           << input;
   if (getCausal() && input.getRank() < 2)
     return emitOpError("causal needs rank >= 2 (queries x keys), got ")
            << input;
@@ -257,7 +293,10 @@ LogicalResult SoftmaxOp::verify() {
   if (!std::isfinite(scale) || scale == 0.0f)
     return emitOpError("scale = ") << scale << " must be finite and non-zero";
   if (Value mask = getMask()) {
-    auto m = cast<RankedTensorType>(mask.getType());
+    auto m = dyn_cast<RankedTensorType>(mask.getType());
+    if (!m)
+      return emitOpError("mask must be a ranked tensor, got ")
+             << mask.getType();
     if (m.getElementType().isInteger(32) || m.getElementType().isInteger(64))
       return emitOpError("mask must be i1 (keep where true) or a float "
                          "(additive), got ")
@@ -266,13 +305,16 @@ LogicalResult SoftmaxOp::verify() {
       return emitOpError("mask rank ") << m.getRank()
                                        << " must equal input rank "
                                        << input.getRank();
+    // Exactly ls2.broadcast's rule, which ls2-decompose applies to the
+    // mask: a static mask dim against a dynamic input dim (or the reverse)
+    // may differ at run time, so only 1 or the identical dim is accepted.
     for (int64_t d = 0; d < m.getRank(); ++d)
-      if (m.getDimSize(d) != 1 &&
-          !dimsCompatible(m.getDimSize(d), input.getDimSize(d)))
+      if (m.getDimSize(d) != 1 && m.getDimSize(d) != input.getDimSize(d))
         return emitOpError("mask dim ")
                << d << " (" << shapeToString({m.getDimSize(d)})
                << ") must be 1 or the input's ("
-               << shapeToString({input.getDimSize(d)}) << ")";
+               << shapeToString({input.getDimSize(d)})
+               << "), static and equal or both dynamic";
   }
   return success();
 }
@@ -297,6 +339,10 @@ LogicalResult verifyAttentionOperands(Operation *op, RankedTensorType q,
     if (t.isDynamicDim(1) || t.isDynamicDim(2))
       return op->emitOpError()
              << name << " heads and head_dim must be static, got " << t;
+    // head_dim 0 would make the default scale 1/sqrt(0) = inf.
+    if (t.getDimSize(1) < 1 || t.getDimSize(2) < 1)
+      return op->emitOpError()
+             << name << " heads and head_dim must be >= 1, got " << t;
     if (t.getElementType() != q.getElementType())
       return op->emitOpError() << name << " element type " << t.getElementType()
                                << " differs from query's " << q.getElementType();
@@ -319,6 +365,12 @@ LogicalResult verifyAttentionOperands(Operation *op, RankedTensorType q,
     return op->emitOpError("cu_seqlens_q and cu_seqlens_k must both be [batch "
                            "+ 1], got ")
            << cuq << " and " << cuk;
+  for (auto [name, cu] : {std::pair<StringRef, RankedTensorType>{
+                              "cu_seqlens_q", cuq},
+                          {"cu_seqlens_k", cuk}})
+    if (cu.getDimSize(0) == 0)
+      return op->emitOpError()
+             << name << " holds batch + 1 >= 1 offsets, got " << cu;
   if (lse.getShape() != ArrayRef<int64_t>{q.getDimSize(0), hq})
     return op->emitOpError("lse must be [tokens, heads] = ")
            << shapeToString({q.getDimSize(0), hq}) << ", got "

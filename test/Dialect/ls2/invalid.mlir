@@ -839,7 +839,7 @@ func.func @attention_gqa_groups(%q: tensor<?x12x64xf16>, %k: tensor<?x5x64xf16>,
 
 // Zero kv heads used to divide by zero.
 func.func @attention_zero_kv_heads(%q: tensor<?x12x64xf16>, %k: tensor<?x0x64xf16>, %cu: tensor<?xi32>) {
-  // expected-error @+1 {{'ls2.attention' op kv heads (0) must divide query heads (12)}}
+  // expected-error @+1 {{'ls2.attention' op key heads and head_dim must be >= 1, got 'tensor<?x0x64xf16>'}}
   %o, %l = ls2.attention %q, %k, %k, %cu, %cu : tensor<?x12x64xf16>, tensor<?x0x64xf16>, tensor<?x0x64xf16>, tensor<?xi32>, tensor<?xi32> -> tensor<?x12x64xf16>, tensor<?x12xf32>
   return
 }
