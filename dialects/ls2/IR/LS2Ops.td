@@ -132,7 +132,7 @@ def LS2_DimOp : LS2_Op<"dim", [Pure]> {
   let summary = "the size of one dimension, as an index";
   let description = [{
     `%t = ls2.dim %x[0] : tensor<?x768xf16>` gives the token count of %x at
-    run time (a static dim folds to its constant).
+    run time (for a static dim it is that constant).
   }];
   let arguments = (ins LS2_AnyTensor:$input, I64Attr:$index);
   let results = (outs Index:$result);
