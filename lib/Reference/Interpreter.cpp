@@ -57,6 +57,11 @@ void evalOp(Operation *op, Frame &frame) {
       .Case([&](ls2::SoftmaxOp o) { evalSoftmax(o, frame); })
       .Case([&](ls2::AttentionOp o) { evalAttention(o, frame); })
       .Case([&](ls2::CrossEntropyOp o) { evalCrossEntropy(o, frame); })
+      .Case([&](ls2::LayerNormGradOp o) { evalLayerNormGrad(o, frame); })
+      .Case([&](ls2::SoftmaxGradOp o) { evalSoftmaxGrad(o, frame); })
+      .Case([&](ls2::GeluGradOp o) { evalGeluGrad(o, frame); })
+      .Case([&](ls2::CrossEntropyGradOp o) { evalCrossEntropyGrad(o, frame); })
+      .Case([&](ls2::AttentionGradOp o) { evalAttentionGrad(o, frame); })
       .Case([&](ls2::AdamWOp o) { evalAdamW(o, frame); })
       .Default([&](Operation *) {
         fail(op, "is not supported by the reference interpreter");

@@ -49,6 +49,20 @@ void evalCrossEntropy(ls2::CrossEntropyOp op, Frame &frame);
 
 // KernelsAttention.cpp
 void evalAttention(ls2::AttentionOp op, Frame &frame);
+/// Validates cu_seqlens (i32 [B + 1]: starts at 0, non-decreasing, ends at
+/// `tokens`) and returns its values; `name` is the operand's, for messages.
+const std::vector<int64_t> &checkCuSeqlens(mlir::Operation *op,
+                                           const HostTensor &cu,
+                                           const char *name, int64_t tokens);
+
+// KernelsGrad.cpp: the backward composites
+void evalLayerNormGrad(ls2::LayerNormGradOp op, Frame &frame);
+void evalSoftmaxGrad(ls2::SoftmaxGradOp op, Frame &frame);
+void evalGeluGrad(ls2::GeluGradOp op, Frame &frame);
+void evalCrossEntropyGrad(ls2::CrossEntropyGradOp op, Frame &frame);
+
+// KernelsGradAttention.cpp
+void evalAttentionGrad(ls2::AttentionGradOp op, Frame &frame);
 
 // KernelsRandom.cpp
 void evalRandomUniform(ls2::RandomUniformOp op, Frame &frame);

@@ -18,10 +18,6 @@ namespace ls2c::reference::detail {
 
 using namespace mlir;
 
-namespace {
-
-/// Validates cu_seqlens (i32 [B + 1]: starts at 0, non-decreasing, ends at
-/// `tokens`) and returns it.
 const std::vector<int64_t> &checkCuSeqlens(Operation *op,
                                            const HostTensor &cu,
                                            const char *name, int64_t tokens) {
@@ -42,8 +38,6 @@ const std::vector<int64_t> &checkCuSeqlens(Operation *op,
                  " but there are " + std::to_string(tokens) + " tokens");
   return v;
 }
-
-} // namespace
 
 void evalAttention(ls2::AttentionOp op, Frame &frame) {
   const HostTensor &q = frame.get(op, op.getQuery());

@@ -1,0 +1,134 @@
+//===- KernelsGradAttention.cpp - attention_grad (FlashAttention-2 style) -===//
+//
+// The backward of ls2.attention from its saved out and lse, one query row
+// at a time, as the op's description writes it: probabilities rebuilt from
+// lse (never a second softmax), D_i = dout_i . out_i, the forward's dropout
+// mask regenerated from the attention counter layout (Philox.h), and dk/dv
+// of each kv head summed over the query heads sharing it. Computed in
+// double; results are rounded once when bound (F32 mode).
+//
+//===----------------------------------------------------------------------===//
+#include "Kernels.h"
+#include "Philox.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace ls2c::reference::detail {
+
+using namespace mlir;
+
+void evalAttentionGrad(ls2::AttentionGradOp op, Frame &frame) {
+  const HostTensor &dout = frame.get(op, op.getDout());
+  const HostTensor &q = frame.get(op, op.getQuery());
+  const HostTensor &k = frame.get(op, op.getKey());
+  const HostTensor &v = frame.get(op, op.getValue());
+  const HostTensor &out = frame.get(op, op.getOut());
+  const HostTensor &lse = frame.get(op, op.getLse());
+  if (q.rank() != 3 || k.rank() != 3 || k.shape != v.shape)
+    fail(op, "query " + q.describe() + ", key " + k.describe() + " and value " +
+                 v.describe() + " must be [tokens, heads, head_dim] with "
+                 "equal key and value shapes");
+  int64_t tq = q.shape[0], hq = q.shape[1], d = q.shape[2];
+  int64_t tk = k.shape[0], hkv = k.shape[1];
+  if (k.shape[2] != d || hkv == 0 || hq % hkv != 0)
+    fail(op, "key " + k.describe() + " does not fit query " + q.describe());
+  expectShape(op, dout, q.shape, "dout");
+  expectShape(op, out, q.shape, "out");
+  expectShape(op, lse, {tq, hq}, "lse");
+  const HostTensor &cuqTensor = frame.get(op, op.getCuSeqlensQ());
+  const HostTensor &cukTensor = frame.get(op, op.getCuSeqlensK());
+  if (cuqTensor.shape != cukTensor.shape)
+    fail(op, "cu_seqlens_q " + cuqTensor.describe() + " and cu_seqlens_k " +
+                 cukTensor.describe() + " must have the same length");
+  const std::vector<int64_t> &cuq =
+      checkCuSeqlens(op, cuqTensor, "cu_seqlens_q", tq);
+  const std::vector<int64_t> &cuk =
+      checkCuSeqlens(op, cukTensor, "cu_seqlens_k", tk);
+
+  double scale = op.getEffectiveScale();
+  bool causal = op.getCausal();
+  double rate = op.getDropoutRate().convertToDouble();
+  bool dropout = rate > 0.0;
+  int64_t seed = 0, offset = 0;
+  auto stream = static_cast<int64_t>(op.getStream());
+  if (dropout) {
+    if (!op.getSeed() || !op.getOffset())
+      fail(op, "dropout_rate > 0 needs the seed and offset operands");
+    seed = scalarInt(op, frame.get(op, op.getSeed()), "seed");
+    offset = scalarInt(op, frame.get(op, op.getOffset()), "offset");
+    if (stream < 0 || stream > UINT32_MAX)
+      fail(op, "stream " + std::to_string(stream) + " must fit in 32 bits");
+  }
+  auto rateFloat = static_cast<float>(rate);
+  double keepScale = dropout ? 1.0 / (1.0 - rate) : 1.0;
+
+  HostTensor dq = HostTensor::zeros(
+      elementTypeOf(op, op.getDq().getType().getElementType()), q.shape);
+  HostTensor dk = HostTensor::zeros(
+      elementTypeOf(op, op.getDk().getType().getElementType()), k.shape);
+  HostTensor dv = HostTensor::zeros(
+      elementTypeOf(op, op.getDv().getType().getElementType()), k.shape);
+  int64_t group = hq / hkv;
+  for (size_t b = 0; b + 1 < cuq.size(); ++b) {
+    int64_t q0 = cuq[b], lq = cuq[b + 1] - cuq[b];
+    int64_t k0 = cuk[b], lk = cuk[b + 1] - cuk[b];
+    for (int64_t i = 0; i < lq; ++i) {
+      int64_t row = q0 + i;
+      // Keys j <= i + (lk - lq) are visible under causal (bottom-right).
+      int64_t visible = causal ? std::min(lk, std::max<int64_t>(
+                                                  0, i + (lk - lq) + 1))
+                               : lk;
+      for (int64_t h = 0; h < hq; ++h) {
+        double rowLse = lse.floats[row * hq + h];
+        // No visible key (lse = -inf): P = 0, so dq = 0 and nothing flows
+        // to dk, dv.
+        if (visible == 0 || rowLse == -std::numeric_limits<double>::infinity())
+          continue;
+        int64_t kvh = h / group;
+        const double *qi = q.floats.data() + (row * hq + h) * d;
+        const double *doi = dout.floats.data() + (row * hq + h) * d;
+        const double *oi = out.floats.data() + (row * hq + h) * d;
+        double *dqi = dq.floats.data() + (row * hq + h) * d;
+        double di = 0;
+        for (int64_t c = 0; c < d; ++c)
+          di += doi[c] * oi[c];
+        for (int64_t j = 0; j < visible; ++j) {
+          int64_t kvOffset = ((k0 + j) * hkv + kvh) * d;
+          const double *kj = k.floats.data() + kvOffset;
+          const double *vj = v.floats.data() + kvOffset;
+          double s = 0, dp = 0;
+          for (int64_t c = 0; c < d; ++c) {
+            s += qi[c] * kj[c];
+            dp += doi[c] * vj[c];
+          }
+          double p = std::exp(scale * s - rowLse);
+          double m = 1.0;
+          if (dropout) {
+            float u = attentionUniformAt(
+                seed, offset, static_cast<uint32_t>(stream),
+                static_cast<uint64_t>(row), static_cast<uint64_t>(h),
+                static_cast<uint64_t>(hq), static_cast<uint64_t>(j));
+            m = u >= rateFloat ? keepScale : 0.0;
+          }
+          double ds = p * (dp * m - di);
+          double pm = p * m;
+          double *dkj = dk.floats.data() + kvOffset;
+          double *dvj = dv.floats.data() + kvOffset;
+          for (int64_t c = 0; c < d; ++c) {
+            dqi[c] += scale * ds * kj[c];
+            dkj[c] += scale * ds * qi[c];
+            dvj[c] += pm * doi[c];
+          }
+        }
+      }
+    }
+  }
+  frame.bind(op, op.getDq(), std::move(dq));
+  frame.bind(op, op.getDk(), std::move(dk));
+  frame.bind(op, op.getDv(), std::move(dv));
+}
+
+} // namespace ls2c::reference::detail
