@@ -8,6 +8,7 @@
 // double; results are rounded once when bound (F32 mode).
 //
 //===----------------------------------------------------------------------===//
+#include "AttentionSetup.h"
 #include "Kernels.h"
 #include "Philox.h"
 
@@ -21,47 +22,19 @@ namespace ls2c::reference::detail {
 using namespace mlir;
 
 void evalAttentionGrad(ls2::AttentionGradOp op, Frame &frame) {
+  AttentionSetup s = readAttentionSetup(op, frame);
+  const HostTensor &q = *s.q, &k = *s.k, &v = *s.v;
+  int64_t tq = s.tq, hq = s.hq, d = s.d, hkv = s.hkv;
+  const std::vector<int64_t> &cuq = *s.cuq, &cuk = *s.cuk;
+  double scale = s.scale, rate = s.rate;
+  bool causal = s.causal, dropout = s.dropout;
+  int64_t seed = s.seed, offset = s.offset, stream = s.stream;
   const HostTensor &dout = frame.get(op, op.getDout());
-  const HostTensor &q = frame.get(op, op.getQuery());
-  const HostTensor &k = frame.get(op, op.getKey());
-  const HostTensor &v = frame.get(op, op.getValue());
   const HostTensor &out = frame.get(op, op.getOut());
   const HostTensor &lse = frame.get(op, op.getLse());
-  if (q.rank() != 3 || k.rank() != 3 || k.shape != v.shape)
-    fail(op, "query " + q.describe() + ", key " + k.describe() + " and value " +
-                 v.describe() + " must be [tokens, heads, head_dim] with "
-                 "equal key and value shapes");
-  int64_t tq = q.shape[0], hq = q.shape[1], d = q.shape[2];
-  int64_t tk = k.shape[0], hkv = k.shape[1];
-  if (k.shape[2] != d || hkv == 0 || hq % hkv != 0)
-    fail(op, "key " + k.describe() + " does not fit query " + q.describe());
   expectShape(op, dout, q.shape, "dout");
   expectShape(op, out, q.shape, "out");
   expectShape(op, lse, {tq, hq}, "lse");
-  const HostTensor &cuqTensor = frame.get(op, op.getCuSeqlensQ());
-  const HostTensor &cukTensor = frame.get(op, op.getCuSeqlensK());
-  if (cuqTensor.shape != cukTensor.shape)
-    fail(op, "cu_seqlens_q " + cuqTensor.describe() + " and cu_seqlens_k " +
-                 cukTensor.describe() + " must have the same length");
-  const std::vector<int64_t> &cuq =
-      checkCuSeqlens(op, cuqTensor, "cu_seqlens_q", tq);
-  const std::vector<int64_t> &cuk =
-      checkCuSeqlens(op, cukTensor, "cu_seqlens_k", tk);
-
-  double scale = op.getEffectiveScale();
-  bool causal = op.getCausal();
-  double rate = op.getDropoutRate().convertToDouble();
-  bool dropout = rate > 0.0;
-  int64_t seed = 0, offset = 0;
-  auto stream = static_cast<int64_t>(op.getStream());
-  if (dropout) {
-    if (!op.getSeed() || !op.getOffset())
-      fail(op, "dropout_rate > 0 needs the seed and offset operands");
-    seed = scalarInt(op, frame.get(op, op.getSeed()), "seed");
-    offset = scalarInt(op, frame.get(op, op.getOffset()), "offset");
-    if (stream < 0 || stream > UINT32_MAX)
-      fail(op, "stream " + std::to_string(stream) + " must fit in 32 bits");
-  }
   auto rateFloat = static_cast<float>(rate);
   double keepScale = dropout ? 1.0 / (1.0 - rate) : 1.0;
 
