@@ -12,12 +12,17 @@ inline mlir::RankedTensorType tensorTypeOf(mlir::Value value) {
   return mlir::cast<mlir::RankedTensorType>(value.getType());
 }
 
-/// A rank-0 float constant of `elementType` holding `value`.
+/// A rank-0 constant of `elementType` holding `value` (truncated for
+/// integer types).
 inline mlir::Value buildScalar(mlir::OpBuilder &b, mlir::Location loc,
                                mlir::Type elementType, double value) {
   auto type = mlir::RankedTensorType::get({}, elementType);
-  return b.create<ls2::ConstantOp>(
-      loc, mlir::DenseElementsAttr::get(type, b.getFloatAttr(elementType, value)));
+  mlir::Attribute attr =
+      mlir::isa<mlir::FloatType>(elementType)
+          ? mlir::Attribute(b.getFloatAttr(elementType, value))
+          : mlir::Attribute(
+                b.getIntegerAttr(elementType, static_cast<int64_t>(value)));
+  return b.create<ls2::ConstantOp>(loc, mlir::DenseElementsAttr::get(type, attr));
 }
 
 /// A rank-0 integer constant (ids and counters never round-trip via double).

@@ -1,4 +1,6 @@
 //===- Decompose.cpp - ls2-decompose: composites into primitives ----------===//
+#include "BuildUtils.h"
+
 #include "ls2c/Transforms/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -21,46 +23,25 @@ using namespace ls2c::ls2;
 
 namespace {
 
-/// A rank-0 constant of `elementType` holding `value`.
+// Short names for the shared builders (BuildUtils.h) used throughout.
 Value scalar(PatternRewriter &rewriter, Location loc, Type elementType,
              double value) {
-  auto type = RankedTensorType::get({}, elementType);
-  Attribute attr = isa<FloatType>(elementType)
-                       ? Attribute(rewriter.getFloatAttr(elementType, value))
-                       : Attribute(rewriter.getIntegerAttr(
-                             elementType, static_cast<int64_t>(value)));
-  return rewriter.create<ConstantOp>(loc, DenseElementsAttr::get(type, attr));
+  return buildScalar(rewriter, loc, elementType, value);
 }
-
-/// A rank-0 integer constant; ids and indices do not round-trip through
-/// double.
 Value intScalar(PatternRewriter &rewriter, Location loc, Type elementType,
                 int64_t value) {
-  auto type = RankedTensorType::get({}, elementType);
-  return rewriter.create<ConstantOp>(
-      loc, DenseElementsAttr::get(type,
-                                  rewriter.getIntegerAttr(elementType, value)));
+  return buildIntScalar(rewriter, loc, elementType, value);
 }
-
 /// Casts `value` to f32 when it is a narrower float (f16, bf16).
 Value toF32(PatternRewriter &rewriter, Location loc, Value value) {
-  auto type = cast<RankedTensorType>(value.getType());
-  if (type.getElementType().isF32())
-    return value;
-  return rewriter.create<CastOp>(loc, type.clone(rewriter.getF32Type()), value);
+  return buildCast(rewriter, loc, value, rewriter.getF32Type());
 }
-
-/// Casts `value` back to `type`'s element type when they differ.
+/// Casts `value` back to `type`'s element type (same shape).
 Value castTo(PatternRewriter &rewriter, Location loc, Value value,
              RankedTensorType type) {
-  if (value.getType() == type)
-    return value;
-  return rewriter.create<CastOp>(loc, type, value);
+  return buildCast(rewriter, loc, value, type.getElementType());
 }
-
-RankedTensorType tensorType(Value value) {
-  return cast<RankedTensorType>(value.getType());
-}
+RankedTensorType tensorType(Value value) { return tensorTypeOf(value); }
 
 /// Per dim of `value`: its `ls2.dim` when dynamic, null when static.
 SmallVector<Value> dimValues(PatternRewriter &rewriter, Location loc,
