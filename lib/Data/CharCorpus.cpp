@@ -30,6 +30,9 @@ CharCorpus loadCharCorpus(const std::string &path, double trainFraction,
     throw DataError(path + ": cannot open: " + std::strerror(errno));
   if (S_ISDIR(st.st_mode))
     throw DataError(path + ": is a directory");
+  // A FIFO or device would block or never end.
+  if (!S_ISREG(st.st_mode))
+    throw DataError(path + ": is not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw DataError(path + ": cannot open: " + std::strerror(errno));

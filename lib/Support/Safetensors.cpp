@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -87,6 +89,11 @@ void writeSafetensors(const std::string &path, const SafetensorsFile &file) {
 }
 
 SafetensorsFile readSafetensors(const std::string &path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    fail(path, std::string("cannot open: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    fail(path, S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     fail(path, std::string("cannot open: ") + std::strerror(errno));

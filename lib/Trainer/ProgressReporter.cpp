@@ -11,13 +11,33 @@
 
 namespace ls2c {
 
-ProgressReporter::ProgressReporter(const std::string &metricsPath, bool append,
-                                   bool progress, int64_t totalSteps)
-    : metrics(metricsPath, append ? std::ios::app : std::ios::trunc),
-      progress(progress), terminal(::isatty(STDERR_FILENO)),
+namespace {
+/// The records of `path` whose step is at most `lastStep` (malformed lines
+/// are dropped).
+std::string recordsUpTo(const std::string &path, int64_t lastStep) {
+  std::ifstream in(path);
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
+    if (record.is_object() && record.contains("step") &&
+        record["step"].is_number_integer() &&
+        record["step"].get<int64_t>() <= lastStep)
+      kept += line + "\n";
+  }
+  return kept;
+}
+} // namespace
+
+ProgressReporter::ProgressReporter(const std::string &metricsPath,
+                                   int64_t resumeAfter, bool progress,
+                                   int64_t totalSteps)
+    : progress(progress), terminal(::isatty(STDERR_FILENO)),
       totalSteps(totalSteps), start(std::chrono::steady_clock::now()) {
+  std::string kept = resumeAfter >= 0 ? recordsUpTo(metricsPath, resumeAfter) : "";
+  metrics.open(metricsPath, std::ios::trunc);
+  metrics << kept << std::flush;
   if (!metrics)
-    throw TrainError("cannot open metrics file '" + metricsPath + "'");
+    throw TrainError("cannot write metrics file '" + metricsPath + "'");
 }
 
 double ProgressReporter::elapsed() const {

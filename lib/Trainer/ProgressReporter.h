@@ -18,9 +18,12 @@ namespace ls2c {
 ///   step 120/1000 [###-------] loss 2.4312 lr 9.8e-04 5230 tok/s ETA 2m51s
 class ProgressReporter {
 public:
-  /// Throws TrainError when the metrics file cannot be opened.
-  ProgressReporter(const std::string &metricsPath, bool append, bool progress,
-                   int64_t totalSteps);
+  /// Starts a new metrics file, or, with resumeAfter >= 0, keeps the
+  /// existing file's records up to that step and appends after them (a run
+  /// stopped after its last checkpoint repeats those steps). Throws
+  /// TrainError when the metrics file cannot be written.
+  ProgressReporter(const std::string &metricsPath, int64_t resumeAfter,
+                   bool progress, int64_t totalSteps);
   void step(int64_t step, double loss, double lr, double gradNorm,
             double tokensPerSecond, bool finite);
   void validation(int64_t step, double validLoss);

@@ -4,6 +4,9 @@
 #include "ls2c/Support/Safetensors.h"
 #include "ls2c/Trainer/Trainer.h"
 
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 namespace ls2c {
@@ -77,7 +80,7 @@ TrainState::computeParameters(const ModelDescription &desc,
 }
 
 void TrainState::save(const std::string &path, const ModelDescription &desc,
-                      const WorkspaceLayout &ws, uint64_t seed) const {
+                      const WorkspaceLayout &ws, const RunKey &key) const {
   SafetensorsFile file;
   for (const WorkspaceSlot &slot : ws.slots)
     file.tensors[slot.spec->name] = {
@@ -94,7 +97,9 @@ void TrainState::save(const std::string &path, const ModelDescription &desc,
                    {"ls2c.applied_steps", std::to_string(appliedSteps)},
                    {"ls2c.loss_scale", hexFloat(lossScale.floats[0])},
                    {"ls2c.good_steps", std::to_string(goodSteps.ints[0])},
-                   {"ls2c.seed", std::to_string(seed)}};
+                   {"ls2c.seed", std::to_string(key.seed)},
+                   {"ls2c.batch_sequences", std::to_string(key.batchSequences)},
+                   {"ls2c.micro_batches", std::to_string(key.microBatches)}};
   try {
     writeSafetensors(path, file);
   } catch (const SafetensorsError &e) {
@@ -103,7 +108,8 @@ void TrainState::save(const std::string &path, const ModelDescription &desc,
 }
 
 TrainState TrainState::load(const std::string &path, const ModelDescription &desc,
-                            const WorkspaceLayout &ws, uint64_t seed) {
+                            const WorkspaceLayout &ws, const RunKey &key) {
+  uint64_t seed = key.seed;
   SafetensorsFile file;
   try {
     file = readSafetensors(path);
@@ -116,10 +122,18 @@ TrainState TrainState::load(const std::string &path, const ModelDescription &des
       throw TrainError(path + ": not an ls2c checkpoint (no " + key + ")");
     return it->second;
   };
-  if (meta("ls2c.seed") != std::to_string(seed))
-    throw TrainError(path + ": written with seed " + meta("ls2c.seed") +
-                     ", resumed with " + std::to_string(seed) +
-                     " (the loss trajectory would differ)");
+  auto same = [&](const char *field, const std::string &now, const char *what) {
+    if (meta(field) != now)
+      throw TrainError(path + ": written with " + what + " " + meta(field) +
+                       ", resumed with " + now +
+                       " (the run would not continue as it started)");
+  };
+  same("ls2c.model", desc.name, "model");
+  same("ls2c.seed", std::to_string(seed), "seed");
+  same("ls2c.batch_sequences", std::to_string(key.batchSequences),
+       "--batch-sequences");
+  same("ls2c.micro_batches", std::to_string(key.microBatches),
+       "--micro-batches");
   TrainState s = fresh(desc, ws, seed);
   auto tensor = [&](const std::string &name,
                     const std::vector<int64_t> &shape) -> const SafetensorsTensor & {
@@ -138,14 +152,33 @@ TrainState TrainState::load(const std::string &path, const ModelDescription &des
                s.expAvg.floats.data());
   fromF32Bytes(tensor("ls2c.optimizer.exp_avg_sq", {ws.totalElements}).data,
                s.expAvgSq.floats.data());
-  try {
-    s.step = std::stoll(meta("ls2c.step"));
-    s.appliedSteps = std::stoll(meta("ls2c.applied_steps"));
-    s.goodSteps.ints[0] = std::stoll(meta("ls2c.good_steps"));
-    s.lossScale.floats[0] = std::strtod(meta("ls2c.loss_scale").c_str(), nullptr);
-  } catch (const std::logic_error &) {
-    throw TrainError(path + ": malformed ls2c counters in the metadata");
-  }
+  auto count = [&](const char *field) {
+    const std::string &text = meta(field);
+    char *end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end || errno || v < 0)
+      throw TrainError(path + ": malformed counter " + field + " = '" + text +
+                       "' (must be a non-negative integer)");
+    return static_cast<int64_t>(v);
+  };
+  s.step = count("ls2c.step");
+  s.appliedSteps = count("ls2c.applied_steps");
+  s.goodSteps.ints[0] = count("ls2c.good_steps");
+  if (s.appliedSteps > s.step)
+    throw TrainError(path + ": applied steps exceed steps in the metadata");
+  const std::string &scale = meta("ls2c.loss_scale");
+  char *end = nullptr;
+  s.lossScale.floats[0] = std::strtod(scale.c_str(), &end);
+  if (scale.empty() || *end || !std::isfinite(s.lossScale.floats[0]) ||
+      !(s.lossScale.floats[0] > 0))
+    throw TrainError(path + ": malformed ls2c.loss_scale '" + scale +
+                     "' (must be a positive finite number)");
+  for (const HostTensor *t : {&s.master, &s.expAvg, &s.expAvgSq})
+    for (double x : t->floats)
+      if (!std::isfinite(x))
+        throw TrainError(path + ": holds non-finite parameters or optimizer "
+                         "state (a corrupted checkpoint)");
   return s;
 }
 

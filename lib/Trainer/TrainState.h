@@ -24,14 +24,20 @@ struct TrainState {
   /// (65536 for fp16 as GradScaler, else 1).
   static TrainState fresh(const ModelDescription &desc,
                           const WorkspaceLayout &ws, uint64_t seed);
+  /// What decides the batch stream: a resumed run must use the same.
+  struct RunKey {
+    uint64_t seed;
+    int64_t batchSequences, microBatches;
+  };
   /// Reads a checkpoint written by save(); throws TrainError when it does
-  /// not match `desc` (parameter names, shapes, workspace size) or `seed`.
+  /// not match `desc` (model name, parameter names and shapes) or `key`, or
+  /// holds malformed counters or non-finite values.
   static TrainState load(const std::string &path, const ModelDescription &desc,
-                         const WorkspaceLayout &ws, uint64_t seed);
-  /// Writes parameters by reference name (fp32), the moments and counters
-  /// as safetensors, atomically.
+                         const WorkspaceLayout &ws, const RunKey &key);
+  /// Writes parameters by reference name (fp32), the moments, counters and
+  /// run key as safetensors, atomically.
   void save(const std::string &path, const ModelDescription &desc,
-            const WorkspaceLayout &ws, uint64_t seed) const;
+            const WorkspaceLayout &ws, const RunKey &key) const;
 
   reference::HostTensor stepTensor() const;
   /// Each trainable parameter (in `type`, shaped) and each buffer, by name.

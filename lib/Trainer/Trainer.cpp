@@ -17,7 +17,9 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -30,6 +32,30 @@ using reference::ElementType;
 using reference::HostTensor;
 using reference::Interpreter;
 using Clock = std::chrono::steady_clock;
+
+std::atomic<bool> interruptRequested{false};
+
+/// While alive, SIGINT and SIGTERM ask the loop to stop after the current
+/// step (and checkpoint) instead of killing the process.
+class InterruptGuard {
+public:
+  InterruptGuard() {
+    interruptRequested = false;
+    struct sigaction action {};
+    action.sa_handler = [](int) { interruptRequested = true; };
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &oldInt);
+    sigaction(SIGTERM, &action, &oldTerm);
+  }
+  ~InterruptGuard() {
+    sigaction(SIGINT, &oldInt, nullptr);
+    sigaction(SIGTERM, &oldTerm, nullptr);
+  }
+  bool requested() const { return interruptRequested; }
+
+private:
+  struct sigaction oldInt {}, oldTerm {};
+};
 
 std::string argName(mlir::func::FuncOp f, unsigned i) {
   auto name = f.getArgAttrOfType<mlir::StringAttr>(i, "ls2.name");
@@ -127,7 +153,9 @@ TrainResult train(const TrainOptions &o) {
   int64_t seqLen = desc.max_seq_len;
   int64_t sequences =
       o.batchSequences ? o.batchSequences : desc.max_batch_tokens / seqLen;
-  if (sequences * seqLen > desc.max_batch_tokens)
+  int64_t batchTokens = 0;
+  if (__builtin_mul_overflow(sequences, seqLen, &batchTokens) ||
+      batchTokens > desc.max_batch_tokens)
     throw TrainError("--batch-sequences " + std::to_string(sequences) + " x " +
                      std::to_string(seqLen) + " tokens exceeds max_batch_tokens " +
                      std::to_string(desc.max_batch_tokens) + " of " + o.model);
@@ -148,10 +176,21 @@ TrainResult train(const TrainOptions &o) {
   ParameterLayout layout = buildParameterLayout(desc);
   WorkspaceLayout ws = planWorkspace(layout);
   TrainState state = TrainState::fresh(desc, ws, o.seed);
-  std::filesystem::create_directories(o.outDir);
+  const TrainState::RunKey key{o.seed, sequences, o.microBatches};
   std::string checkpoint = o.outDir + "/checkpoint.safetensors";
-  if (o.resume)
-    state = TrainState::load(checkpoint, desc, ws, o.seed);
+  if (o.resume) {
+    state = TrainState::load(checkpoint, desc, ws, key);
+    if (state.step >= o.steps)
+      throw TrainError(checkpoint + ": already at step " +
+                       std::to_string(state.step) + "; --steps " +
+                       std::to_string(o.steps) + " leaves nothing to train");
+  } else {
+    std::error_code error;
+    std::filesystem::create_directories(o.outDir, error);
+    if (error || !std::filesystem::is_directory(o.outDir))
+      throw TrainError("cannot create output directory '" + o.outDir + "': " +
+                       (error ? error.message() : "not a directory"));
+  }
 
   std::map<std::string, HostTensor> buffers;
   for (auto &[name, t] : state.computeParameters(desc, ws, computeType(desc.dtype)))
@@ -161,8 +200,10 @@ TrainResult train(const TrainOptions &o) {
   LMBatcher batcher(corpus.train, seqLen, sequences, o.seed);
   batcher.skip(state.step * o.microBatches);
   Interpreter interpreter(reference::Precision::F32);
-  ProgressReporter report(o.outDir + "/metrics.jsonl", /*append=*/o.resume,
+  ProgressReporter report(o.outDir + "/metrics.jsonl",
+                          /*resumeAfter=*/o.resume ? state.step : -1,
                           o.progress, o.steps);
+  InterruptGuard interrupt;
 
   auto evaluate = [&]() {
     std::map<std::string, HostTensor> params = state.computeParameters(
@@ -235,8 +276,15 @@ TrainResult train(const TrainOptions &o) {
       result.lastValidLoss = evaluate();
       report.validation(state.step, result.lastValidLoss);
     }
-    if (last || (o.checkpointInterval && state.step % o.checkpointInterval == 0))
-      state.save(checkpoint, desc, ws, o.seed);
+    bool interrupted = interrupt.requested();
+    if (last || interrupted ||
+        (o.checkpointInterval && state.step % o.checkpointInterval == 0))
+      state.save(checkpoint, desc, ws, key);
+    if (interrupted) {
+      report.finish();
+      throw TrainInterrupted("interrupted at step " + std::to_string(state.step) +
+                             "; checkpoint saved, continue with --resume");
+    }
     if (outOfTime)
       break;
   }

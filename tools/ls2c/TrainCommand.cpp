@@ -65,9 +65,14 @@ std::string parse(const std::vector<std::string> &args, TrainOptions &o) {
     else if (a == "--checkpoint-interval")
       error = count(o.checkpointInterval);
     else if (a == "--seed") {
-      int64_t seed = 0;
-      error = count(seed);
-      o.seed = static_cast<uint64_t>(seed);
+      if (!(error = value(text)).empty())
+        return error;
+      errno = 0;
+      char *end = nullptr;
+      unsigned long long seed = std::strtoull(text.c_str(), &end, 10);
+      if (text.empty() || *end || errno || text[0] == '-')
+        error = "--seed '" + text + "' is not an integer in [0, 2^64)";
+      o.seed = seed;
     } else if (a == "--time-limit") {
       if (!(error = value(text)).empty())
         return error;
@@ -108,8 +113,13 @@ Trains a decoder (GPT) model on a text corpus read character by character
   --eval-batches N         validation batches per evaluation (default 16)
   --checkpoint-interval N  checkpoint every N steps (default 0: at the end)
   --time-limit SECONDS     stop, evaluate and checkpoint after this long
+                           (0: no limit)
   --seed N                 initialization, batches and dropout (default 1234)
-  --resume                 continue from DIR/checkpoint.safetensors
+  --resume                 continue from DIR/checkpoint.safetensors (same
+                           model, seed, --batch-sequences, --micro-batches)
+
+SIGINT or SIGTERM stops after the current step and writes the checkpoint
+(exit status 130).
   --no-progress            no progress line on stderr
 )";
 
@@ -137,6 +147,9 @@ int runTrain(const std::vector<std::string> &args) {
     std::printf("\nmetrics: %s/metrics.jsonl\ncheckpoint: %s/checkpoint.safetensors\n",
                 options.outDir.c_str(), options.outDir.c_str());
     return kExitOk;
+  } catch (const TrainInterrupted &e) {
+    std::fprintf(stderr, "ls2c: %s\n", e.what());
+    return 130; // the shell's status for a run stopped by SIGINT
   } catch (const TrainError &e) {
     std::fprintf(stderr, "ls2c: error: %s\n", e.what());
     return kExitBadInput;

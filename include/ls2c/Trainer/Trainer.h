@@ -49,8 +49,15 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-/// Runs training. Throws TrainError for bad input; ModelDescription and
-/// data errors surface as TrainError too.
+/// SIGINT or SIGTERM stopped the run after a step; its checkpoint is saved.
+class TrainInterrupted : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Runs training. Throws TrainError for bad input (ModelDescription, data
+/// and checkpoint errors included) and TrainInterrupted when a signal stopped
+/// it.
 TrainResult train(const TrainOptions &options);
 
 } // namespace ls2c
