@@ -46,6 +46,10 @@ void evalMatmul(ls2::MatmulOp op, Frame &frame);
 void evalLayerNorm(ls2::LayerNormOp op, Frame &frame);
 void evalSoftmax(ls2::SoftmaxOp op, Frame &frame);
 void evalCrossEntropy(ls2::CrossEntropyOp op, Frame &frame);
+/// Checks that every target of a cross-entropy (forward or backward) is a
+/// class in [0, classes) or ignoreIndex; returns how many are not ignored.
+int64_t countCrossEntropyTargets(mlir::Operation *op, const HostTensor &targets,
+                                 int64_t classes, int64_t ignoreIndex);
 
 // KernelsAttention.cpp
 void evalAttention(ls2::AttentionOp op, Frame &frame);

@@ -138,17 +138,7 @@ void evalCrossEntropyGrad(ls2::CrossEntropyGradOp op, Frame &frame) {
   double eps = op.getLabelSmoothing().convertToDouble();
   auto ignoreIndex = static_cast<int64_t>(op.getIgnoreIndex());
 
-  int64_t counted = 0;
-  for (int64_t r = 0; r < n; ++r) {
-    int64_t t = targets.ints[r];
-    if (t == ignoreIndex)
-      continue;
-    if (t < 0 || t >= c)
-      fail(op, "target " + std::to_string(t) + " of row " + std::to_string(r) +
-                   " is outside the classes [0, " + std::to_string(c) +
-                   ") and is not ignore_index " + std::to_string(ignoreIndex));
-    ++counted;
-  }
+  int64_t counted = countCrossEntropyTargets(op, targets, c, ignoreIndex);
 
   HostTensor dx = HostTensor::zeros(logits.type, logits.shape);
   double off = c ? eps / static_cast<double>(c) : 0.0;

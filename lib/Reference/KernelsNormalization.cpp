@@ -130,6 +130,22 @@ void evalSoftmax(ls2::SoftmaxOp op, Frame &frame) {
   frame.bind(op, op.getResult(), std::move(y));
 }
 
+int64_t countCrossEntropyTargets(Operation *op, const HostTensor &targets,
+                                 int64_t classes, int64_t ignoreIndex) {
+  int64_t counted = 0;
+  for (int64_t r = 0; r < static_cast<int64_t>(targets.ints.size()); ++r) {
+    int64_t t = targets.ints[r];
+    if (t == ignoreIndex)
+      continue;
+    if (t < 0 || t >= classes)
+      fail(op, "target " + std::to_string(t) + " of row " + std::to_string(r) +
+                   " is outside the classes [0, " + std::to_string(classes) +
+                   ") and is not ignore_index " + std::to_string(ignoreIndex));
+    ++counted;
+  }
+  return counted;
+}
+
 void evalCrossEntropy(ls2::CrossEntropyOp op, Frame &frame) {
   const HostTensor &logits = frame.get(op, op.getLogits());
   const HostTensor &targets = frame.get(op, op.getTargets());
@@ -140,15 +156,11 @@ void evalCrossEntropy(ls2::CrossEntropyOp op, Frame &frame) {
   double eps = op.getLabelSmoothing().convertToDouble();
   auto ignoreIndex = static_cast<int64_t>(op.getIgnoreIndex());
   std::vector<double> losses(static_cast<size_t>(n), 0.0);
-  int64_t counted = 0;
+  int64_t counted = countCrossEntropyTargets(op, targets, c, ignoreIndex);
   for (int64_t r = 0; r < n; ++r) {
     int64_t t = targets.ints[r];
     if (t == ignoreIndex)
       continue;
-    if (t < 0 || t >= c)
-      fail(op, "target " + std::to_string(t) + " of row " + std::to_string(r) +
-                   " is outside the classes [0, " + std::to_string(c) +
-                   ") and is not ignore_index " + std::to_string(ignoreIndex));
     const double *x = logits.floats.data() + r * c;
     double best = -kInf;
     for (int64_t j = 0; j < c; ++j)
@@ -161,7 +173,6 @@ void evalCrossEntropy(ls2::CrossEntropyOp op, Frame &frame) {
     double lse = best + std::log(sum);
     double meanLogit = total / static_cast<double>(c);
     losses[r] = (1.0 - eps) * (lse - x[t]) + eps * (lse - meanLogit);
-    ++counted;
   }
   HostTensor result;
   switch (op.getReduction()) {
