@@ -385,20 +385,6 @@ func.func @f(%x: tensor<?xf32>, %seed: tensor<i64>, %offset: tensor<i64>) -> (te
 // Errors
 //===----------------------------------------------------------------------===//
 
-namespace {
-
-/// Runs and returns the InterpreterError's message ("" when none).
-std::string errorOf(const Program &p, const std::vector<HostTensor> &args) {
-  try {
-    p.run(Precision::F64, args);
-  } catch (const InterpreterError &e) {
-    return e.what();
-  }
-  return "";
-}
-
-} // namespace
-
 TEST(ReferenceErrors, ArgumentsMustMatchTheFunctionType) {
   Program p = parseProgram(R"(
 func.func @f(%x: tensor<?x4xf32>, %i: tensor<3xi32>) -> tensor<?x4xf32> {

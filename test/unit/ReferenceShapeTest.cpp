@@ -6,19 +6,6 @@
 using namespace ls2c::reference;
 using namespace ls2c::reference::testing;
 
-namespace {
-
-std::string errorOf(const Program &p, const std::vector<HostTensor> &args) {
-  try {
-    p.run(Precision::F64, args);
-  } catch (const InterpreterError &e) {
-    return e.what();
-  }
-  return "";
-}
-
-} // namespace
-
 TEST(ReferenceShape, BroadcastMapsDimsAndRepeatsSizeOne) {
   Program p = parseProgram(R"(
 func.func @f(%b: tensor<3xf32>, %m: tensor<?x1xi32>, %s: tensor<f32>, %like: tensor<?x2x3xf32>) -> (tensor<?x2x3xf32>, tensor<?x4xi32>, tensor<2x?xf32>) {

@@ -158,6 +158,16 @@ inline double naiveRandomUniform(uint64_t seed, uint64_t offset,
   return naiveUniform(words[e % 4]);
 }
 
+/// Runs `p` in f64 and returns the InterpreterError's message ("" when none).
+inline std::string errorOf(const Program &p, const std::vector<HostTensor> &args) {
+  try {
+    p.run(Precision::F64, args);
+  } catch (const InterpreterError &e) {
+    return e.what();
+  }
+  return "";
+}
+
 } // namespace ls2c::reference::testing
 
 #endif // LS2C_TEST_UNIT_REFERENCETESTUTIL_H
