@@ -149,7 +149,9 @@ public:
   Type f32;
 };
 
-/// The learning rate of optimizer step t (1-based, f32 rank 0): linear
+/// The learning rate of the update made after t earlier ones (t from 0,
+/// f32 rank 0; as PyTorch's LambdaLR, so the first update of a warmup uses
+/// 0, like Hugging Face's and fairseq's schedules): linear
 /// warmup to `lr` over warmup_steps, then constant, linear or cosine decay
 /// to min_lr_ratio * lr at total_steps, or fairseq's inverse square root.
 Value scheduledLr(Builder &x, const OptimizerSettings &s, Value t) {
@@ -173,8 +175,10 @@ Value scheduledLr(Builder &x, const OptimizerSettings &s, Value t) {
       shape = x.mul(x.scalar(0.5),
                     x.add(x.scalar(1.0), x.b.create<CosOp>(x.loc, angle)));
     }
-    Value factor = x.add(x.scalar(s.minLrRatio),
-                         x.mul(x.scalar(1.0 - s.minLrRatio), shape));
+    // 1 - r from the same f32 r, so the factor is exactly 1 at the peak.
+    Value ratio = x.scalar(s.minLrRatio);
+    Value factor =
+        x.add(ratio, x.mul(x.sub(x.scalar(1.0), ratio), shape));
     afterWarmup = x.mul(lr, factor);
   }
   if (s.warmupSteps <= 0)
@@ -337,8 +341,8 @@ LogicalResult TrainStepPass::buildOptimizerStep(ModuleOp module,
     gradScale = x.mul(gradScale, coef);
   }
 
+  Value lr = scheduledLr(x, s, buildCast(b, loc, step, f32));
   Value newStep = x.add(step, buildIntScalar(b, loc, i64, 1));
-  Value lr = scheduledLr(x, s, buildCast(b, loc, newStep, f32));
 
   auto mode = s.type == "adamw" ? WeightDecayMode::Decoupled : WeightDecayMode::L2;
   SmallVector<Value> newP, newM, newV;

@@ -225,7 +225,7 @@ TEST(TrainStep, LearningRateSchedules) {
     State s = randomState(rng, workspaceSize(p));
     for (int64_t done = 0; done < 25; ++done) {
       s.step = HostTensor::scalarInt(ElementType::I64, done);
-      double t = double(done + 1), lr = 2e-3, expected;
+      double t = double(done), lr = 2e-3, expected; // updates made before this one
       double progress = std::clamp((t - c.warmup) / double(c.total - c.warmup), 0.0, 1.0);
       if (t < c.warmup)
         expected = lr * t / c.warmup;
@@ -238,7 +238,7 @@ TEST(TrainStep, LearningRateSchedules) {
       else
         expected = lr * std::sqrt(c.warmup / t);
       double got = p.run(Precision::F64, s.args(), "optimizer_step")[7].floats[0];
-      EXPECT_NEAR(got, expected, 1e-6 * expected) << c.schedule << " step " << t;
+      EXPECT_NEAR(got, expected, 1e-6 * expected) << c.schedule << " after " << t << " updates";
     }
   }
 }
