@@ -49,6 +49,82 @@ size_t safetensorsDtypeBytes(const std::string &dtype) {
   return it == sizes.end() ? 0 : it->second;
 }
 
+namespace {
+
+template <typename T>
+void widen(const std::vector<uint8_t> &bytes, std::vector<double> &out) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    T v;
+    std::memcpy(&v, bytes.data() + i * sizeof(T), sizeof(T));
+    out[i] = static_cast<double>(v);
+  }
+}
+
+template <typename T>
+void widenInts(const std::vector<uint8_t> &bytes, std::vector<int64_t> &out) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    T v;
+    std::memcpy(&v, bytes.data() + i * sizeof(T), sizeof(T));
+    out[i] = static_cast<int64_t>(v);
+  }
+}
+
+} // namespace
+
+std::vector<double> floatValues(const SafetensorsTensor &t,
+                                const std::string &what) {
+  size_t bytes = safetensorsDtypeBytes(t.dtype);
+  std::vector<double> out(bytes ? t.data.size() / bytes : 0);
+  if (t.dtype == "F64")
+    widen<double>(t.data, out);
+  else if (t.dtype == "F32")
+    widen<float>(t.data, out);
+  else
+    throw SafetensorsError(what + ": dtype " + t.dtype +
+                           " where F32 or F64 is required");
+  return out;
+}
+
+std::vector<int64_t> intValues(const SafetensorsTensor &t,
+                               const std::string &what) {
+  size_t bytes = safetensorsDtypeBytes(t.dtype);
+  std::vector<int64_t> out(bytes ? t.data.size() / bytes : 0);
+  if (t.dtype == "I64")
+    widenInts<int64_t>(t.data, out);
+  else if (t.dtype == "I32")
+    widenInts<int32_t>(t.data, out);
+  else if (t.dtype == "I16")
+    widenInts<int16_t>(t.data, out);
+  else if (t.dtype == "I8")
+    widenInts<int8_t>(t.data, out);
+  else if (t.dtype == "U8" || t.dtype == "BOOL")
+    widenInts<uint8_t>(t.data, out);
+  else
+    throw SafetensorsError(what + ": dtype " + t.dtype +
+                           " where an integer dtype is required");
+  return out;
+}
+
+SafetensorsTensor floatTensor(const std::string &dtype,
+                              std::vector<int64_t> shape, const double *values,
+                              size_t count) {
+  SafetensorsTensor t{dtype, std::move(shape), {}};
+  if (dtype == "F64") {
+    t.data.resize(count * 8);
+    std::memcpy(t.data.data(), values, count * 8);
+  } else if (dtype == "F32") {
+    t.data.resize(count * 4);
+    for (size_t i = 0; i < count; ++i) {
+      float f = static_cast<float>(values[i]);
+      std::memcpy(t.data.data() + 4 * i, &f, 4);
+    }
+  } else {
+    throw SafetensorsError("floatTensor: dtype " + dtype +
+                           " is not F32 or F64");
+  }
+  return t;
+}
+
 void writeSafetensors(const std::string &path, const SafetensorsFile &file) {
   json header = json::object();
   uint64_t offset = 0;

@@ -4,6 +4,7 @@
 #include "ls2c/Support/Safetensors.h"
 #include "ls2c/Trainer/Trainer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -15,23 +16,6 @@ using reference::ElementType;
 using reference::HostTensor;
 
 namespace {
-
-std::vector<uint8_t> toF32Bytes(const double *values, int64_t n) {
-  std::vector<uint8_t> bytes(static_cast<size_t>(n) * 4);
-  for (int64_t i = 0; i < n; ++i) {
-    float f = static_cast<float>(values[i]);
-    std::memcpy(bytes.data() + 4 * i, &f, 4);
-  }
-  return bytes;
-}
-
-void fromF32Bytes(const std::vector<uint8_t> &bytes, double *out) {
-  for (size_t i = 0; i < bytes.size() / 4; ++i) {
-    float f;
-    std::memcpy(&f, bytes.data() + 4 * i, 4);
-    out[i] = f;
-  }
-}
 
 /// Counters are stored exactly as decimal strings; the loss scale as the
 /// hexadecimal float, which round-trips.
@@ -63,7 +47,8 @@ HostTensor TrainState::stepTensor() const {
 
 std::map<std::string, HostTensor>
 TrainState::computeParameters(const ModelDescription &desc,
-                              const WorkspaceLayout &ws, ElementType type) const {
+                              const WorkspaceLayout &ws, ElementType type,
+                              reference::Precision precision) const {
   std::map<std::string, HostTensor> out;
   for (const WorkspaceSlot &slot : ws.slots)
     out[slot.spec->name] = HostTensor::fromFloats(
@@ -72,9 +57,11 @@ TrainState::computeParameters(const ModelDescription &desc,
                             master.floats.begin() + slot.offset + slot.numel));
   for (const ParameterSpec &p : buildParameterLayout(desc).parameters)
     if (!p.trainable) {
-      std::vector<float> table = sinusoidalTable(p.shape[0], p.shape[1]);
-      out[p.name] = HostTensor::fromFloats(
-          type, p.shape, std::vector<double>(table.begin(), table.end()));
+      std::vector<double> table = sinusoidalTable(p.shape[0], p.shape[1]);
+      if (precision == reference::Precision::F32)
+        for (double &v : table)
+          v = static_cast<float>(v);
+      out[p.name] = HostTensor::fromFloats(type, p.shape, std::move(table));
     }
   return out;
 }
@@ -83,14 +70,14 @@ void TrainState::save(const std::string &path, const ModelDescription &desc,
                       const WorkspaceLayout &ws, const RunKey &key) const {
   SafetensorsFile file;
   for (const WorkspaceSlot &slot : ws.slots)
-    file.tensors[slot.spec->name] = {
-        "F32", slot.spec->shape,
-        toF32Bytes(master.floats.data() + slot.offset, slot.numel)};
-  file.tensors["ls2c.optimizer.exp_avg"] = {
-      "F32", {ws.totalElements}, toF32Bytes(expAvg.floats.data(), ws.totalElements)};
-  file.tensors["ls2c.optimizer.exp_avg_sq"] = {
-      "F32", {ws.totalElements},
-      toF32Bytes(expAvgSq.floats.data(), ws.totalElements)};
+    file.tensors[slot.spec->name] =
+        floatTensor("F32", slot.spec->shape, master.floats.data() + slot.offset,
+                    static_cast<size_t>(slot.numel));
+  const size_t total = static_cast<size_t>(ws.totalElements);
+  file.tensors["ls2c.optimizer.exp_avg"] =
+      floatTensor("F32", {ws.totalElements}, expAvg.floats.data(), total);
+  file.tensors["ls2c.optimizer.exp_avg_sq"] =
+      floatTensor("F32", {ws.totalElements}, expAvgSq.floats.data(), total);
   file.metadata = {{"format", "pt"},
                    {"ls2c.model", desc.name},
                    {"ls2c.step", std::to_string(step)},
@@ -145,13 +132,17 @@ TrainState TrainState::load(const std::string &path, const ModelDescription &des
                        "' has another dtype or shape than the model's");
     return it->second;
   };
+  auto copyInto = [&](const std::string &name, const std::vector<int64_t> &shape,
+                      double *out) {
+    std::vector<double> v = floatValues(tensor(name, shape), path + ": " + name);
+    std::copy(v.begin(), v.end(), out);
+  };
   for (const WorkspaceSlot &slot : ws.slots)
-    fromF32Bytes(tensor(slot.spec->name, slot.spec->shape).data,
-                 s.master.floats.data() + slot.offset);
-  fromF32Bytes(tensor("ls2c.optimizer.exp_avg", {ws.totalElements}).data,
-               s.expAvg.floats.data());
-  fromF32Bytes(tensor("ls2c.optimizer.exp_avg_sq", {ws.totalElements}).data,
-               s.expAvgSq.floats.data());
+    copyInto(slot.spec->name, slot.spec->shape,
+             s.master.floats.data() + slot.offset);
+  copyInto("ls2c.optimizer.exp_avg", {ws.totalElements}, s.expAvg.floats.data());
+  copyInto("ls2c.optimizer.exp_avg_sq", {ws.totalElements},
+           s.expAvgSq.floats.data());
   auto count = [&](const char *field) {
     const std::string &text = meta(field);
     char *end = nullptr;

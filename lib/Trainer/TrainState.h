@@ -4,6 +4,7 @@
 
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Reference/HostTensor.h"
+#include "ls2c/Reference/Interpreter.h"
 #include "ls2c/Training/Workspace.h"
 
 #include <map>
@@ -41,9 +42,13 @@ struct TrainState {
 
   reference::HostTensor stepTensor() const;
   /// Each trainable parameter (in `type`, shaped) and each buffer, by name.
+  /// Buffers (sinusoidal tables) are rounded to fp32 unless `precision` is
+  /// F64.
   std::map<std::string, reference::HostTensor>
   computeParameters(const ModelDescription &desc, const WorkspaceLayout &ws,
-                    reference::ElementType type) const;
+                    reference::ElementType type,
+                    reference::Precision precision =
+                        reference::Precision::F32) const;
 };
 
 } // namespace ls2c

@@ -2,20 +2,15 @@
 #include "ls2c/Trainer/Trainer.h"
 
 #include "ProgressReporter.h"
+#include "Programs.h"
 #include "TrainState.h"
 
 #include "ls2c/Data/CharCorpus.h"
 #include "ls2c/Data/LMBatcher.h"
-#include "ls2c/Frontend/Frontend.h"
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Model/ParameterLayout.h"
 #include "ls2c/Reference/Interpreter.h"
 #include "ls2c/Training/Workspace.h"
-#include "ls2c/Transforms/Passes.h"
-
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/Pass/PassManager.h"
 
 #include <atomic>
 #include <chrono>
@@ -57,71 +52,9 @@ private:
   struct sigaction oldInt {}, oldTerm {};
 };
 
-std::string argName(mlir::func::FuncOp f, unsigned i) {
-  auto name = f.getArgAttrOfType<mlir::StringAttr>(i, "ls2.name");
-  return name ? name.str() : "";
-}
-
 HostTensor ids(const std::vector<int32_t> &values) {
   return HostTensor::fromInts(ElementType::I32, {static_cast<int64_t>(values.size())},
                               std::vector<int64_t>(values.begin(), values.end()));
-}
-
-ElementType computeType(DType d) {
-  switch (d) {
-  case DType::F32:
-    return ElementType::F32;
-  case DType::F16:
-    return ElementType::F16;
-  case DType::BF16:
-    return ElementType::BF16;
-  }
-  return ElementType::F32;
-}
-
-/// The compiled programs: the train step and a dropout-free forward for
-/// validation.
-struct Programs {
-  mlir::MLIRContext context;
-  mlir::OwningOpRef<mlir::ModuleOp> train, eval;
-  mlir::func::FuncOp accumulate, optimizerStep, forward;
-};
-
-void compile(Programs &p, const ModelDescription &desc) {
-  std::string diagnostics;
-  mlir::ScopedDiagnosticHandler handler(&p.context, [&](mlir::Diagnostic &d) {
-    diagnostics += d.str() + "\n";
-    return mlir::success();
-  });
-  p.train = buildForwardModule(p.context, desc);
-  ModelDescription evalDesc = desc;
-  evalDesc.hidden_dropout = evalDesc.attention_dropout =
-      evalDesc.activation_dropout = 0.0;
-  p.eval = buildForwardModule(p.context, evalDesc);
-  if (!p.train || !p.eval)
-    throw TrainError("internal error: the forward module does not verify: " +
-                     diagnostics);
-  mlir::PassManager pm(&p.context);
-  pm.addPass(createAutodiff());
-  pm.addPass(createTrainStep());
-  if (mlir::failed(pm.run(*p.train)))
-    throw TrainError("internal error: building the train step failed: " +
-                     diagnostics);
-  p.accumulate = p.train->lookupSymbol<mlir::func::FuncOp>("accumulate_gradients");
-  p.optimizerStep = p.train->lookupSymbol<mlir::func::FuncOp>("optimizer_step");
-  p.forward = p.eval->lookupSymbol<mlir::func::FuncOp>("forward");
-}
-
-/// Arguments for `f` after its first `skip` ones, looked up by ls2.name.
-void appendNamed(std::vector<HostTensor> &args, mlir::func::FuncOp f,
-                 unsigned skip, const std::map<std::string, HostTensor> &named) {
-  for (unsigned i = skip; i < f.getNumArguments(); ++i) {
-    auto it = named.find(argName(f, i));
-    if (it == named.end())
-      throw TrainError("internal error: no value for argument '" +
-                       argName(f, i) + "' of @" + f.getName().str());
-    args.push_back(it->second);
-  }
 }
 
 std::map<std::string, HostTensor> batchInputs(const TokenBatch &b) {
@@ -172,7 +105,7 @@ TrainResult train(const TrainOptions &o) {
                      std::to_string(desc.vocab) + " (" + o.model + ")");
 
   Programs programs;
-  compile(programs, desc);
+  compilePrograms(programs, desc);
   ParameterLayout layout = buildParameterLayout(desc);
   WorkspaceLayout ws = planWorkspace(layout);
   TrainState state = TrainState::fresh(desc, ws, o.seed);

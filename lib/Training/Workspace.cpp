@@ -71,15 +71,15 @@ std::vector<float> initializeWorkspace(const WorkspaceLayout &workspace,
   return master;
 }
 
-std::vector<float> sinusoidalTable(int64_t rows, int64_t dim) {
-  std::vector<float> table(static_cast<size_t>(rows * dim), 0.0f);
+std::vector<double> sinusoidalTable(int64_t rows, int64_t dim) {
+  std::vector<double> table(static_cast<size_t>(rows * dim), 0.0);
   int64_t half = dim / 2;
   double step = half > 1 ? std::log(10000.0) / static_cast<double>(half - 1) : 0.0;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < half; ++i) {
       double angle = static_cast<double>(r) * std::exp(-step * static_cast<double>(i));
-      table[r * dim + i] = static_cast<float>(std::sin(angle));
-      table[r * dim + half + i] = static_cast<float>(std::cos(angle));
+      table[r * dim + i] = std::sin(angle);
+      table[r * dim + half + i] = std::cos(angle);
     }
   return table;
 }

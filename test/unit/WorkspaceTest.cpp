@@ -94,15 +94,15 @@ TEST(Workspace, InitializationFollowsEachParametersRule) {
 
 TEST(Workspace, SinusoidalTableMatchesFairseqFormula) {
   const int64_t rows = 7, dim = 10, half = 5;
-  std::vector<float> t = ls2c::sinusoidalTable(rows, dim);
+  std::vector<double> t = ls2c::sinusoidalTable(rows, dim);
   double step = std::log(10000.0) / (half - 1);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < half; ++i) {
       double angle = r * std::exp(-step * i);
-      EXPECT_FLOAT_EQ(t[r * dim + i], static_cast<float>(std::sin(angle)));
-      EXPECT_FLOAT_EQ(t[r * dim + half + i], static_cast<float>(std::cos(angle)));
+      EXPECT_DOUBLE_EQ(t[r * dim + i], std::sin(angle));
+      EXPECT_DOUBLE_EQ(t[r * dim + half + i], std::cos(angle));
     }
-  EXPECT_EQ(ls2c::sinusoidalTable(3, 5)[4], 0.0f) << "odd dim: last column zero";
+  EXPECT_EQ(ls2c::sinusoidalTable(3, 5)[4], 0.0) << "odd dim: last column zero";
 }
 
 } // namespace

@@ -23,6 +23,7 @@ int usageError(const std::string &message);
 int runCheck(const std::vector<std::string> &args);
 int runCompile(const std::vector<std::string> &args);
 int runTrain(const std::vector<std::string> &args);
+int runStep(const std::vector<std::string> &args);
 
 } // namespace ls2c::cli
 

@@ -33,6 +33,10 @@ commands:
   train MODEL.json --data TEXT [options]
                                train on a character-level text corpus with the
                                CPU reference backend (see ls2c train --help)
+  step MODEL.json --params FILE --batch FILE -o FILE [options]
+                               run train steps on given parameters and one
+                               batch; write losses, gradients and updated
+                               parameters (see ls2c step --help)
 
 options:
   -h, --help                   show this help
@@ -68,8 +72,10 @@ static int dispatch(const std::vector<std::string> &args) {
       return runCompile(rest);
     if (command == "train")
       return runTrain(rest);
+    if (command == "step")
+      return runStep(rest);
     return usageError("unknown command '" + command +
-                      "' (commands: check, compile, train; see ls2c --help)");
+                      "' (commands: check, compile, train, step; see ls2c --help)");
   } catch (const std::exception &e) {
     std::fprintf(stderr, "ls2c: internal error: %s\n", e.what());
     return kExitInternal;

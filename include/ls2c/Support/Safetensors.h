@@ -37,6 +37,19 @@ struct SafetensorsTensor {
   std::vector<uint8_t> data;  ///< exactly numel * dtype bytes, little-endian
 };
 
+/// A tensor's values as double: F64 exactly, F32 widened. Throws
+/// SafetensorsError naming `what` for any other dtype.
+std::vector<double> floatValues(const SafetensorsTensor &tensor,
+                                const std::string &what);
+/// A tensor's values as int64: I64, I32, I16, I8, U8 or BOOL. Throws
+/// SafetensorsError naming `what` for any other dtype.
+std::vector<int64_t> intValues(const SafetensorsTensor &tensor,
+                               const std::string &what);
+/// An "F64" or "F32" tensor (rounded to nearest) holding `values`.
+SafetensorsTensor floatTensor(const std::string &dtype,
+                              std::vector<int64_t> shape,
+                              const double *values, size_t count);
+
 struct SafetensorsFile {
   /// Tensors by name, in name order (the order the format's JSON implies).
   std::map<std::string, SafetensorsTensor> tensors;

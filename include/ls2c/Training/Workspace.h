@@ -59,8 +59,8 @@ std::vector<float> initializeWorkspace(const WorkspaceLayout &workspace,
 /// fairseq's sinusoidal position table [rows, dim] (Vaswani et al. 2017,
 /// section 3.5, in fairseq's layout: the first dim/2 columns are sin, the
 /// rest cos, frequency 10000^(-i / (dim/2 - 1)); an odd dim's last column is
-/// zero). Row r is position r.
-std::vector<float> sinusoidalTable(int64_t rows, int64_t dim);
+/// zero). Row r is position r. Computed in double; fp32 programs round it.
+std::vector<double> sinusoidalTable(int64_t rows, int64_t dim);
 
 } // namespace ls2c
 

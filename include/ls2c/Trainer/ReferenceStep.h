@@ -1,0 +1,55 @@
+//===- ReferenceStep.h - train steps on given weights and one batch -------===//
+//
+// `ls2c step`: runs K train steps of a described model on the CPU reference
+// backend from parameters and one batch given as safetensors, and writes the
+// losses, the first step's gradients and the updated parameters. It is how
+// another framework (the JAX float64 oracle in test/oracle, PyTorch on the
+// GPU machine) checks ls2c's numbers on identical inputs.
+//
+// Files (names as docs/model-description.md lists them):
+//   params  every trainable parameter by name, F32 or F64, the model's shape;
+//           nothing else (buffers such as sinusoidal tables are computed).
+//   batch   every input of @forward by name except dropout_seed and
+//           dropout_offset: token ids, positions, cu_seqlens, labels as
+//           integer dtypes (I64, I32, ...), ViT pixels as F32 or F64; shapes
+//           as the graph takes them (packed sequences, docs/dialect.md).
+//   output  F64 tensors: "loss" [K] (each step's loss, before its update),
+//           "grad_norm" [K] (global norm of the unscaled gradients, before
+//           clipping), "lr" [K] (the learning rate each update used),
+//           "grad/<name>" (the first step's gradient of each trainable
+//           parameter, before clipping) and "param/<name>" (each trainable
+//           parameter after the K updates). Written atomically.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LS2C_TRAINER_REFERENCESTEP_H
+#define LS2C_TRAINER_REFERENCESTEP_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ls2c {
+
+struct StepOptions {
+  std::string model;        ///< model description (JSON)
+  std::string params;       ///< initial trainable parameters (safetensors)
+  std::string batch;        ///< the batch every step trains on (safetensors)
+  std::string output;       ///< where the results go (safetensors)
+  int64_t steps = 1;        ///< train steps, >= 1
+  bool f64 = false;         ///< every float op in double (else as the IR's types)
+  uint64_t dropoutSeed = 0; ///< Philox seed; step k uses dropout offset k
+};
+
+struct StepResult {
+  std::vector<double> losses; ///< one per step
+};
+
+/// Runs the steps and writes `output`. Throws TrainError (declared in
+/// Trainer.h) naming the file and tensor for a bad description, a missing,
+/// extra, misshapen, mistyped or non-finite parameter, a missing or
+/// unknown batch input, or a batch the graph rejects.
+StepResult runReferenceSteps(const StepOptions &options);
+
+} // namespace ls2c
+
+#endif // LS2C_TRAINER_REFERENCESTEP_H

@@ -1,0 +1,111 @@
+//===- StepCommand.cpp - ls2c step MODEL.json --params --batch -o ---------===//
+#include "Commands.h"
+
+#include "ls2c/Trainer/ReferenceStep.h"
+#include "ls2c/Trainer/Trainer.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+namespace ls2c::cli {
+
+namespace {
+
+constexpr const char *kStepUsage =
+    "usage: ls2c step MODEL.json --params FILE --batch FILE -o FILE "
+    "[--steps N] [--precision f32|f64] [--dropout-seed N]";
+
+constexpr const char *kStepHelp = R"(
+Runs N train steps (forward, backward, optimizer update with the model's
+optimizer, schedule and clipping) on the CPU reference backend, every step on
+the same batch, from the given parameters. For checking ls2c against another
+framework on identical inputs (test/oracle runs JAX in float64 this way).
+
+  --params FILE      safetensors: every trainable parameter by name (F32/F64)
+  --batch FILE       safetensors: every model input by name (token ids,
+                     position_ids, cu_seqlens, labels, ...; ViT: pixels)
+  -o FILE            safetensors written: loss, grad_norm and lr per step,
+                     grad/<name> (first step, before clipping) and
+                     param/<name> (after the last step), all F64
+  --steps N          train steps (default 1)
+  --precision P      f32: as the IR's types (default); f64: every float op in
+                     double, for comparisons with float64 references
+  --dropout-seed N   Philox seed of dropout (step k uses offset k; default 0)
+)";
+
+std::string parse(const std::vector<std::string> &args, StepOptions &o) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &a = args[i];
+    std::string text;
+    auto value = [&](std::string &out) -> bool {
+      if (i + 1 == args.size())
+        return false;
+      out = args[++i];
+      return true;
+    };
+    if (a == "--params" || a == "--batch" || a == "-o" || a == "--steps" ||
+        a == "--precision" || a == "--dropout-seed") {
+      if (!value(text))
+        return a + " needs a value";
+    }
+    if (a == "--params")
+      o.params = text;
+    else if (a == "--batch")
+      o.batch = text;
+    else if (a == "-o")
+      o.output = text;
+    else if (a == "--steps" || a == "--dropout-seed") {
+      errno = 0;
+      char *end = nullptr;
+      unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+      if (text.empty() || *end || errno || text[0] == '-' ||
+          (a == "--steps" && (v < 1 || v > 1000000)))
+        return a + " '" + text + "' is not " +
+               (a == "--steps" ? "an integer in [1, 1000000]"
+                               : "an integer in [0, 2^64)");
+      if (a == "--steps")
+        o.steps = static_cast<int64_t>(v);
+      else
+        o.dropoutSeed = v;
+    } else if (a == "--precision") {
+      if (text != "f32" && text != "f64")
+        return "--precision '" + text + "' is not f32 or f64";
+      o.f64 = text == "f64";
+    } else if (a.rfind("-", 0) == 0)
+      return "unknown option '" + a + "' for step";
+    else if (o.model.empty())
+      o.model = a;
+    else
+      return "step takes one MODEL.json, got '" + o.model + "' and '" + a + "'";
+  }
+  if (o.model.empty() || o.params.empty() || o.batch.empty() ||
+      o.output.empty())
+    return kStepUsage;
+  return "";
+}
+
+} // namespace
+
+int runStep(const std::vector<std::string> &args) {
+  for (const std::string &a : args)
+    if (a == "--help" || a == "-h") {
+      std::printf("%s\n%s", kStepUsage, kStepHelp);
+      return kExitOk;
+    }
+  StepOptions options;
+  if (std::string error = parse(args, options); !error.empty())
+    return usageError(error);
+  try {
+    StepResult r = runReferenceSteps(options);
+    for (size_t k = 0; k < r.losses.size(); ++k)
+      std::printf("step %zu loss %.17g\n", k + 1, r.losses[k]);
+    std::printf("wrote %s\n", options.output.c_str());
+    return kExitOk;
+  } catch (const TrainError &e) {
+    std::fprintf(stderr, "ls2c: error: %s\n", e.what());
+    return kExitBadInput;
+  }
+}
+
+} // namespace ls2c::cli
