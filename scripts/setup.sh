@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Installs ls2c's dependencies from Debian's packages (idempotent), then configures
-# and builds. Usage: scripts/setup.sh [--no-build]
+# Installs ls2c's dependencies from Debian's packages and the test tools from PyPI
+# into .venv (both idempotent), then configures and builds.
+# Usage: scripts/setup.sh [--no-build]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-  cmake ninja-build g++ python3
+  cmake ninja-build g++ python3 python3-venv
   libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
   libfmt-dev nlohmann-json3-dev libgtest-dev
   libopenblas-dev libsentencepiece-dev
@@ -23,6 +24,18 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "setup: all Debian packages present"
+fi
+
+# The test tools (JAX, NumPy, safetensors) go into a virtualenv of the project,
+# reinstalled only when scripts/requirements-test.txt changes.
+VENV=.venv
+if [ ! -x "$VENV/bin/python" ] || ! cmp -s scripts/requirements-test.txt "$VENV/.requirements"; then
+  echo "setup: installing Python test tools into $VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r scripts/requirements-test.txt
+  cp scripts/requirements-test.txt "$VENV/.requirements"
+else
+  echo "setup: Python test tools present in $VENV"
 fi
 
 [ "${1:-}" = "--no-build" ] && exit 0

@@ -16,6 +16,9 @@ config.excludes = ["Inputs", "unit", "lit.cfg.py", "CMakeLists.txt"]
 path = os.pathsep.join(config.ls2c_tools_dirs + [config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.environment["PATH"] = path
 config.substitutions.append(("%python", sys.executable))
+# The project's virtualenv (scripts/setup.sh) with the oracle's JAX, NumPy and safetensors.
+config.substitutions.append(("%oracle_python", os.environ.get(
+    "LS2C_ORACLE_PYTHON", os.path.join(config.ls2c_source_dir, ".venv", "bin", "python"))))
 config.substitutions.append(("%ls2c_src_root", config.ls2c_source_dir))
 config.substitutions.append(("%ls2c_obj_root", config.ls2c_binary_dir))
 config.substitutions.append(("%examples", os.path.join(config.ls2c_source_dir, "examples")))
