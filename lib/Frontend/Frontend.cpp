@@ -9,6 +9,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
 
+#include <algorithm>
+
 using namespace mlir;
 
 namespace ls2c {
@@ -20,6 +22,7 @@ struct Argument {
   Type type;
   StringRef kind;          // "parameter" | "buffer" | "input"
   bool weightDecay = false; // parameters only
+  SmallVector<int64_t> maxShape; // inputs with dynamic dims: their bounds
 };
 
 /// The data inputs of each architecture, after the parameters.
@@ -27,9 +30,27 @@ SmallVector<Argument> dataInputs(Builder &b, const ModelDescription &d,
                                  Type computeType) {
   const int64_t kDyn = ShapedType::kDynamic;
   auto ids = RankedTensorType::get({kDyn}, b.getI32Type());
+  // Bounds the buffer plan is made for: tokens per side and sequences per
+  // batch are at most max_batch_tokens (an empty sequence still counts
+  // against it), ViT images at most max_batch_tokens / (patches + 1).
+  const int64_t tokens = d.max_batch_tokens;
+  const int64_t images =
+      d.architecture == Architecture::ViT
+          ? std::max<int64_t>(1, d.max_batch_tokens / (d.numPatches() + 1))
+          : 0;
+  const int64_t sequences = images ? images : tokens;
   SmallVector<Argument> in;
   auto add = [&](StringRef name, Type type) {
-    in.push_back({name.str(), type, "input"});
+    SmallVector<int64_t> bound;
+    auto t = cast<RankedTensorType>(type);
+    if (t.getNumDynamicDims()) {
+      bound.assign(t.getShape().begin(), t.getShape().end());
+      int64_t first = name.ends_with("cu_seqlens") ? sequences + 1
+                      : images                    ? images
+                                                  : tokens;
+      bound[0] = first;
+    }
+    in.push_back({name.str(), type, "input", false, bound});
   };
   switch (d.architecture) {
   case Architecture::Encoder:
@@ -110,7 +131,7 @@ OwningOpRef<ModuleOp> buildForwardModule(MLIRContext &context,
   SmallVector<Argument> args;
   for (const ParameterSpec &p : buildParameterLayout(desc).parameters)
     args.push_back({p.name, RankedTensorType::get(p.shape, g.computeType()),
-                    p.trainable ? "parameter" : "buffer", p.weight_decay});
+                    p.trainable ? "parameter" : "buffer", p.weight_decay, {}});
   llvm::append_range(args, dataInputs(b, desc, g.computeType()));
 
   SmallVector<Type> types;
@@ -131,6 +152,9 @@ OwningOpRef<ModuleOp> buildForwardModule(MLIRContext &context,
     if (a.kind == "parameter")
       attrs.push_back(
           b.getNamedAttr("ls2.weight_decay", b.getBoolAttr(a.weightDecay)));
+    if (!a.maxShape.empty())
+      attrs.push_back(b.getNamedAttr("ls2.max_shape",
+                                     b.getDenseI64ArrayAttr(a.maxShape)));
     argAttrs.push_back(b.getDictionaryAttr(attrs));
     g.bind(a.name, entry->getArgument(i));
   }

@@ -27,6 +27,29 @@ std::string typeString(Type type) {
   return os.str();
 }
 
+void evalOp(Operation *op, Frame &frame);
+
+/// Moves `from` (read by `user`) into `to`: tensors and index values alike.
+void forward(Operation *user, Value from, Value to, Frame &frame) {
+  if (from.getType().isIndex())
+    frame.bindIndex(to, frame.getIndex(user, from));
+  else
+    frame.bind(user, to, frame.get(user, from));
+}
+
+/// A fusion group runs its body's primitives in order, so the fused program
+/// computes exactly what the unfused one does.
+void evalFusion(ls2::FusionOp op, Frame &frame) {
+  Block &body = op.getBody().front();
+  for (auto [input, arg] : llvm::zip(op.getInputs(), body.getArguments()))
+    forward(op, input, arg, frame);
+  for (Operation &inner : body.without_terminator())
+    evalOp(&inner, frame);
+  auto yield = cast<ls2::YieldOp>(body.getTerminator());
+  for (auto [value, result] : llvm::zip(yield.getValues(), op.getResults()))
+    forward(yield, value, result, frame);
+}
+
 void evalOp(Operation *op, Frame &frame) {
   llvm::TypeSwitch<Operation *, void>(op)
       .Case<ls2::NegOp, ls2::ExpOp, ls2::LogOp, ls2::TanhOp, ls2::ErfOp,
@@ -63,6 +86,7 @@ void evalOp(Operation *op, Frame &frame) {
       .Case([&](ls2::CrossEntropyGradOp o) { evalCrossEntropyGrad(o, frame); })
       .Case([&](ls2::AttentionGradOp o) { evalAttentionGrad(o, frame); })
       .Case([&](ls2::AdamWOp o) { evalAdamW(o, frame); })
+      .Case([&](ls2::FusionOp o) { evalFusion(o, frame); })
       .Default([&](Operation *) {
         fail(op, "is not supported by the reference interpreter");
       });

@@ -106,4 +106,14 @@ def LS2_WeightDecayMode : I32EnumAttr<"WeightDecayMode",
 def LS2_WeightDecayModeAttr
     : EnumAttr<LS2_Dialect, LS2_WeightDecayMode, "weight_decay_mode">;
 
+def LS2_FusionKind : I32EnumAttr<"FusionKind",
+    "what a fusion group's kernel iterates over", [
+      I32EnumAttrCase<"Loop", 0, "loop">,
+      I32EnumAttrCase<"RowReduction", 1, "row_reduction">,
+      I32EnumAttrCase<"ColumnReduction", 2, "column_reduction">]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::ls2c::ls2";
+}
+def LS2_FusionKindAttr : EnumAttr<LS2_Dialect, LS2_FusionKind, "fusion_kind">;
+
 #endif // LS2_BASE_TD

@@ -13,6 +13,7 @@ include "LS2Interfaces.td"
 include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 class LS2_Op<string mnemonic, list<Trait> traits = []>
     : Op<LS2_Dialect, mnemonic, traits>;
@@ -685,6 +686,54 @@ def LS2_AdamWOp : LS2_Op<"adamw", [Pure, AllTypesMatch<["param", "exp_avg",
     $grad_scale attr-dict `:` type($param) `,` type($grad)
   }];
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Fusion groups (ls2-fuse)
+//===----------------------------------------------------------------------===//
+
+def LS2_FusionOp : LS2_Op<"fusion", [IsolatedFromAbove, SingleBlock,
+    RecursiveMemoryEffects]> {
+  let summary = "a fusion group: the primitive ops one generated kernel runs";
+  let description = [{
+    Made by `ls2-fuse`. The body's block arguments are the group's inputs
+    (tensors and `index` sizes), its ops are primitives, and `ls2.yield`
+    returns the values the rest of the program reads. `kind` says what the
+    kernel iterates over:
+      loop              every element of its output shape;
+      row_reduction     rows [R, H] reduced over the last dim, one row per
+                        warp or block, with elementwise prologue and
+                        epilogue on the same rows (layer norm, softmax,
+                        cross-entropy);
+      column_reduction  [N, H] reduced over N into [H] (or [N] into a
+                        scalar) in two fixed-order stages, with an
+                        elementwise prologue (bias and layer-norm
+                        gradients).
+    The name is unique in its function and names the generated kernel.
+
+      %y, %mean = ls2.fusion "layer_norm_3" row_reduction (%x, %g, %n)
+          : (tensor<?x64xf32>, tensor<64xf32>, index) -> (tensor<?x64xf32>, tensor<?xf32>) {
+      ^bb0(%a: tensor<?x64xf32>, %b: tensor<64xf32>, %t: index):
+        ...
+        ls2.yield %0, %1 : tensor<?x64xf32>, tensor<?xf32>
+      }
+  }];
+  let arguments = (ins StrAttr:$group_name, LS2_FusionKindAttr:$kind,
+                       Variadic<AnyType>:$inputs);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $group_name `` $kind `(` $inputs `)` attr-dict `:`
+    functional-type($inputs, $results) $body
+  }];
+  let hasVerifier = 1;
+}
+
+def LS2_YieldOp : LS2_Op<"yield", [Pure, Terminator, ReturnLike,
+    HasParent<"FusionOp">]> {
+  let summary = "the results of a fusion group";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
 }
 
 #endif // LS2_OPS_TD

@@ -524,3 +524,32 @@ LogicalResult AdamWOp::verify() {
                                           << " must be >= 0 and finite";
   return success();
 }
+
+// The body is a function of its block arguments: one per input, same types;
+// the yield returns one value per result, same types.
+LogicalResult FusionOp::verify() {
+  if (getGroupName().empty())
+    return emitOpError("needs a non-empty group name");
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("has ") << getInputs().size() << " inputs but "
+                               << body.getNumArguments()
+                               << " block arguments";
+  for (auto [i, input, arg] : llvm::enumerate(getInputs(), body.getArguments()))
+    if (input.getType() != arg.getType())
+      return emitOpError("input ") << i << " has type " << input.getType()
+                                   << " but its block argument has type "
+                                   << arg.getType();
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError("body must end with ls2.yield");
+  if (yield.getValues().size() != getNumResults())
+    return emitOpError("yields ") << yield.getValues().size()
+                                  << " values for " << getNumResults()
+                                  << " results";
+  for (auto [i, v, r] : llvm::enumerate(yield.getValues(), getResults()))
+    if (v.getType() != r.getType())
+      return emitOpError("result ") << i << " has type " << r.getType()
+                                    << " but the body yields " << v.getType();
+  return success();
+}

@@ -112,8 +112,9 @@ def TrainStep : Pass<"ls2-train-step", "::mlir::ModuleOp"> {
               grad_norm: tensor<f32>, lr: tensor<f32>, finite: tensor<i1>)
         Unscales by loss_scale * micro_batches, clips to the global norm
         clip_norm (torch.nn.utils.clip_grad_norm_), computes the learning
-        rate of step + 1 (linear warmup, then constant, linear, cosine or
-        inverse-square-root decay), and applies one ls2.adamw over the
+        rate after `step` earlier updates (linear warmup from 0, then
+        constant, linear, cosine or inverse-square-root decay; PyTorch's
+        LambdaLR convention), and applies one ls2.adamw over the
         weight-decayed workspace region and one over the rest. If the
         gradients hold inf or NaN, nothing but the loss scale changes: it
         halves (fp16), and doubles after loss_scale_growth_interval clean
@@ -124,6 +125,42 @@ def TrainStep : Pass<"ls2-train-step", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::ls2c::ls2::LS2Dialect",
                            "::mlir::func::FuncDialect"];
+}
+
+def Fuse : Pass<"ls2-fuse", "::mlir::func::FuncOp"> {
+  let summary = "Partition a function into fusion groups, one generated kernel each";
+  let description = [{
+    Runs after ls2-decompose (and CSE). Classifies each op (FusionRules.h):
+    elementwise, broadcast and injective ops form loops; a reduction over
+    trailing dims is a row reduction, over leading dims a column reduction;
+    matmul, attention, its gradient and scatter_add are opaque. Constants,
+    random numbers and cheap elementwise ops on arguments are cloned into
+    every group that reads them (dropout masks are regenerated, never
+    stored); views (reshape, contiguous slice) stay outside as aliases.
+
+    Producer -> consumer pairs merge in program order when the merged group
+    has one iteration space (a row reduction takes an elementwise prologue
+    and epilogue on its rows; a column reduction a prologue on its [N, H])
+    and no other kernel lies on a path between them; column reductions
+    reading the same tensor merge as siblings (dgamma, dbeta, bias
+    gradients). Each group becomes an `ls2.fusion` op named after what it
+    computes (e.g. `embedding_layer_norm_dropout_0`) with the attribute
+    `ls2.bytes_saved`: the device-memory bytes (at the shape bounds) that
+    its intermediate values no longer move. With `report`, prints every
+    group and every refused pair with its reason.
+
+    Before:
+      %s = ls2.reduce_sum %x [1] : tensor<?x64xf32> -> tensor<?xf32>
+      %m = ls2.div %s, %c64 : tensor<?xf32>, tensor<f32>
+    After:
+      %m = ls2.fusion "row_reduction_0" row_reduction (%x)
+          : (tensor<?x64xf32>) -> tensor<?xf32> { ... }
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "print each fusion group and each refusal with its reason">
+  ];
+  let dependentDialects = ["::ls2c::ls2::LS2Dialect"];
 }
 
 #endif // LS2C_TRANSFORMS_PASSES_TD

@@ -1003,3 +1003,36 @@ func.func @adamw_weight_decay(%p: tensor<32xf32>, %step: tensor<i64>, %lr: tenso
   %0:3 = ls2.adamw %p, %p, %p, %p, %step, %lr, %lr {beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-8 : f32, weight_decay = -0.01 : f32} : tensor<32xf32>, tensor<32xf32>
   return
 }
+
+// -----
+
+func.func @fusion_block_argument_type(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'ls2.fusion' op input 0 has type 'tensor<?x64xf32>' but its block argument has type 'tensor<?x32xf32>'}}
+  %0 = ls2.fusion "loop_0" loop(%x) : (tensor<?x64xf32>) -> tensor<?x64xf32> {
+  ^bb0(%a: tensor<?x32xf32>):
+    ls2.yield %x : tensor<?x64xf32>
+  }
+  return %0 : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @fusion_yield_count(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'ls2.fusion' op yields 2 values for 1 results}}
+  %0 = ls2.fusion "loop_0" loop(%x) : (tensor<?x64xf32>) -> tensor<?x64xf32> {
+  ^bb0(%a: tensor<?x64xf32>):
+    ls2.yield %a, %a : tensor<?x64xf32>, tensor<?x64xf32>
+  }
+  return %0 : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @fusion_empty_name(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'ls2.fusion' op needs a non-empty group name}}
+  %0 = ls2.fusion "" loop(%x) : (tensor<?x64xf32>) -> tensor<?x64xf32> {
+  ^bb0(%a: tensor<?x64xf32>):
+    ls2.yield %a : tensor<?x64xf32>
+  }
+  return %0 : tensor<?x64xf32>
+}

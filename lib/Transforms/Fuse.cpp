@@ -1,0 +1,658 @@
+//===- Fuse.cpp - partition a function into fusion groups -----------------===//
+//
+// Greedy producer -> consumer fusion in program order (the shape of XLA's
+// instruction fusion), over the classes of FusionRules.h, then sibling
+// fusion of column reductions that read the same tensor. Every merge keeps
+// the groups acyclic and their iteration spaces compatible; every refusal
+// records why. Groups become ls2.fusion ops, and the block is re-scheduled
+// in a topological order close to the original one.
+//
+//===----------------------------------------------------------------------===//
+#include "ls2c/Transforms/Passes.h"
+
+#include "FusionRules.h"
+
+#include "ls2c/Analysis/ShapeBounds.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <optional>
+#include <queue>
+#include <set>
+
+namespace ls2c {
+#define GEN_PASS_DEF_FUSE
+#include "ls2c/Transforms/Passes.h.inc"
+} // namespace ls2c
+
+using namespace mlir;
+using namespace ls2c;
+using namespace ls2c::fusion;
+
+namespace {
+
+struct Group {
+  ls2::FusionKind kind = ls2::FusionKind::Loop;
+  SmallVector<Operation *> ops;
+  /// The iteration space: loop = (elements, 1); row = (rows, row length);
+  /// column = (reduced rows N, columns H).
+  int64_t outer = 0, inner = 1;
+  int64_t savedBytes = 0;
+  bool alive = true;
+};
+
+std::string opName(Operation *op) {
+  std::string s = op->getName().getStringRef().str();
+  if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
+    s += " (" + loc.getName().str() + ")";
+  return s;
+}
+
+class Fuser {
+public:
+  Fuser(func::FuncOp f, const ShapeBounds &bounds, bool report)
+      : func(f), bounds(bounds), report(report) {}
+
+  void run() {
+    Block &block = func.getBody().front();
+    canonicalizeDims(block);
+    for (Operation &op : block) {
+      pos[&op] = static_cast<int>(order.size());
+      order.push_back(&op);
+      OpClass c = classify(&op, clonable);
+      cls[&op] = c;
+      if (c == OpClass::Clonable)
+        clonable.insert(&op);
+      if (c == OpClass::Elementwise || c == OpClass::RowReduce ||
+          c == OpClass::ColReduce)
+        newGroup(&op, c);
+    }
+    for (Operation *op : order) {
+      if (!groupOf.count(op))
+        continue;
+      for (Value w : op->getOperands()) {
+        Operation *p = producer(w);
+        if (!p)
+          continue;
+        if (!groupOf.count(p)) {
+          if (cls[p] == OpClass::Opaque)
+            refuse(p, op, "the producer is opaque (a library call or its own kernel)");
+          continue;
+        }
+        if (groupOf[p] != groupOf[op])
+          tryMerge(groupOf[p], groupOf[op], p, op, w);
+      }
+    }
+    mergeColumnSiblings();
+    materializeAll();
+  }
+
+private:
+  /// The function argument dim that dynamic dim `d` of `v` equals, if the
+  /// ops on the way say so (same-shape operands, matmul rows, gather ids,
+  /// sizes read by ls2.dim, a reshape that keeps the dynamic dim).
+  std::optional<std::pair<Value, int64_t>> traceDim(Value v, int64_t d) {
+    for (int depth = 0; depth < 10000; ++depth) {
+      if (isa<BlockArgument>(v))
+        return std::make_pair(v, d);
+      Operation *op = v.getDefiningOp();
+      auto type = cast<RankedTensorType>(v.getType());
+      SmallVector<Value> sizes;
+      for (Value o : op->getOperands())
+        if (o.getType().isIndex())
+          sizes.push_back(o);
+      if (!sizes.empty()) {
+        // The k-th dynamic dim is the k-th size operand.
+        int64_t k = 0;
+        for (int64_t i = 0; i < d; ++i)
+          k += type.isDynamicDim(i);
+        auto dim = sizes[k].getDefiningOp<ls2::DimOp>();
+        if (!dim)
+          return std::nullopt;
+        v = dim.getInput();
+        d = dim.getIndex();
+        continue;
+      }
+      if (auto r = dyn_cast<ls2::ReshapeOp>(op)) {
+        auto in = cast<RankedTensorType>(r.getInput().getType());
+        if (type.getNumDynamicDims() != 1 || in.getNumDynamicDims() != 1)
+          return std::nullopt;
+        int64_t staticOut = 1, staticIn = 1, dynIn = 0;
+        for (int64_t x : type.getShape())
+          staticOut *= ShapedType::isDynamic(x) ? 1 : x;
+        for (auto [i, x] : llvm::enumerate(in.getShape())) {
+          staticIn *= ShapedType::isDynamic(x) ? 1 : x;
+          if (ShapedType::isDynamic(x))
+            dynIn = static_cast<int64_t>(i);
+        }
+        if (staticIn != staticOut)
+          return std::nullopt;
+        v = r.getInput();
+        d = dynIn;
+        continue;
+      }
+      if (auto m = dyn_cast<ls2::MatmulOp>(op)) {
+        auto a = cast<RankedTensorType>(m.getA().getType());
+        if (d != type.getRank() - 2 && d >= a.getRank() - 2)
+          return std::nullopt;
+        if (d == type.getRank() - 2)
+          d = a.getRank() - (m.getTransposeA() ? 1 : 2);
+        v = m.getA();
+        continue;
+      }
+      if (auto g = dyn_cast<ls2::GatherOp>(op)) {
+        if (d >= cast<RankedTensorType>(g.getIds().getType()).getRank())
+          return std::nullopt;
+        v = g.getIds();
+        continue;
+      }
+      if (auto ag = dyn_cast<ls2::AttentionGradOp>(op)) {
+        v = v == ag.getDq() ? ag.getQuery() : v == ag.getDk() ? ag.getKey() : ag.getValue();
+        continue;
+      }
+      if (isa<ls2::TransposeOp, ls2::ReduceSumOp, ls2::ReduceMaxOp,
+              ls2::ConcatOp, ls2::ScatterAddOp>(op))
+        return std::nullopt;
+      // Elementwise ops, slices (along another axis), attention (from the
+      // query): the same dim of an operand of the same rank.
+      Value next;
+      for (Value o : op->getOperands()) {
+        auto t = dyn_cast<RankedTensorType>(o.getType());
+        if (t && t.getRank() > d && t.isDynamicDim(d)) {
+          next = o;
+          break;
+        }
+      }
+      if (!next)
+        return std::nullopt;
+      v = next;
+    }
+    return std::nullopt;
+  }
+
+  /// Sizes read from computed values become sizes of function arguments,
+  /// so no kernel has to publish a tensor just for its shape.
+  void canonicalizeDims(Block &block) {
+    std::map<std::pair<void *, int64_t>, Value> made;
+    OpBuilder b(&block, block.begin());
+    for (Operation &op : llvm::make_early_inc_range(block)) {
+      auto dim = dyn_cast<ls2::DimOp>(op);
+      if (!dim || isa<BlockArgument>(dim.getInput()))
+        continue;
+      auto src = traceDim(dim.getInput(), dim.getIndex());
+      if (!src)
+        continue;
+      Value &v = made[{src->first.getAsOpaquePointer(), src->second}];
+      if (!v)
+        v = b.create<ls2::DimOp>(dim.getLoc(), src->first,
+                                 static_cast<uint64_t>(src->second));
+      dim.getResult().replaceAllUsesWith(v);
+      dim.erase();
+    }
+  }
+
+  func::FuncOp func;
+  const ShapeBounds &bounds;
+  bool report;
+  std::vector<Operation *> order;
+  DenseMap<Operation *, int> pos;
+  DenseMap<Operation *, OpClass> cls;
+  llvm::DenseSet<Operation *> clonable;
+  DenseMap<Operation *, int> groupOf;
+  std::vector<Group> groups;
+  std::vector<std::string> refusals;
+
+  int64_t numel(Value v) { return bounds.numElements(v); }
+
+  void newGroup(Operation *op, OpClass c) {
+    Group g;
+    g.ops.push_back(op);
+    if (c == OpClass::Elementwise) {
+      g.kind = ls2::FusionKind::Loop;
+      g.outer = numel(op->getResult(0));
+    } else {
+      int64_t in = numel(op->getOperand(0)), out = numel(op->getResult(0));
+      if (c == OpClass::RowReduce) {
+        g.kind = ls2::FusionKind::RowReduction;
+        g.outer = out;
+        g.inner = out ? in / out : 0;
+      } else {
+        g.kind = ls2::FusionKind::ColumnReduction;
+        g.inner = out;
+        g.outer = out ? in / out : 0;
+      }
+    }
+    groupOf[op] = static_cast<int>(groups.size());
+    groups.push_back(std::move(g));
+  }
+
+  /// The op that computes `w`, looking through views; null for arguments,
+  /// clonable values and ls2.dim sizes.
+  Operation *producer(Value w) {
+    Operation *def = w.getDefiningOp();
+    while (def && isView(def))
+      def = def->getOperand(0).getDefiningOp();
+    if (!def || clonable.contains(def) || cls[def] == OpClass::Meta)
+      return nullptr;
+    return def;
+  }
+
+  void refuse(Operation *p, Operation *c, const std::string &why) {
+    if (report)
+      refusals.push_back(opName(p) + " -> " + opName(c) + ": " + why);
+  }
+
+  static const char *kindName(ls2::FusionKind k) {
+    switch (k) {
+    case ls2::FusionKind::Loop:
+      return "loop";
+    case ls2::FusionKind::RowReduction:
+      return "row reduction";
+    case ls2::FusionKind::ColumnReduction:
+      return "column reduction";
+    }
+    return "?";
+  }
+
+  /// The merged iteration space of a producer group `a` and a consumer
+  /// group `b`, or the reason they cannot share a kernel.
+  std::optional<Group> combine(const Group &a, const Group &b, Operation *p,
+                               std::string &why) {
+    using K = ls2::FusionKind;
+    Group m;
+    auto loopFits = [](const Group &loop, const Group &red, bool epilogue) {
+      return loop.outer == red.outer * red.inner ||
+             (epilogue && loop.outer == red.outer);
+    };
+    if (a.kind == K::ColumnReduction && cls[p] == OpClass::ColReduce) {
+      why = "a column reduction's result is complete only when its kernel ends";
+      return std::nullopt;
+    }
+    if (a.kind == K::Loop && b.kind == K::Loop) {
+      if (a.outer != b.outer) {
+        why = "loops over " + std::to_string(a.outer) + " and " +
+              std::to_string(b.outer) + " elements";
+        return std::nullopt;
+      }
+      m = a;
+      return m;
+    }
+    if ((a.kind == K::RowReduction && b.kind == K::ColumnReduction) ||
+        (a.kind == K::ColumnReduction && b.kind == K::RowReduction)) {
+      why = "a kernel reduces either rows or columns, not both";
+      return std::nullopt;
+    }
+    const Group &red = a.kind == K::Loop ? b : a;
+    const Group &other = a.kind == K::Loop ? a : b;
+    if (other.kind == K::Loop) {
+      // A row group takes a prologue on its rows and an epilogue on its rows
+      // or per-row values; a column group a prologue and sibling per-element
+      // outputs over its [N, H].
+      bool epilogue = red.kind == K::RowReduction;
+      if (!loopFits(other, red, epilogue)) {
+        why = std::string("a loop over ") + std::to_string(other.outer) +
+              " elements does not match the " + kindName(red.kind) + " over [" +
+              std::to_string(red.outer) + ", " + std::to_string(red.inner) + "]";
+        return std::nullopt;
+      }
+      m = red;
+      return m;
+    }
+    if (a.outer != b.outer || a.inner != b.inner) {
+      why = std::string("two ") + kindName(a.kind) + "s over [" +
+            std::to_string(a.outer) + ", " + std::to_string(a.inner) +
+            "] and [" + std::to_string(b.outer) + ", " +
+            std::to_string(b.inner) + "]";
+      return std::nullopt;
+    }
+    m = a;
+    return m;
+  }
+
+  /// True when an op outside groups `a` and `b` lies on a path from `a` to
+  /// `b`: fusing them would make the program cyclic.
+  bool pathOutside(int a, int b) {
+    int limit = 0;
+    for (Operation *op : groups[b].ops)
+      limit = std::max(limit, pos[op]);
+    auto groupOfOp = [&](Operation *op) {
+      auto it = groupOf.find(op);
+      return it == groupOf.end() ? -1 : it->second;
+    };
+    llvm::DenseSet<Operation *> seen;
+    std::vector<Operation *> stack;
+    auto pushUsers = [&](Operation *op) {
+      for (Value r : op->getResults())
+        for (Operation *u : r.getUsers())
+          if (pos.count(u) && pos[u] <= limit && seen.insert(u).second)
+            stack.push_back(u);
+    };
+    // Start outside both groups: a's direct edges into b are what fuses.
+    for (Operation *op : groups[a].ops)
+      for (Value r : op->getResults())
+        for (Operation *u : r.getUsers()) {
+          int g = groupOfOp(u);
+          if (g != a && g != b && pos.count(u) && pos[u] <= limit &&
+              seen.insert(u).second)
+            stack.push_back(u);
+        }
+    while (!stack.empty()) {
+      Operation *op = stack.back();
+      stack.pop_back();
+      int g = groupOfOp(op);
+      if (g == b)
+        return true;
+      if (g == a)
+        continue;
+      // Any other op (another group, opaque, view): follow its results, and
+      // for a group everything it will compute.
+      pushUsers(op);
+      if (g >= 0)
+        for (Operation *member : groups[g].ops)
+          pushUsers(member);
+    }
+    return false;
+  }
+
+  bool createsCycle(int a, int b) { return pathOutside(a, b) || pathOutside(b, a); }
+
+  void tryMerge(int a, int b, Operation *p, Operation *c, Value edge) {
+    if (a == b)
+      return;
+    std::string why;
+    std::optional<Group> m = combine(groups[a], groups[b], p, why);
+    if (!m) {
+      refuse(p, c, why);
+      return;
+    }
+    if (createsCycle(a, b)) {
+      refuse(p, c, "another kernel on a path between them would have to run inside the fused kernel");
+      return;
+    }
+    Group &into = groups[a];
+    Group &from = groups[b];
+    // Bytes no longer read back (and, once every reader is inside, written).
+    int64_t bytes = bounds.bytes(edge);
+    into.kind = m->kind;
+    into.outer = m->outer;
+    into.inner = m->inner;
+    into.savedBytes += from.savedBytes + bytes;
+    for (Operation *op : from.ops) {
+      groupOf[op] = a;
+      into.ops.push_back(op);
+    }
+    from.ops.clear();
+    from.alive = false;
+  }
+
+  /// dgamma and dbeta (and a bias gradient) read the same [N, H] rows:
+  /// one kernel computes all of them.
+  void mergeColumnSiblings() {
+    std::map<std::pair<void *, int64_t>, int> firstReader;
+    for (Operation *op : order) {
+      if (!groupOf.count(op) || cls[op] == OpClass::Meta)
+        continue;
+      for (Value w : op->getOperands()) {
+        if (!isa<RankedTensorType>(w.getType()) || numel(w) <= 1)
+          continue;
+        int g = groupOf[op];
+        if (groups[g].kind != ls2::FusionKind::ColumnReduction)
+          continue;
+        auto key = std::make_pair(w.getAsOpaquePointer(), int64_t(0));
+        auto [it, inserted] = firstReader.insert({key, g});
+        if (inserted || it->second == g || !groups[it->second].alive)
+          continue;
+        int other = it->second;
+        std::string why;
+        if (!combine(groups[other], groups[g], op, why) ||
+            createsCycle(other, g)) {
+          refuse(op, op, "sibling column reductions not fused: " +
+                             (why.empty() ? std::string("a path between them") : why));
+          continue;
+        }
+        Group &into = groups[other];
+        into.savedBytes += groups[g].savedBytes + bounds.bytes(w);
+        for (Operation *m : groups[g].ops) {
+          groupOf[m] = other;
+          into.ops.push_back(m);
+        }
+        groups[g].ops.clear();
+        groups[g].alive = false;
+      }
+    }
+  }
+
+  bool canInternalize(Value v, const llvm::DenseSet<Operation *> &members) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return false;
+    if (members.contains(def) || clonable.contains(def))
+      return true;
+    return isView(def) && canInternalize(def->getOperand(0), members);
+  }
+
+  bool hasExternalUse(Value v, const llvm::DenseSet<Operation *> &members) {
+    for (Operation *u : v.getUsers()) {
+      if (members.contains(u))
+        continue;
+      if (isView(u) && !hasExternalUse(u->getResult(0), members))
+        continue;
+      return true;
+    }
+    return false;
+  }
+
+  static std::string labelOf(ls2::FusionOp f) {
+    bool gather = false, rsqrt = false, row = false, col = false, rmax = false,
+         exp = false, log = false, gelu = false, dropout = false;
+    f.getBody().walk([&](Operation *op) {
+      gather |= isa<ls2::GatherOp>(op);
+      rsqrt |= isa<ls2::RsqrtOp>(op);
+      rmax |= isa<ls2::ReduceMaxOp>(op);
+      exp |= isa<ls2::ExpOp>(op);
+      log |= isa<ls2::LogOp>(op);
+      gelu |= isa<ls2::ErfOp, ls2::TanhOp>(op);
+      dropout |= isa<ls2::RandomUniformOp>(op);
+    });
+    row = f.getKind() == ls2::FusionKind::RowReduction;
+    col = f.getKind() == ls2::FusionKind::ColumnReduction;
+    std::string s;
+    auto add = [&](const char *l) { s += (s.empty() ? "" : "_") + std::string(l); };
+    if (gather)
+      add("embedding");
+    if (gelu)
+      add("gelu");
+    if (row && rsqrt)
+      add("layer_norm");
+    if (row && rmax && exp && log)
+      add("cross_entropy");
+    else if (row && rmax && exp)
+      add("softmax");
+    if (dropout)
+      add("dropout");
+    if (col)
+      add("column_sum");
+    if (s.empty())
+      add(row ? "row_reduction" : "loop");
+    return s;
+  }
+
+  ls2::FusionOp materialize(ArrayRef<Operation *> unsortedMembers, ls2::FusionKind kind,
+                            int64_t savedBytes, int index) {
+    SmallVector<Operation *> members(unsortedMembers);
+    llvm::sort(members, [&](Operation *x, Operation *y) { return pos[x] < pos[y]; });
+    llvm::DenseSet<Operation *> memberSet(members.begin(), members.end());
+    Operation *last = members.back();
+    OpBuilder outer(last);
+    Location loc = members.front()->getLoc();
+    auto fusion = outer.create<ls2::FusionOp>(loc, TypeRange{}, "pending",
+                                              kind, ValueRange{});
+    Block *body = new Block();
+    fusion.getBody().push_back(body);
+    OpBuilder b = OpBuilder::atBlockEnd(body);
+    IRMapping map;
+    SmallVector<Value> inputs;
+    std::function<Value(Value)> internalize = [&](Value w) -> Value {
+      if (Value m = map.lookupOrNull(w))
+        return m;
+      Operation *def = w.getDefiningOp();
+      if (def && !memberSet.contains(def) && canInternalize(w, memberSet)) {
+        for (Value o : def->getOperands())
+          internalize(o);
+        b.clone(*def, map);
+        return map.lookup(w);
+      }
+      Value arg = body->addArgument(w.getType(), w.getLoc());
+      inputs.push_back(w);
+      map.map(w, arg);
+      return arg;
+    };
+    for (Operation *op : members) {
+      for (Value o : op->getOperands())
+        internalize(o);
+      b.clone(*op, map);
+    }
+    SmallVector<Value> outputs, yielded;
+    for (Operation *op : members)
+      for (Value r : op->getResults())
+        if (hasExternalUse(r, memberSet)) {
+          outputs.push_back(r);
+          yielded.push_back(map.lookup(r));
+        }
+    b.create<ls2::YieldOp>(loc, yielded);
+    // Rebuild with the real operand and result lists.
+    outer.setInsertionPoint(last);
+    auto real = outer.create<ls2::FusionOp>(loc, ValueRange(yielded).getTypes(),
+                                            "pending", kind, inputs);
+    real.getBody().takeBody(fusion.getBody());
+    fusion.erase();
+    for (auto [r, n] : llvm::zip(outputs, real.getResults()))
+      r.replaceUsesWithIf(n, [&](OpOperand &u) {
+        return !memberSet.contains(u.getOwner());
+      });
+    for (Operation *op : llvm::reverse(members))
+      op->erase();
+    std::string name = labelOf(real) + "_" + std::to_string(index);
+    real.setGroupName(name);
+    real->setAttr("ls2.bytes_saved",
+                  IntegerAttr::get(IntegerType::get(real.getContext(), 64), savedBytes));
+    return real;
+  }
+
+  void materializeAll() {
+    int index = 0;
+    SmallVector<ls2::FusionOp> made;
+    for (Group &g : groups)
+      if (g.alive && !g.ops.empty())
+        made.push_back(materialize(g.ops, g.kind, g.savedBytes, index++));
+    // Clonable values read by an opaque op or returned still need a kernel.
+    Block &block = func.getBody().front();
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (Operation &op : llvm::make_early_inc_range(block)) {
+        if (!clonable.contains(&op) || isa<ls2::ConstantOp>(op))
+          continue;
+        if (op.use_empty()) {
+          op.erase();
+          changed = true;
+          continue;
+        }
+      }
+    }
+    for (Operation &op : llvm::make_early_inc_range(block))
+      if (clonable.contains(&op) && !isa<ls2::ConstantOp>(op) && !op.use_empty())
+        made.push_back(materialize({&op}, ls2::FusionKind::Loop, 0, index++));
+    // Dead views and sizes left behind.
+    for (changed = true; changed;) {
+      changed = false;
+      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+        if (op.use_empty() && (isView(&op) || isa<ls2::DimOp, ls2::ConstantOp>(op))) {
+          op.erase();
+          changed = true;
+        }
+    }
+    schedule();
+    if (report) {
+      llvm::outs() << "fusion of @" << func.getSymName() << ": " << made.size()
+                   << " groups\n";
+      for (ls2::FusionOp f : made) {
+        std::map<std::string, int> histogram;
+        f.getBody().walk([&](Operation *op) {
+          if (!isa<ls2::YieldOp>(op))
+            histogram[op->getName().stripDialect().str()]++;
+        });
+        llvm::outs() << "  group " << f.getGroupName() << " "
+                     << ls2::stringifyFusionKind(f.getKind()) << ": "
+                     << f.getInputs().size() << " inputs, "
+                     << f.getNumResults() << " outputs, saves "
+                     << cast<IntegerAttr>(f->getAttr("ls2.bytes_saved")).getInt()
+                     << " bytes; ops:";
+        for (auto &[n, k] : histogram)
+          llvm::outs() << " " << n << "x" << k;
+        llvm::outs() << "\n";
+      }
+      for (const std::string &r : refusals)
+        llvm::outs() << "  not fused: " << r << "\n";
+    }
+  }
+
+  /// Topological order of the block, each op as early as its original
+  /// place allows (fusion ops were created at their last member's place).
+  void schedule() {
+    Block &block = func.getBody().front();
+    Operation *terminator = block.getTerminator();
+    std::vector<Operation *> ops;
+    DenseMap<Operation *, int> index, pending;
+    for (Operation &op : block)
+      if (&op != terminator) {
+        index[&op] = static_cast<int>(ops.size());
+        ops.push_back(&op);
+      }
+    std::vector<std::vector<int>> users(ops.size());
+    for (auto [i, op] : llvm::enumerate(ops)) {
+      llvm::SmallSetVector<Operation *, 4> deps;
+      for (Value v : op->getOperands())
+        if (Operation *d = v.getDefiningOp(); d && index.count(d))
+          deps.insert(d);
+      pending[op] = static_cast<int>(deps.size());
+      for (Operation *d : deps)
+        users[index[d]].push_back(static_cast<int>(i));
+    }
+    std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+    for (auto [i, op] : llvm::enumerate(ops))
+      if (pending[op] == 0)
+        ready.push(static_cast<int>(i));
+    std::vector<Operation *> sorted;
+    while (!ready.empty()) {
+      int i = ready.top();
+      ready.pop();
+      sorted.push_back(ops[i]);
+      for (int u : users[i])
+        if (--pending[ops[u]] == 0)
+          ready.push(u);
+    }
+    assert(sorted.size() == ops.size() && "fusion made the program cyclic");
+    for (Operation *op : sorted)
+      op->moveBefore(terminator);
+  }
+};
+
+struct FusePass : ls2c::impl::FuseBase<FusePass> {
+  using FuseBase::FuseBase;
+  void runOnOperation() override {
+    func::FuncOp f = getOperation();
+    if (f.isExternal())
+      return;
+    FailureOr<ShapeBounds> bounds = ShapeBounds::compute(f);
+    if (failed(bounds))
+      return signalPassFailure();
+    Fuser(f, *bounds, report).run();
+  }
+};
+
+} // namespace

@@ -1,0 +1,111 @@
+//===- FusionRules.cpp - how ls2-fuse sees each op -------------------------===//
+#include "FusionRules.h"
+
+#include "ls2/IR/LS2Dialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+
+namespace ls2c::fusion {
+
+bool isView(Operation *op) {
+  if (isa<ls2::ReshapeOp>(op))
+    return true;
+  auto slice = dyn_cast<ls2::SliceOp>(op);
+  if (!slice)
+    return false;
+  auto type = cast<RankedTensorType>(slice.getInput().getType());
+  for (int64_t d = 0; d < static_cast<int64_t>(slice.getAxis()); ++d)
+    if (type.getDimSize(d) != 1)
+      return false;
+  return true;
+}
+
+namespace {
+
+/// Elementwise ops worth recomputing in each consumer instead of storing.
+bool isCheapElementwise(Operation *op) {
+  return isa<ls2::AddOp, ls2::SubOp, ls2::MulOp, ls2::DivOp, ls2::MaxOp,
+             ls2::MinOp, ls2::NegOp, ls2::CompareOp, ls2::SelectOp,
+             ls2::CastOp, ls2::BroadcastOp>(op);
+}
+
+bool operandsClonable(Operation *op,
+                      const llvm::DenseSet<Operation *> &clonable) {
+  for (Value v : op->getOperands()) {
+    if (!isa<RankedTensorType>(v.getType()))
+      continue; // index sizes: ls2.dim stays at top level, read as inputs
+    Operation *def = v.getDefiningOp();
+    while (def && isView(def)) { // a view of an argument is an argument
+      v = def->getOperand(0);
+      def = v.getDefiningOp();
+    }
+    if (def && !clonable.contains(def))
+      return false;
+  }
+  return true;
+}
+
+bool isReduction(Operation *op) {
+  return isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(op);
+}
+
+/// Reduced axes, and whether they are the trailing dims (row reduction).
+bool reducesTrailingDims(Operation *op, bool &all) {
+  ArrayRef<int64_t> axes = isa<ls2::ReduceSumOp>(op)
+                               ? cast<ls2::ReduceSumOp>(op).getAxes()
+                               : cast<ls2::ReduceMaxOp>(op).getAxes();
+  int64_t rank = cast<RankedTensorType>(op->getOperand(0).getType()).getRank();
+  all = static_cast<int64_t>(axes.size()) == rank;
+  for (auto [i, a] : llvm::enumerate(axes))
+    if (a != rank - static_cast<int64_t>(axes.size()) + static_cast<int64_t>(i))
+      return false;
+  return true;
+}
+
+} // namespace
+
+OpClass classify(Operation *op, const llvm::DenseSet<Operation *> &clonable) {
+  if (isa<ls2::DimOp, func::ReturnOp>(op) || isView(op))
+    return OpClass::Meta;
+  if (isa<ls2::ConstantOp, ls2::IotaOp, ls2::RandomUniformOp>(op))
+    return OpClass::Clonable;
+  if (isCheapElementwise(op) && operandsClonable(op, clonable))
+    return OpClass::Clonable;
+  if (isReduction(op)) {
+    bool all = false;
+    bool trailing = reducesTrailingDims(op, all);
+    if (all || !trailing)
+      return OpClass::ColReduce;
+    return OpClass::RowReduce;
+  }
+  if (isa<ls2::MatmulOp, ls2::AttentionOp, ls2::AttentionGradOp,
+          ls2::ScatterAddOp, ls2::LayerNormOp, ls2::SoftmaxOp, ls2::GeluOp,
+          ls2::DropoutOp, ls2::CrossEntropyOp, ls2::LayerNormGradOp,
+          ls2::SoftmaxGradOp, ls2::GeluGradOp, ls2::CrossEntropyGradOp,
+          ls2::AdamWOp, ls2::FusionOp>(op))
+    return OpClass::Opaque;
+  return OpClass::Elementwise;
+}
+
+const char *toString(OpClass c) {
+  switch (c) {
+  case OpClass::Meta:
+    return "meta";
+  case OpClass::Clonable:
+    return "clonable";
+  case OpClass::Elementwise:
+    return "elementwise";
+  case OpClass::RowReduce:
+    return "row reduction";
+  case OpClass::ColReduce:
+    return "column reduction";
+  case OpClass::Opaque:
+    return "opaque";
+  }
+  return "?";
+}
+
+} // namespace ls2c::fusion

@@ -1,0 +1,46 @@
+//===- FusionRules.h - how ls2-fuse sees each op ---------------------------===//
+//
+// Internal to ls2-fuse. Each op gets a class that decides what it can join:
+//   Meta        ls2.dim, func.return, and views (reshape, contiguous
+//               slice): at top level a view is an alias of its input (no
+//               launch, no buffer); a group reading one through a view of
+//               its own value clones the view;
+//   Clonable    constants, iota, random_uniform and cheap elementwise ops
+//               whose tensor operands are function arguments (or views of
+//               them) or other clonable values: copied into every group
+//               that reads them (so dropout masks are regenerated, never
+//               stored);
+//   Elementwise elementwise, broadcast and injective ops (transpose,
+//               strided slice, concat, gather): the loop part of a kernel;
+//   RowReduce   a reduction over trailing dims [R, H] -> [R];
+//   ColReduce   a reduction over leading dims [N, H] -> [H] (or all dims);
+//   Opaque      matmul, attention and its gradient, scatter_add, and any
+//               composite left undecomposed: a library call or its own
+//               kernel.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LS2C_LIB_TRANSFORMS_FUSIONRULES_H
+#define LS2C_LIB_TRANSFORMS_FUSIONRULES_H
+
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace ls2c::fusion {
+
+enum class OpClass { Meta, Clonable, Elementwise, RowReduce, ColReduce, Opaque };
+
+/// True for reshape, and for a slice whose result is one contiguous range
+/// of its input (every dim before the axis is 1 or the axis is 0): ops that
+/// only reinterpret memory.
+bool isView(mlir::Operation *op);
+
+/// The class of `op`, given the ops already found clonable (operands are
+/// classified before their users, in program order).
+OpClass classify(mlir::Operation *op,
+                 const llvm::DenseSet<mlir::Operation *> &clonable);
+
+const char *toString(OpClass c);
+
+} // namespace ls2c::fusion
+
+#endif // LS2C_LIB_TRANSFORMS_FUSIONRULES_H

@@ -1,0 +1,107 @@
+//===- FusionTest.cpp - the fused program computes the same bits ----------===//
+//
+// For each tiny preset with its dropout: the train step after ls2-decompose
+// and CSE, and the same after ls2-fuse, run on the reference interpreter in
+// f32 with the same weights, batch and dropout seed. Every result of
+// @forward_backward (loss and gradients) and @optimizer_step must be
+// bit-identical: fusion regroups ops, it never changes what they compute,
+// and dropout masks regenerated inside several kernels are the same masks.
+//
+//===----------------------------------------------------------------------===//
+#include "ModelInputs.h"
+#include "ReferenceTestUtil.h"
+
+#include "ls2c/Frontend/Frontend.h"
+#include "ls2c/Transforms/Passes.h"
+
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+#include <cstring>
+
+namespace {
+
+using namespace ls2c::reference;
+using namespace ls2c::reference::testing;
+
+bool sameBits(const HostTensor &a, const HostTensor &b) {
+  if (a.type != b.type || a.shape != b.shape || a.ints != b.ints ||
+      a.floats.size() != b.floats.size())
+    return false;
+  return a.floats.empty() ||
+         std::memcmp(a.floats.data(), b.floats.data(),
+                     a.floats.size() * sizeof(double)) == 0;
+}
+
+int countFusions(mlir::func::FuncOp f) {
+  int n = 0;
+  f.walk([&](ls2c::ls2::FusionOp) { ++n; });
+  return n;
+}
+
+void checkPreset(const std::string &preset) {
+  ls2c::ModelDescription desc = ls2c::loadModelDescription(
+      LS2C_SOURCE_DIR "/examples/" + preset + ".json");
+  mlir::MLIRContext context;
+  ls2c::loadFrontendDialects(context);
+  mlir::OwningOpRef<mlir::ModuleOp> plain = ls2c::buildForwardModule(context, desc);
+  ASSERT_TRUE(plain);
+  std::mt19937 rng = testRng();
+  std::vector<HostTensor> args = modelArguments(
+      desc, plain->lookupSymbol<mlir::func::FuncOp>("forward"), rng);
+  args.push_back(HostTensor::scalarFloat(ElementType::F32, 1.0)); // loss_grad
+
+  mlir::PassManager pm(&context);
+  pm.addPass(ls2c::createAutodiff());
+  pm.addPass(ls2c::createTrainStep());
+  pm.addPass(ls2c::createDecompose());
+  pm.addPass(mlir::createCSEPass());
+  ASSERT_TRUE(mlir::succeeded(pm.run(*plain)));
+  mlir::OwningOpRef<mlir::ModuleOp> fused = plain->clone();
+  mlir::PassManager fuse(&context);
+  fuse.addNestedPass<mlir::func::FuncOp>(ls2c::createFuse());
+  ASSERT_TRUE(mlir::succeeded(fuse.run(*fused)));
+  ASSERT_TRUE(mlir::succeeded(mlir::verify(*fused)));
+
+  Interpreter f32(Precision::F32);
+  auto fb = [](mlir::ModuleOp m) {
+    return m.lookupSymbol<mlir::func::FuncOp>("forward_backward");
+  };
+  EXPECT_GT(countFusions(fb(*fused)), 0);
+  std::vector<HostTensor> expected = f32.run(fb(*plain), args);
+  std::vector<HostTensor> got = f32.run(fb(*fused), args);
+  ASSERT_EQ(expected.size(), got.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(sameBits(expected[i], got[i])) << preset << ": result " << i;
+
+  auto step = [](mlir::ModuleOp m) {
+    return m.lookupSymbol<mlir::func::FuncOp>("optimizer_step");
+  };
+  int64_t n = mlir::cast<mlir::RankedTensorType>(
+                  step(*plain).getArgument(0).getType()).getDimSize(0);
+  std::vector<HostTensor> state = {
+      HostTensor::fromFloats(ElementType::F32, {n}, normal(rng, n, 0.1)),
+      HostTensor::fromFloats(ElementType::F32, {n}, normal(rng, n, 0.1)),
+      HostTensor::fromFloats(ElementType::F32, {n}, normal(rng, n, 0.01)),
+      HostTensor::fromFloats(ElementType::F32, {n}, uniform(rng, n, 0.0, 1e-4)),
+      HostTensor::scalarInt(ElementType::I64, 12),
+      HostTensor::scalarFloat(ElementType::F32, 1.0),
+      HostTensor::scalarInt(ElementType::I64, 0),
+      HostTensor::scalarFloat(ElementType::F32, 1.0)};
+  for (int i = 0; i < 4; ++i)
+    for (double &x : state[i].floats)
+      x = static_cast<float>(x);
+  expected = f32.run(step(*plain), state);
+  got = f32.run(step(*fused), state);
+  ASSERT_EQ(expected.size(), got.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(sameBits(expected[i], got[i])) << preset << ": optimizer result " << i;
+}
+
+TEST(Fusion, TinyBertComputesTheSameBits) { checkPreset("tiny-bert"); }
+TEST(Fusion, TinyGptComputesTheSameBits) { checkPreset("tiny-gpt"); }
+TEST(Fusion, TinyTransformerComputesTheSameBits) { checkPreset("tiny-transformer"); }
+TEST(Fusion, TinyVitComputesTheSameBits) { checkPreset("tiny-vit"); }
+
+} // namespace
