@@ -1,10 +1,14 @@
 //===- Frame.cpp - values of a running function, shared kernel helpers ---===//
 #include "Frame.h"
 
+#include <cstring>
+
 #include "FloatFormats.h"
 
 #include "mlir/IR/Location.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
 
 namespace ls2c::reference::detail {
 
@@ -149,7 +153,117 @@ void expectShape(Operation *op, const HostTensor &tensor,
                  " at run time; expected " + shapeString(shape));
 }
 
+namespace {
+
+int64_t storageBytes(ElementType t) {
+  switch (t) {
+  case ElementType::F16:
+  case ElementType::BF16:
+    return 2;
+  case ElementType::I64:
+    return 8;
+  case ElementType::I1:
+    return 1;
+  default:
+    return 4;
+  }
+}
+
+} // namespace
+
+void Frame::enableArena(int64_t bytes) {
+  arena.assign(static_cast<size_t>(bytes), 0xFF);
+}
+
+void Frame::storeInArena(Operation *op, Value value, int64_t offset) {
+  auto it = tensors.find(value);
+  if (it == tensors.end())
+    return;
+  const HostTensor &t = it->second;
+  int64_t width = storageBytes(t.type);
+  int64_t n = t.numElements();
+  if (offset < 0 || offset + n * width > static_cast<int64_t>(arena.size()))
+    fail(op, "result of " + t.describe() + " at arena offset " +
+                 std::to_string(offset) + " does not fit in the " +
+                 std::to_string(arena.size()) + "-byte arena");
+  uint8_t *p = arena.data() + offset;
+  for (int64_t i = 0; i < n; ++i, p += width) {
+    switch (t.type) {
+    case ElementType::F32: {
+      float f = static_cast<float>(t.floats[i]);
+      std::memcpy(p, &f, 4);
+      break;
+    }
+    case ElementType::F16: {
+      uint16_t h = toF16Bits(t.floats[i]);
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case ElementType::BF16: {
+      uint16_t h = toBF16Bits(t.floats[i]);
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case ElementType::I32: {
+      int32_t v = static_cast<int32_t>(t.ints[i]);
+      std::memcpy(p, &v, 4);
+      break;
+    }
+    case ElementType::I64:
+      std::memcpy(p, &t.ints[i], 8);
+      break;
+    case ElementType::I1:
+      *p = static_cast<uint8_t>(t.ints[i]);
+      break;
+    }
+  }
+  slots[value] = {offset, t.type, t.shape};
+  tensors.erase(it);
+}
+
 const HostTensor &Frame::get(Operation *user, Value value) const {
+  if (auto slot = slots.find(value); slot != slots.end()) {
+    // Decoded afresh at every read: the arena's bytes are the value.
+    const ArenaSlot &s = slot->second;
+    HostTensor t = HostTensor::zeros(s.type, s.shape);
+    int64_t width = storageBytes(s.type);
+    const uint8_t *p = arena.data() + s.offset;
+    for (int64_t i = 0, n = t.numElements(); i < n; ++i, p += width) {
+      switch (s.type) {
+      case ElementType::F32: {
+        float f;
+        std::memcpy(&f, p, 4);
+        t.floats[i] = f;
+        break;
+      }
+      case ElementType::F16: {
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        t.floats[i] = fromF16Bits(h);
+        break;
+      }
+      case ElementType::BF16: {
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        t.floats[i] = fromBF16Bits(h);
+        break;
+      }
+      case ElementType::I32: {
+        int32_t v;
+        std::memcpy(&v, p, 4);
+        t.ints[i] = v;
+        break;
+      }
+      case ElementType::I64:
+        std::memcpy(&t.ints[i], p, 8);
+        break;
+      case ElementType::I1:
+        t.ints[i] = *p;
+        break;
+      }
+    }
+    return tensors[value] = std::move(t);
+  }
   auto it = tensors.find(value);
   if (it == tensors.end())
     fail(user, "uses a value the interpreter has not computed (not a tensor, "

@@ -86,10 +86,26 @@ public:
   /// `type`; shared by bind and argument binding.
   void normalize(HostTensor &tensor) const;
 
+  /// Arena mode (F32 precision only): an arena of `bytes` bytes, every byte
+  /// 0xFF (a NaN in every float type).
+  void enableArena(int64_t bytes);
+  /// Moves `value`'s tensor into the arena at byte `offset`, encoded in its
+  /// element type (f32, f16, bf16, i32, i64, 1-byte i1); later reads decode
+  /// it from there, so a buffer overwritten while live changes the results.
+  /// Fails naming `op` when the tensor does not fit.
+  void storeInArena(mlir::Operation *op, mlir::Value value, int64_t offset);
+
 private:
+  struct ArenaSlot {
+    int64_t offset;
+    ElementType type;
+    std::vector<int64_t> shape;
+  };
   Precision precision;
-  llvm::DenseMap<mlir::Value, HostTensor> tensors;
+  mutable llvm::DenseMap<mlir::Value, HostTensor> tensors;
   llvm::DenseMap<mlir::Value, int64_t> indices;
+  std::vector<uint8_t> arena;
+  llvm::DenseMap<mlir::Value, ArenaSlot> slots;
 };
 
 } // namespace ls2c::reference::detail

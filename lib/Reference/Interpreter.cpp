@@ -163,6 +163,17 @@ Interpreter::run(func::FuncOp function,
 
   Frame frame(precision);
   Block &body = function.getBody().front();
+  if (useArena) {
+    auto bytes = function->getAttrOfType<IntegerAttr>("ls2.arena_bytes");
+    if (!bytes)
+      fail(funcOp, "@" + function.getSymName().str() +
+                       " has no buffer plan (run ls2-plan-buffers) to run on "
+                       "an arena");
+    if (precision != Precision::F32)
+      fail(funcOp, "runs on its arena only in F32 precision (the arena holds "
+                   "the IR's element types)");
+    frame.enableArena(bytes.getInt());
+  }
   for (unsigned i = 0; i < arguments.size(); ++i) {
     HostTensor argument =
         checkArgument(function, i, type.getInput(i), arguments[i]);
@@ -191,6 +202,11 @@ Interpreter::run(func::FuncOp function,
     }
     try {
       evalOp(&op, frame);
+      if (auto offsets = op.getAttrOfType<DenseI64ArrayAttr>("ls2.offsets");
+          offsets && useArena)
+        for (auto [r, offset] : llvm::zip(op.getResults(), offsets.asArrayRef()))
+          if (offset >= 0)
+            frame.storeInArena(&op, r, offset);
     } catch (const InterpreterError &) {
       throw;
     } catch (const std::exception &e) {

@@ -16,11 +16,29 @@ bool isView(Operation *op) {
   auto slice = dyn_cast<ls2::SliceOp>(op);
   if (!slice)
     return false;
+  // Contiguous: every dim before the axis is 1; a static offset: every dim
+  // after it is static.
   auto type = cast<RankedTensorType>(slice.getInput().getType());
-  for (int64_t d = 0; d < static_cast<int64_t>(slice.getAxis()); ++d)
-    if (type.getDimSize(d) != 1)
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (d < static_cast<int64_t>(slice.getAxis()) && type.getDimSize(d) != 1)
       return false;
+    if (d > static_cast<int64_t>(slice.getAxis()) && type.isDynamicDim(d))
+      return false;
+  }
   return true;
+}
+
+int64_t viewByteOffset(Operation *view) {
+  auto slice = dyn_cast<ls2::SliceOp>(view);
+  if (!slice)
+    return 0;
+  auto type = cast<RankedTensorType>(slice.getInput().getType());
+  int64_t row = 1;
+  for (int64_t d = slice.getAxis() + 1; d < type.getRank(); ++d)
+    row *= type.getDimSize(d);
+  Type e = type.getElementType();
+  int64_t bytes = e.isInteger(1) ? 1 : e.getIntOrFloatBitWidth() / 8;
+  return static_cast<int64_t>(slice.getStart()) * row * bytes;
 }
 
 namespace {

@@ -30,9 +30,12 @@ namespace ls2c::fusion {
 enum class OpClass { Meta, Clonable, Elementwise, RowReduce, ColReduce, Opaque };
 
 /// True for reshape, and for a slice whose result is one contiguous range
-/// of its input (every dim before the axis is 1 or the axis is 0): ops that
-/// only reinterpret memory.
+/// of its input at a static byte offset (every dim before the axis is 1,
+/// every dim after it static): ops that only reinterpret memory.
 bool isView(mlir::Operation *op);
+
+/// The byte offset of a view's result in its input (0 for a reshape).
+int64_t viewByteOffset(mlir::Operation *view);
 
 /// The class of `op`, given the ops already found clonable (operands are
 /// classified before their users, in program order).

@@ -1,14 +1,22 @@
 //===- CompileCommand.cpp - ls2c compile MODEL.json -----------------------===//
 #include "Commands.h"
 
+#include "ls2c/Analysis/ProgramStats.h"
+#include "ls2c/Analysis/ShapeBounds.h"
 #include "ls2c/Frontend/Frontend.h"
 #include "ls2c/Model/ModelDescription.h"
+#include "ls2c/Model/ParameterLayout.h"
 #include "ls2c/Support/AtomicFile.h"
+#include "ls2c/Training/Workspace.h"
+#include "ls2c/Transforms/Passes.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -16,22 +24,33 @@ namespace ls2c::cli {
 
 namespace {
 
+constexpr const char *kCompileUsage =
+    "usage: ls2c compile MODEL.json [--emit=mlir] "
+    "[--stage=forward|train-step|fused|planned] [--stats] [-o FILE]";
+
 struct CompileOptions {
   std::string model;
   std::string emit;
+  std::string stage;
+  bool stats = false;
   std::optional<std::string> output;
 };
 
-/// Parses `MODEL.json --emit=KIND [-o FILE]`; returns an error message or "".
+/// Parses the options; returns an error message or "".
 std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &a = args[i];
     if (a.rfind("--emit=", 0) == 0) {
       o.emit = a.substr(7);
-    } else if (a == "--emit" || a == "-o") {
+    } else if (a.rfind("--stage=", 0) == 0) {
+      o.stage = a.substr(8);
+    } else if (a == "--stats") {
+      o.stats = true;
+    } else if (a == "--emit" || a == "--stage" || a == "-o") {
       if (i + 1 == args.size())
         return a + " needs a value";
-      (a == "-o" ? o.output.emplace() : o.emit) = args[++i];
+      (a == "-o" ? o.output.emplace() : a == "--emit" ? o.emit : o.stage) =
+          args[++i];
     } else if (a.rfind("-", 0) == 0) {
       return "unknown option '" + a + "' for compile";
     } else if (o.model.empty()) {
@@ -42,22 +61,98 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
     }
   }
   if (o.model.empty())
-    return "usage: ls2c compile MODEL.json --emit=mlir [-o FILE]";
-  if (o.emit.empty())
-    return "compile needs --emit=mlir (the only output so far)";
-  if (o.emit != "mlir")
+    return kCompileUsage;
+  if (o.emit.empty() && !o.stats)
+    return "compile needs --emit=mlir or --stats";
+  if (!o.emit.empty() && o.emit != "mlir")
     return "--emit=" + o.emit + " is not supported (allowed: mlir)";
+  if (!o.stage.empty() && o.stage != "forward" && o.stage != "train-step" &&
+      o.stage != "fused" && o.stage != "planned")
+    return "--stage=" + o.stage +
+           " is not a stage (forward, train-step, fused, planned)";
+  if (o.stats && !o.stage.empty() && o.stage != "planned")
+    return "--stats needs the planned program (--stage=planned or no --stage)";
   return "";
+}
+
+CompileStage stageOf(const CompileOptions &o) {
+  if (o.stage == "train-step")
+    return CompileStage::TrainStep;
+  if (o.stage == "fused")
+    return CompileStage::Fused;
+  if (o.stage == "planned" || (o.stage.empty() && o.stats))
+    return CompileStage::Planned;
+  return CompileStage::Forward;
+}
+
+std::string launchText(const LaunchCounts &c) {
+  return std::to_string(c.total()) + " launches (" + std::to_string(c.kernels) +
+         " kernels, " + std::to_string(c.gemms) + " GEMMs, " +
+         std::to_string(c.attention) + " attention, " +
+         std::to_string(c.other) + " other)";
+}
+
+std::string bytesText(int64_t b) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%lld bytes (%.3f GiB)",
+                static_cast<long long>(b), double(b) / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+/// Launches per function and per frontend scope, the arenas, and the
+/// estimated peak device memory of one training step at the bounds.
+void printStats(const ModelDescription &desc, mlir::ModuleOp module) {
+  auto acc = module.lookupSymbol<mlir::func::FuncOp>("accumulate_gradients");
+  auto opt = module.lookupSymbol<mlir::func::FuncOp>("optimizer_step");
+  ProgramStats a = collectProgramStats(acc), o = collectProgramStats(opt);
+  std::printf("%s: forward + backward (@accumulate_gradients): %s\n",
+              desc.name.c_str(), launchText(a.launches).c_str());
+  for (const auto &[scope, counts] : a.scopes)
+    std::printf("  %s: %s\n", scope.c_str(), launchText(counts).c_str());
+  std::printf("optimizer (@optimizer_step): %s\n", launchText(o.launches).c_str());
+  std::printf("train step (one micro-batch): %lld launches\n",
+              static_cast<long long>(a.launches.total() + o.launches.total()));
+
+  WorkspaceLayout ws = planWorkspace(buildParameterLayout(desc));
+  // fp32 master weights, gradients and both Adam moments.
+  int64_t workspaces = 4 * 4 * ws.totalElements;
+  int64_t inputs = 0;
+  mlir::FailureOr<ShapeBounds> bounds = ShapeBounds::compute(acc);
+  for (unsigned i = 3; mlir::succeeded(bounds) && i < acc.getNumArguments(); ++i)
+    inputs += bounds->bytes(acc.getArgument(i));
+  int64_t arena = std::max(a.arenaBytes, o.arenaBytes);
+  std::printf("memory at max_batch_tokens %lld:\n",
+              static_cast<long long>(desc.max_batch_tokens));
+  std::printf("  arena (forward + backward): %s; lower bound %s; %.3fx\n",
+              bytesText(a.arenaBytes).c_str(), bytesText(a.arenaLowerBound).c_str(),
+              a.arenaLowerBound > 0 ? double(a.arenaBytes) / double(a.arenaLowerBound)
+                                    : 1.0);
+  std::printf("  arena (optimizer): %s\n", bytesText(o.arenaBytes).c_str());
+  std::printf("  workspaces (fp32 master, gradients, 2 Adam moments): %s\n",
+              bytesText(workspaces).c_str());
+  std::printf("  inputs and buffers: %s\n", bytesText(inputs).c_str());
+  std::printf("  estimated peak device memory: %s\n",
+              bytesText(arena + workspaces + inputs).c_str());
 }
 
 } // namespace
 
 int runCompile(const std::vector<std::string> &args) {
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
-    std::puts("usage: ls2c compile MODEL.json --emit=mlir [-o FILE]\n\n"
-              "Prints the verified forward module of a model description in "
-              "the ls2 dialect\n(to FILE, written atomically, with -o; -o - is "
-              "standard output).");
+    std::printf("%s\n\n%s", kCompileUsage,
+                "Compiles a model description and prints its ls2 IR (to FILE, "
+                "written atomically,\nwith -o; -o - is standard output) after "
+                "a stage:\n"
+                "  forward     the frontend's verified @forward (default)\n"
+                "  train-step  + backward (ls2-autodiff) and the optimizer "
+                "step (ls2-train-step)\n"
+                "  fused       + ls2-decompose, CSE and fusion groups "
+                "(ls2-fuse)\n"
+                "  planned     + static arena offsets (ls2-plan-buffers)\n"
+                "--stats compiles to the planned program and prints launches "
+                "per function and\nper layer scope, the arena against its "
+                "lower bound and the estimated peak\ndevice memory of a train "
+                "step at max_batch_tokens.\n");
     return kExitOk;
   }
   CompileOptions options;
@@ -79,6 +174,18 @@ int runCompile(const std::vector<std::string> &args) {
                  options.model.c_str());
     return kExitInternal;
   }
+  mlir::PassManager pm(&context);
+  addCompilePipeline(pm, stageOf(options));
+  if (mlir::failed(pm.run(*module))) {
+    std::fprintf(stderr, "ls2c: internal error: compiling '%s' failed "
+                         "(diagnostics above)\n",
+                 options.model.c_str());
+    return kExitInternal;
+  }
+  if (options.stats)
+    printStats(desc, *module);
+  if (options.emit.empty())
+    return kExitOk;
   std::string text;
   llvm::raw_string_ostream os(text);
   module->print(os, mlir::OpPrintingFlags().enableDebugInfo(false));

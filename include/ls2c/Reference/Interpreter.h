@@ -42,6 +42,13 @@ class Interpreter {
 public:
   explicit Interpreter(Precision precision) : precision(precision) {}
 
+  /// Runs planned functions (ls2-plan-buffers) on their arena: every
+  /// result with an `ls2.offsets` entry is stored at that byte offset of one
+  /// arena of `ls2.arena_bytes` bytes, filled with 0xFF (NaN) first, and
+  /// read back from there; two live buffers that overlap corrupt the
+  /// results. F32 precision only (the arena holds the IR's types).
+  void setUseArena(bool on) { useArena = on; }
+
   /// Runs `function` on `arguments` (one per function argument, whose types
   /// must match: element type, rank, and every static dim) and returns one
   /// tensor per result. Throws InterpreterError.
@@ -50,6 +57,7 @@ public:
 
 private:
   Precision precision;
+  bool useArena = false;
 };
 
 } // namespace ls2c::reference

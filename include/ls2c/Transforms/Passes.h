@@ -21,6 +21,17 @@ namespace ls2c {
 #define GEN_PASS_REGISTRATION
 #include "ls2c/Transforms/Passes.h.inc"
 
+/// Where `ls2c compile` stops.
+enum class CompileStage {
+  Forward,   ///< the frontend's @forward only
+  TrainStep, ///< + ls2-autodiff and ls2-train-step
+  Fused,     ///< + ls2-decompose, CSE and ls2-fuse
+  Planned,   ///< + ls2-plan-buffers
+};
+
+/// Adds the passes that take a frontend module to `stage`.
+void addCompilePipeline(mlir::OpPassManager &pm, CompileStage stage);
+
 } // namespace ls2c
 
 #endif // LS2C_TRANSFORMS_PASSES_H

@@ -163,4 +163,30 @@ def Fuse : Pass<"ls2-fuse", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::ls2c::ls2::LS2Dialect"];
 }
 
+def PlanBuffers : Pass<"ls2-plan-buffers", "::mlir::func::FuncOp"> {
+  let summary = "Static arena offsets for every intermediate tensor";
+  let description = [{
+    Runs on a scheduled function (after ls2-fuse: program order is
+    execution order). Each tensor a top-level op produces is a buffer of its
+    largest size (ShapeBounds, from the inputs' ls2.max_shape), live from its
+    op to its last reader, readers through views (reshape, contiguous slice)
+    included; activations the backward reads stay live until then. Function
+    arguments and returned values live outside the arena. A loop group's
+    output may take the place of an input read element by element for the
+    last time. Offsets (256-byte aligned) come from the arena planner, the
+    smaller of greedy by size and greedy by duration
+    (include/ls2c/Analysis/ArenaPlanner.h).
+
+    Adds `ls2.offsets` to each op (one byte offset per result; -1 outside
+    the arena) and `ls2.arena_bytes` and `ls2.arena_lower_bound_bytes` (the
+    maximum over steps of the bytes live at once) to the function. With
+    `print`, lists every buffer: offset, size and live range in steps.
+  }];
+  let options = [
+    Option<"print", "print", "bool", /*default=*/"false",
+           "print the plan: each buffer's offset, size and live range">
+  ];
+  let dependentDialects = ["::ls2c::ls2::LS2Dialect"];
+}
+
 #endif // LS2C_TRANSFORMS_PASSES_TD

@@ -1,0 +1,52 @@
+//===- ProgramStats.cpp - launches and memory of a compiled function ------===//
+#include "ls2c/Analysis/ProgramStats.h"
+
+#include "ls2/IR/LS2Dialect.h"
+
+using namespace mlir;
+
+namespace ls2c {
+
+namespace {
+
+std::string scopeOf(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location l : fused.getLocations())
+      if (std::string s = scopeOf(l); !s.empty())
+        return s;
+  return "";
+}
+
+} // namespace
+
+ProgramStats collectProgramStats(func::FuncOp f) {
+  ProgramStats s;
+  for (Operation &op : f.getBody().front()) {
+    int64_t LaunchCounts::*field = nullptr;
+    if (isa<ls2::FusionOp>(op))
+      field = &LaunchCounts::kernels;
+    else if (isa<ls2::MatmulOp>(op))
+      field = &LaunchCounts::gemms;
+    else if (isa<ls2::AttentionOp, ls2::AttentionGradOp>(op))
+      field = &LaunchCounts::attention;
+    else if (isa<ls2::ScatterAddOp, ls2::LayerNormOp, ls2::SoftmaxOp,
+                 ls2::GeluOp, ls2::DropoutOp, ls2::CrossEntropyOp,
+                 ls2::LayerNormGradOp, ls2::SoftmaxGradOp, ls2::GeluGradOp,
+                 ls2::CrossEntropyGradOp, ls2::AdamWOp>(op))
+      field = &LaunchCounts::other;
+    if (!field)
+      continue;
+    ++(s.launches.*field);
+    std::string scope = scopeOf(op.getLoc());
+    ++(s.scopes[scope.empty() ? "(no scope)" : scope].*field);
+  }
+  if (auto a = f->getAttrOfType<IntegerAttr>("ls2.arena_bytes"))
+    s.arenaBytes = a.getInt();
+  if (auto a = f->getAttrOfType<IntegerAttr>("ls2.arena_lower_bound_bytes"))
+    s.arenaLowerBound = a.getInt();
+  return s;
+}
+
+} // namespace ls2c

@@ -1,0 +1,196 @@
+//===- PlanBuffers.cpp - static arena offsets for a scheduled function ----===//
+//
+// Every tensor a top-level op produces (a fusion group's outputs, a GEMM's or
+// attention's results) is a buffer of its bound size (ShapeBounds), live
+// from its op to its last reader, readers through views included; values
+// the backward reads (ls2.saved) simply have late readers. Function
+// arguments (workspaces, inputs) and returned values live outside the
+// arena, in the persistent workspaces and output buffers the runtime owns.
+// Offsets come from the arena planner (ArenaPlanner.h).
+//
+//===----------------------------------------------------------------------===//
+#include "ls2c/Transforms/Passes.h"
+
+#include "FusionRules.h"
+
+#include "ls2c/Analysis/ArenaPlanner.h"
+#include "ls2c/Analysis/ShapeBounds.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <stdexcept>
+
+namespace ls2c {
+#define GEN_PASS_DEF_PLANBUFFERS
+#include "ls2c/Transforms/Passes.h.inc"
+} // namespace ls2c
+
+using namespace mlir;
+using namespace ls2c;
+
+namespace {
+
+/// Where a value's bytes are: buffer index and byte offset in it.
+struct Place {
+  int buffer = -1;
+  int64_t offset = 0;
+};
+
+/// A loop group may write output `r` over input `a` when `a` is read only
+/// element by element at the output's own index.
+bool elementwiseInPlace(ls2::FusionOp f, unsigned input, Value result) {
+  if (f.getKind() != ls2::FusionKind::Loop)
+    return false;
+  BlockArgument arg = f.getBody().front().getArgument(input);
+  if (arg.getType() != result.getType())
+    return false;
+  for (Operation *u : arg.getUsers()) {
+    if (!isa<ls2::AddOp, ls2::SubOp, ls2::MulOp, ls2::DivOp, ls2::MaxOp,
+             ls2::MinOp, ls2::NegOp, ls2::ExpOp, ls2::LogOp, ls2::TanhOp,
+             ls2::ErfOp, ls2::SqrtOp, ls2::RsqrtOp, ls2::SelectOp,
+             ls2::CompareOp, ls2::CastOp>(u))
+      return false;
+    for (Value r : u->getResults())
+      if (cast<RankedTensorType>(r.getType()).getShape() !=
+          cast<RankedTensorType>(arg.getType()).getShape())
+        return false;
+  }
+  return true;
+}
+
+struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
+  using PlanBuffersBase::PlanBuffersBase;
+
+  void runOnOperation() override {
+    func::FuncOp f = getOperation();
+    if (f.isExternal())
+      return;
+    FailureOr<ShapeBounds> bounds = ShapeBounds::compute(f);
+    if (failed(bounds))
+      return signalPassFailure();
+    Block &block = f.getBody().front();
+    Operation *terminator = block.getTerminator();
+
+    llvm::DenseSet<Value> returned;
+    for (Value v : terminator->getOperands())
+      for (Value w = v; w;) {
+        returned.insert(w);
+        Operation *d = w.getDefiningOp();
+        w = d && fusion::isView(d) ? d->getOperand(0) : Value();
+      }
+
+    std::vector<PlannedBuffer> buffers;
+    std::vector<Value> owner;
+    DenseMap<Value, Place> place;
+    int64_t step = 0;
+    for (Operation &op : block) {
+      if (&op == terminator)
+        break;
+      for (Value v : op.getOperands())
+        if (auto it = place.find(v); it != place.end() && it->second.buffer >= 0)
+          buffers[it->second.buffer].lastStep = step;
+      for (Value r : op.getResults()) {
+        if (!isa<RankedTensorType>(r.getType()))
+          continue;
+        if (fusion::isView(&op)) {
+          auto it = place.find(op.getOperand(0));
+          if (it != place.end())
+            place[r] = {it->second.buffer,
+                        it->second.offset + fusion::viewByteOffset(&op)};
+          continue; // a view of an argument: not in the arena
+        }
+        if (returned.contains(r))
+          continue; // written to the caller's output buffer
+        PlannedBuffer b;
+        b.id = static_cast<int64_t>(buffers.size());
+        b.sizeBytes = bounds->bytes(r);
+        b.firstStep = b.lastStep = step;
+        std::string name;
+        llvm::raw_string_ostream os(name);
+        if (auto fusion = dyn_cast<ls2::FusionOp>(op))
+          os << fusion.getGroupName();
+        else
+          os << op.getName().stripDialect();
+        os << "#" << cast<OpResult>(r).getResultNumber();
+        b.name = os.str();
+        if (auto fusion = dyn_cast<ls2::FusionOp>(op))
+          for (auto [i, input] : llvm::enumerate(fusion.getInputs())) {
+            auto it = place.find(input);
+            if (it == place.end() || it->second.offset != 0 ||
+                buffers[it->second.buffer].sizeBytes != b.sizeBytes ||
+                !elementwiseInPlace(fusion, i, r))
+              continue;
+            b.inPlaceOf = buffers[it->second.buffer].id;
+            break;
+          }
+        place[r] = {static_cast<int>(buffers.size()), 0};
+        buffers.push_back(b);
+        owner.push_back(r);
+      }
+      ++step;
+    }
+    for (Value v : terminator->getOperands())
+      if (auto it = place.find(v); it != place.end() && it->second.buffer >= 0)
+        buffers[it->second.buffer].lastStep = step;
+
+    ArenaPlan plan;
+    try {
+      plan = planArena(buffers);
+    } catch (const std::invalid_argument &e) {
+      f.emitError("buffer planning failed: ") << e.what();
+      return signalPassFailure();
+    }
+    if (std::string bad = verifyArenaPlan(buffers, plan); !bad.empty()) {
+      f.emitError("the buffer plan overlaps live buffers: ") << bad;
+      return signalPassFailure();
+    }
+
+    // Per op: each result's byte offset in the arena, -1 outside it.
+    MLIRContext *ctx = f.getContext();
+    for (Operation &op : block) {
+      if (&op == terminator || op.getNumResults() == 0)
+        continue;
+      SmallVector<int64_t> offsets;
+      bool any = false;
+      for (Value r : op.getResults()) {
+        auto it = place.find(r);
+        int64_t o = it == place.end() ? -1
+                                      : plan.offsets[it->second.buffer] +
+                                            it->second.offset;
+        any |= o >= 0;
+        offsets.push_back(o);
+      }
+      if (any)
+        op.setAttr("ls2.offsets", DenseI64ArrayAttr::get(ctx, offsets));
+    }
+    auto i64 = IntegerType::get(ctx, 64);
+    f->setAttr("ls2.arena_bytes", IntegerAttr::get(i64, plan.arenaBytes));
+    f->setAttr("ls2.arena_lower_bound_bytes",
+               IntegerAttr::get(i64, plan.lowerBoundBytes));
+
+    if (print) {
+      auto &os = llvm::outs();
+      os << "buffer plan of @" << f.getSymName() << ": " << buffers.size()
+         << " buffers, arena " << plan.arenaBytes << " bytes, lower bound "
+         << plan.lowerBoundBytes << " bytes, "
+         << llvm::format("%.3f", plan.lowerBoundBytes
+                                     ? double(plan.arenaBytes) /
+                                           double(plan.lowerBoundBytes)
+                                     : 1.0)
+         << "x, " << plan.strategy << "\n";
+      for (size_t i = 0; i < buffers.size(); ++i) {
+        const PlannedBuffer &b = buffers[i];
+        os << "  " << b.name << ": offset " << plan.offsets[i] << ", size "
+           << b.sizeBytes << ", live [" << b.firstStep << ", " << b.lastStep
+           << "]";
+        if (plan.inPlaceHonored[i])
+          os << ", in place of " << buffers[*b.inPlaceOf].name;
+        os << "\n";
+      }
+    }
+  }
+};
+
+} // namespace

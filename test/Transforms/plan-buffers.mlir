@@ -1,0 +1,69 @@
+// RUN: ls2c-opt %s -split-input-file -ls2-plan-buffers=print=true -o /dev/null | FileCheck %s
+// RUN: ls2c-opt %s -split-input-file -ls2-plan-buffers | FileCheck %s --check-prefix=IR
+
+// A chain of GEMMs at the bound of 16 tokens: each [16, 64] f32 result is
+// 4096 bytes, live from its op to its last reader. %a dies when %b is made,
+// so %c reuses its bytes; the arena is the lower bound, two buffers.
+// CHECK-LABEL: buffer plan of @chain: 3 buffers, arena 8192 bytes, lower bound 8192 bytes, 1.000x
+// CHECK-NEXT: matmul#0: offset [[A:[0-9]+]], size 4096, live [0, 1]
+// CHECK-NEXT: matmul#0: offset [[B:[0-9]+]], size 4096, live [1, 2]
+// CHECK-NEXT: matmul#0: offset [[A]], size 4096, live [2, 3]
+// IR-LABEL: func.func @chain
+// IR-SAME: ls2.arena_bytes = 8192 : i64, ls2.arena_lower_bound_bytes = 8192 : i64
+// IR: ls2.matmul {{.*}}ls2.offsets = array<i64: [[OA:[0-9]+]]>
+// IR: ls2.matmul {{.*}}ls2.offsets = array<i64: [[OB:[0-9]+]]>
+// IR: ls2.matmul {{.*}}ls2.offsets = array<i64: [[OA]]>
+// The returned sum lives in the caller's output buffer, not the arena.
+// IR: ls2.reduce_sum
+// IR-NOT: ls2.offsets
+// IR: return
+func.func @chain(%x: tensor<?x64xf32> {ls2.max_shape = array<i64: 16, 64>},
+                 %w: tensor<64x64xf32>) -> tensor<f32> {
+  %a = ls2.matmul %x, %w : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %b = ls2.matmul %a, %w : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %c = ls2.matmul %b, %w : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %s = ls2.reduce_sum %c [0, 1] : tensor<?x64xf32> -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// A view extends its base's live range: %a is read through two reshapes by
+// the add at step 5, so it is still live when %c is made and cannot share
+// with it. (Views count as steps; they launch nothing.)
+// CHECK-LABEL: buffer plan of @view: 4 buffers, arena 12288 bytes, lower bound 12288 bytes
+// CHECK-NEXT: matmul#0: offset [[VA:[0-9]+]], size 4096, live [0, 5]
+// CHECK-NEXT: matmul#0: offset [[VB:[0-9]+]], size 4096, live [1, 3]
+// CHECK-NEXT: matmul#0: offset {{[0-9]+}}, size 4096, live [3, 5]
+// CHECK-NEXT: add#0: offset [[VB]], size 4096, live [5, 6]
+func.func @view(%x: tensor<?x64xf32> {ls2.max_shape = array<i64: 16, 64>},
+                %w: tensor<64x64xf32>) -> tensor<f32> {
+  %a = ls2.matmul %x, %w : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %b = ls2.matmul %a, %w : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %v = ls2.reshape %a : tensor<?x64xf32> -> tensor<?x4x16xf32>
+  %c = ls2.matmul %b, %w : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %d = ls2.reshape %v : tensor<?x4x16xf32> -> tensor<?x64xf32>
+  %e = ls2.add %c, %d : tensor<?x64xf32>
+  %s = ls2.reduce_sum %e [0, 1] : tensor<?x64xf32> -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// A loop group's output takes the place of the input it reads element by
+// element for the last time.
+// CHECK-LABEL: buffer plan of @in_place: 3 buffers
+// CHECK-NEXT: matmul#0: offset [[M:[0-9]+]], size 4096, live [0, 1]
+// CHECK-NEXT: loop_0#0: offset [[M]], size 4096, live [1, 2], in place of matmul#0
+func.func @in_place(%x: tensor<?x64xf32> {ls2.max_shape = array<i64: 16, 64>},
+                    %w: tensor<64x64xf32>) -> tensor<f32> {
+  %a = ls2.matmul %x, %w : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %b = ls2.fusion "loop_0" loop(%a) : (tensor<?x64xf32>) -> tensor<?x64xf32> {
+  ^bb0(%arg: tensor<?x64xf32>):
+    %t = ls2.tanh %arg : tensor<?x64xf32>
+    ls2.yield %t : tensor<?x64xf32>
+  }
+  %c = ls2.matmul %b, %w : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %s = ls2.reduce_sum %c [0, 1] : tensor<?x64xf32> -> tensor<f32>
+  return %s : tensor<f32>
+}
