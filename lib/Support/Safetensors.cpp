@@ -97,7 +97,7 @@ std::vector<int64_t> intValues(const SafetensorsTensor &t,
     widenInts<int16_t>(t.data, out);
   else if (t.dtype == "I8")
     widenInts<int8_t>(t.data, out);
-  else if (t.dtype == "U8" || t.dtype == "BOOL")
+  else if (t.dtype == "U8")
     widenInts<uint8_t>(t.data, out);
   else
     throw SafetensorsError(what + ": dtype " + t.dtype +

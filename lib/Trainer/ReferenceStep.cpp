@@ -13,7 +13,6 @@
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <cmath>
-#include <set>
 
 namespace ls2c {
 
@@ -37,11 +36,22 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
-/// Copies every trainable parameter from `path` into the master workspace.
-/// In fp32 mode the values are rounded to fp32, as the master workspace is.
-void loadParameters(const std::string &path, const WorkspaceLayout &ws,
-                    bool roundToF32, HostTensor &master) {
-  SafetensorsFile file = read(path, "parameters");
+/// Throws unless every value is finite (in fp32 when `inF32`).
+void checkFinite(const std::vector<double> &values, bool inF32,
+                 const std::string &what) {
+  for (double v : values)
+    if (!std::isfinite(inF32 ? static_cast<float>(v) : v))
+      throw TrainError(what + " holds a value that is not finite in " +
+                       (inF32 ? "fp32" : "fp64"));
+}
+
+/// Checks that `file` (read from `path`) holds exactly the trainable
+/// parameters, in the model's shapes, F32 or F64, finite; copies them into
+/// `master` when given. In fp32 mode the values are rounded to fp32, as the
+/// master workspace is.
+void loadParameters(const SafetensorsFile &file, const std::string &path,
+                    const WorkspaceLayout &ws, bool roundToF32,
+                    HostTensor *master) {
   for (const auto &[name, tensor] : file.tensors)
     if (!ws.find(name))
       throw TrainError(path + ": tensor '" + name +
@@ -56,21 +66,21 @@ void loadParameters(const std::string &path, const WorkspaceLayout &ws,
       throw TrainError(path + ": parameter '" + name + "' has shape " +
                        shapeText(it->second.shape) + ", the model's is " +
                        shapeText(slot.spec->shape));
+    const std::string what = path + ": parameter '" + name + "'";
     std::vector<double> values;
     try {
-      values = floatValues(it->second, path + ": parameter '" + name + "'");
+      values = floatValues(it->second, what);
     } catch (const SafetensorsError &e) {
       throw TrainError(e.what());
     }
-    for (double &v : values) {
+    checkFinite(values, roundToF32, what);
+    if (!master)
+      continue;
+    for (double &v : values)
       if (roundToF32)
         v = static_cast<float>(v);
-      if (!std::isfinite(v))
-        throw TrainError(path + ": parameter '" + name +
-                         "' holds a value that is not finite in " +
-                         (roundToF32 ? "fp32" : "fp64"));
-    }
-    std::copy(values.begin(), values.end(), master.floats.begin() + slot.offset);
+    std::copy(values.begin(), values.end(),
+              master->floats.begin() + slot.offset);
   }
 }
 
@@ -89,40 +99,116 @@ ElementType elementTypeOf(mlir::Type type) {
   return ElementType::F32;
 }
 
-/// The batch inputs of `f` (its arguments after `skip` that are not
-/// buffers or dropout counters), read from `path` with `f`'s element types.
-std::map<std::string, HostTensor>
-loadBatch(const std::string &path, mlir::func::FuncOp f, unsigned skip,
-          const std::map<std::string, HostTensor> &provided) {
-  SafetensorsFile file = read(path, "batch");
+/// Whether argument `i` of `f` comes from the batch file: a model input
+/// other than the dropout counters, which the driver sets.
+bool isBatchInput(mlir::func::FuncOp f, unsigned i) {
+  auto kind = f.getArgAttrOfType<mlir::StringAttr>(i, "ls2.kind");
+  std::string name = argName(f, i);
+  return kind && kind.getValue() == "input" && name != "dropout_seed" &&
+         name != "dropout_offset";
+}
+
+/// The batch inputs of `f` (its arguments after `skip`), taken from `file`
+/// (read from `path`) with `f`'s element types; float values must be finite.
+std::map<std::string, HostTensor> loadBatch(const SafetensorsFile &file,
+                                            const std::string &path,
+                                            mlir::func::FuncOp f,
+                                            unsigned skip, bool f64) {
   std::map<std::string, HostTensor> batch;
-  std::set<std::string> wanted;
   for (unsigned i = skip; i < f.getNumArguments(); ++i) {
-    std::string name = argName(f, i);
-    if (provided.count(name))
+    if (!isBatchInput(f, i))
       continue;
-    wanted.insert(name);
+    std::string name = argName(f, i);
     auto it = file.tensors.find(name);
     if (it == file.tensors.end())
       throw TrainError(path + ": missing batch input '" + name + "'");
+    const SafetensorsTensor &t = it->second;
     ElementType type = elementTypeOf(f.getArgument(i).getType());
+    std::string what = path + ": batch input '" + name + "'";
     try {
-      std::string what = path + ": batch input '" + name + "'";
-      batch[name] =
-          reference::isFloat(type)
-              ? HostTensor::fromFloats(type, it->second.shape,
-                                       floatValues(it->second, what))
-              : HostTensor::fromInts(type, it->second.shape,
-                                     intValues(it->second, what));
+      if (reference::isFloat(type)) {
+        std::vector<double> values = floatValues(t, what);
+        checkFinite(values, !f64, what);
+        batch[name] = HostTensor::fromFloats(type, t.shape, std::move(values));
+      } else {
+        batch[name] = HostTensor::fromInts(type, t.shape, intValues(t, what));
+      }
     } catch (const SafetensorsError &e) {
       throw TrainError(e.what());
     }
   }
   for (const auto &[name, tensor] : file.tensors)
-    if (!wanted.count(name))
+    if (!batch.count(name))
       throw TrainError(path + ": tensor '" + name +
                        "' is not an input of the model");
   return batch;
+}
+
+/// What the interpreter does not check: each input's rank and dynamic dims
+/// within the bounds the model is compiled for (ls2.max_shape), for ViT one
+/// sequence of num_patches + 1 tokens per image, and every sequence at most
+/// max_seq_len tokens.
+void checkBatch(const ModelDescription &desc, mlir::func::FuncOp f,
+                unsigned skip, const std::map<std::string, HostTensor> &batch,
+                const std::string &path) {
+  for (unsigned i = skip; i < f.getNumArguments(); ++i) {
+    auto it = batch.find(argName(f, i));
+    if (it == batch.end())
+      continue;
+    const std::string what = path + ": batch input '" + it->first + "'";
+    const std::vector<int64_t> &shape = it->second.shape;
+    auto type = mlir::cast<mlir::RankedTensorType>(f.getArgument(i).getType());
+    if (static_cast<int64_t>(shape.size()) != type.getRank())
+      throw TrainError(what + " has rank " + std::to_string(shape.size()) +
+                       ", the model takes rank " +
+                       std::to_string(type.getRank()));
+    auto bound =
+        f.getArgAttrOfType<mlir::DenseI64ArrayAttr>(i, "ls2.max_shape");
+    for (int64_t d = 0; bound && d < type.getRank(); ++d)
+      if (type.isDynamicDim(d) && shape[d] > bound[d])
+        throw TrainError(what + " dim " + std::to_string(d) + " is " +
+                         std::to_string(shape[d]) + ", more than " +
+                         std::to_string(bound[d]) +
+                         " (the bound set by max_batch_tokens)");
+  }
+  if (desc.architecture == Architecture::ViT) {
+    const int64_t images = batch.at("pixels").shape[0];
+    const int64_t n = desc.numPatches() + 1;
+    if (batch.at("labels").shape[0] != images)
+      throw TrainError(path + ": batch input 'labels' has " +
+                       std::to_string(batch.at("labels").shape[0]) +
+                       " entries for the " + std::to_string(images) +
+                       " images in 'pixels'");
+    const std::vector<int64_t> &cu = batch.at("cu_seqlens").ints;
+    bool ok = static_cast<int64_t>(cu.size()) == images + 1;
+    for (size_t k = 0; ok && k < cu.size(); ++k)
+      ok = cu[k] == static_cast<int64_t>(k) * n;
+    if (!ok)
+      throw TrainError(path + ": batch input 'cu_seqlens' must be k * " +
+                       std::to_string(n) + " for k = 0.." +
+                       std::to_string(images) + ": each of the " +
+                       std::to_string(images) +
+                       " images is one sequence of num_patches + 1 = " +
+                       std::to_string(n) + " tokens");
+  }
+  for (const char *name : {"cu_seqlens", "src_cu_seqlens", "tgt_cu_seqlens"}) {
+    auto it = batch.find(name);
+    if (it == batch.end())
+      continue;
+    const std::vector<int64_t> &cu = it->second.ints;
+    for (size_t s = 1; s < cu.size(); ++s) {
+      if (cu[s] <= cu[s - 1])
+        continue; // the graph rejects decreasing offsets
+      // In uint64: no overflow whatever the int64 values.
+      uint64_t length =
+          static_cast<uint64_t>(cu[s]) - static_cast<uint64_t>(cu[s - 1]);
+      if (length > static_cast<uint64_t>(desc.max_seq_len))
+        throw TrainError(path + ": batch input '" + name + "': sequence " +
+                         std::to_string(s - 1) + " has " +
+                         std::to_string(length) + " tokens, more than " +
+                         "max_seq_len " + std::to_string(desc.max_seq_len));
+    }
+  }
 }
 
 } // namespace
@@ -136,26 +222,33 @@ StepResult runReferenceSteps(const StepOptions &o) {
   } catch (const DescriptionError &e) {
     throw TrainError(e.what());
   }
-  Programs programs;
-  compilePrograms(programs, desc);
+  // Both files are read and the parameters checked before the model is
+  // compiled, the batch (its checks need the graph) before the train state
+  // is allocated: seconds and gigabytes for the big presets.
+  SafetensorsFile paramsFile = read(o.params, "parameters");
+  const SafetensorsFile batchFile = read(o.batch, "batch");
   ParameterLayout layout = buildParameterLayout(desc);
   WorkspaceLayout ws = planWorkspace(layout);
+  loadParameters(paramsFile, o.params, ws, /*roundToF32=*/!o.f64, nullptr);
+  Programs programs;
+  compilePrograms(programs, desc);
+  std::map<std::string, HostTensor> named =
+      loadBatch(batchFile, o.batch, programs.accumulate, 3, o.f64);
+  checkBatch(desc, programs.accumulate, 3, named, o.batch);
+
   TrainState state = TrainState::fresh(desc, ws, /*seed=*/0);
-  loadParameters(o.params, ws, /*roundToF32=*/!o.f64, state.master);
+  loadParameters(paramsFile, o.params, ws, /*roundToF32=*/!o.f64,
+                 &state.master);
+  paramsFile = {}; // its values are in the workspace now
   reference::Precision precision =
       o.f64 ? reference::Precision::F64 : reference::Precision::F32;
-
-  std::map<std::string, HostTensor> fixed;
   for (auto &[name, t] :
        state.computeParameters(desc, ws, computeType(desc.dtype), precision))
     if (!ws.find(name))
-      fixed[name] = t;
-  fixed["dropout_seed"] =
-      HostTensor::scalarInt(ElementType::I64, static_cast<int64_t>(o.dropoutSeed));
-  fixed["dropout_offset"] = HostTensor::scalarInt(ElementType::I64, 0);
-  std::map<std::string, HostTensor> named =
-      loadBatch(o.batch, programs.accumulate, 3, fixed);
-  named.insert(fixed.begin(), fixed.end());
+      named[name] = t;
+  named["dropout_seed"] = HostTensor::scalarInt(
+      ElementType::I64, static_cast<int64_t>(o.dropoutSeed));
+  named["dropout_offset"] = HostTensor::scalarInt(ElementType::I64, 0);
 
   reference::Interpreter interpreter(precision);
   std::vector<double> losses, norms, rates;
@@ -193,6 +286,8 @@ StepResult runReferenceSteps(const StepOptions &o) {
     norms.push_back(out[6].floats[0]);
     rates.push_back(out[7].floats[0]);
     state.step += 1;
+    if (o.onStep)
+      o.onStep(k + 1, losses.back());
   }
 
   SafetensorsFile file;

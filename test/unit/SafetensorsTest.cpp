@@ -99,6 +99,24 @@ TEST(Safetensors, WriterRejectsDataNotMatchingShape) {
                SafetensorsError);
 }
 
+TEST(Safetensors, IntValuesWidenIntegersAndRefuseBoolAndFloats) {
+  SafetensorsTensor i8{"I8", {2}, {0xff, 0x05}};
+  EXPECT_EQ(ls2c::intValues(i8, "x"), (std::vector<int64_t>{-1, 5}));
+  SafetensorsTensor u8{"U8", {2}, {0xff, 0x05}};
+  EXPECT_EQ(ls2c::intValues(u8, "x"), (std::vector<int64_t>{255, 5}));
+  for (const SafetensorsTensor &t :
+       {SafetensorsTensor{"BOOL", {4}, std::vector<uint8_t>(4)},
+        SafetensorsTensor{"F32", {1}, std::vector<uint8_t>(4)}}) {
+    try {
+      ls2c::intValues(t, "ids");
+      FAIL() << t.dtype << " accepted";
+    } catch (const SafetensorsError &e) {
+      EXPECT_EQ(std::string(e.what()),
+                "ids: dtype " + t.dtype + " where an integer dtype is required");
+    }
+  }
+}
+
 TEST(Safetensors, RejectsMalformedFiles) {
   std::string p = tempPath("malformed.safetensors");
   std::ofstream(p, std::ios::binary) << "abc";

@@ -96,10 +96,12 @@ int runStep(const std::vector<std::string> &args) {
   StepOptions options;
   if (std::string error = parse(args, options); !error.empty())
     return usageError(error);
+  options.onStep = [](int64_t step, double loss) {
+    std::printf("step %lld loss %.17g\n", static_cast<long long>(step), loss);
+    std::fflush(stdout);
+  };
   try {
-    StepResult r = runReferenceSteps(options);
-    for (size_t k = 0; k < r.losses.size(); ++k)
-      std::printf("step %zu loss %.17g\n", k + 1, r.losses[k]);
+    runReferenceSteps(options);
     std::printf("wrote %s\n", options.output.c_str());
     return kExitOk;
   } catch (const TrainError &e) {

@@ -41,8 +41,9 @@ struct SafetensorsTensor {
 /// SafetensorsError naming `what` for any other dtype.
 std::vector<double> floatValues(const SafetensorsTensor &tensor,
                                 const std::string &what);
-/// A tensor's values as int64: I64, I32, I16, I8, U8 or BOOL. Throws
-/// SafetensorsError naming `what` for any other dtype.
+/// A tensor's values as int64: I64, I32, I16, I8 or U8. Throws
+/// SafetensorsError naming `what` for any other dtype, BOOL included (ids,
+/// positions, labels and offsets are integers, not flags).
 std::vector<int64_t> intValues(const SafetensorsTensor &tensor,
                                const std::string &what);
 /// An "F64" or "F32" tensor (rounded to nearest) holding `values`.

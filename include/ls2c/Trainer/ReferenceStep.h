@@ -11,8 +11,10 @@
 //           nothing else (buffers such as sinusoidal tables are computed).
 //   batch   every input of @forward by name except dropout_seed and
 //           dropout_offset: token ids, positions, cu_seqlens, labels as
-//           integer dtypes (I64, I32, ...), ViT pixels as F32 or F64; shapes
-//           as the graph takes them (packed sequences, docs/dialect.md).
+//           integer dtypes (I64, I32, I16, I8, U8), ViT pixels as F32 or
+//           F64; shapes as the graph takes them (packed sequences,
+//           docs/dialect.md; ViT: cu_seqlens [0, n, 2n, ...], one sequence
+//           of n = num_patches + 1 tokens per image).
 //   output  F64 tensors: "loss" [K] (each step's loss, before its update),
 //           "grad_norm" [K] (global norm of the unscaled gradients, before
 //           clipping), "lr" [K] (the learning rate each update used),
@@ -25,6 +27,7 @@
 #define LS2C_TRAINER_REFERENCESTEP_H
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,16 +41,23 @@ struct StepOptions {
   int64_t steps = 1;        ///< train steps, >= 1
   bool f64 = false;         ///< every float op in double (else as the IR's types)
   uint64_t dropoutSeed = 0; ///< Philox seed; step k uses dropout offset k
+  /// Called after each step with its number (1-based) and loss, if set.
+  std::function<void(int64_t step, double loss)> onStep;
 };
 
 struct StepResult {
   std::vector<double> losses; ///< one per step
 };
 
-/// Runs the steps and writes `output`. Throws TrainError (declared in
-/// Trainer.h) naming the file and tensor for a bad description, a missing,
-/// extra, misshapen, mistyped or non-finite parameter, a missing or
-/// unknown batch input, or a batch the graph rejects.
+/// Runs the steps and writes `output`. Both files are read and checked
+/// before the train state is allocated, the parameters before the model is
+/// compiled. Throws TrainError (declared
+/// in Trainer.h) naming the file and tensor for a bad description, a
+/// missing, extra, misshapen, mistyped or non-finite parameter, a missing,
+/// unknown, mistyped or non-finite batch input, one over the bounds the
+/// model is compiled for (ls2.max_shape from max_batch_tokens; sequences of
+/// at most max_seq_len), ViT cu_seqlens other than one sequence of
+/// num_patches + 1 tokens per image, or a batch the graph rejects.
 StepResult runReferenceSteps(const StepOptions &options);
 
 } // namespace ls2c

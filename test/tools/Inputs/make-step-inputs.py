@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tiny-gpt inputs for `ls2c step` into DIR: a valid model.json, params and batch
 (from test/oracle/run_oracle.py's generators), and one broken copy per rule the command
-enforces. Usage: make-step-inputs.py SRC_ROOT DIR"""
+enforces; the same for tiny-vit as vit-*. Usage: make-step-inputs.py SRC_ROOT DIR"""
 import json
 import os
 import sys
@@ -40,3 +40,28 @@ variant("batch-float-ids", dict(batch, input_ids=batch["input_ids"].astype(np.fl
 bad_cu = dict(batch)
 bad_cu["cu_seqlens"] = np.array([0, 3, 2], np.int32)
 variant("batch-cu-seqlens", bad_cu)
+variant("batch-bool-ids", dict(batch, input_ids=batch["input_ids"] % 2 == 1))
+
+
+def packed_batch(lengths):
+    ids, pos, cu = ro.packed(lengths, rng, 0, c["vocab"])
+    return dict(input_ids=ids, position_ids=pos, cu_seqlens=cu, labels=ids)
+
+
+variant("batch-tokens", packed_batch([32] * 9))  # 288 tokens, max_batch_tokens 256
+variant("batch-long-seq", packed_batch([5, 33]))  # max_seq_len 32
+
+# tiny-vit: 3 images of 16 patches + the class token = 17 tokens each.
+vd = ro.description(os.path.join(root, "examples", "tiny-vit.json"))
+vc = jm.config(vd)
+vbatch = ro.batch(vc, rng)
+json.dump(vd, open(os.path.join(out, "vit.json"), "w"))
+save_file(ro.parameters(vc, rng), os.path.join(out, "vit-params.safetensors"))
+save_file(vbatch, os.path.join(out, "vit-batch.safetensors"))
+variant("vit-batch-cu-seqlens", dict(vbatch, cu_seqlens=np.array([0, 20, 34, 51], np.int32)))
+nan_pixels = vbatch["pixels"].copy()
+nan_pixels[1, 0, 2, 3] = np.nan
+variant("vit-batch-nan", dict(vbatch, pixels=nan_pixels))
+variant("vit-batch-images", dict(  # 17 images, max_batch_tokens 272 allows 16
+    pixels=np.zeros((17, 1, 28, 28), np.float32), labels=np.zeros(17, np.int32),
+    cu_seqlens=(np.arange(18) * 17).astype(np.int32)))
