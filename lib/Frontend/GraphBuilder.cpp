@@ -93,9 +93,10 @@ Value GraphBuilder::linear(Value x, StringRef weight, StringRef bias,
   int64_t out = outIn ? wt.getDimSize(0) : wt.getDimSize(1);
   auto resultType = tensorType(x).clone(
       {tensorType(x).getDimSize(0), out});
-  Value y = b.create<MatmulOp>(location, resultType, x, w,
-                               /*transpose_a=*/false, /*transpose_b=*/outIn,
-                               /*acc_type=*/nullptr);
+  Value y = b.create<MatmulOp>(location, resultType, /*bias_grad=*/Type(), x,
+                               w, /*bias=*/Value(), /*transpose_a=*/false,
+                               /*transpose_b=*/outIn, /*acc_type=*/nullptr)
+                .getResult();
   if (bias.empty())
     return y;
   return add(y, broadcastLike(param(bias), y, {1}));

@@ -262,7 +262,8 @@ const HostTensor &Frame::get(Operation *user, Value value) const {
         break;
       }
     }
-    return tensors[value] = std::move(t);
+    decoded.push_back(std::move(t));
+    return decoded.back();
   }
   auto it = tensors.find(value);
   if (it == tensors.end())

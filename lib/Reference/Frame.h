@@ -17,6 +17,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/Twine.h"
 
+#include <list>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,9 @@ public:
   /// it from there, so a buffer overwritten while live changes the results.
   /// Fails naming `op` when the tensor does not fit.
   void storeInArena(mlir::Operation *op, mlir::Value value, int64_t offset);
+  /// Frees the copies get() decoded from the arena; call between top-level
+  /// ops (each read decodes afresh, so a clobbered buffer shows).
+  void releaseDecoded() { decoded.clear(); }
 
 private:
   struct ArenaSlot {
@@ -102,7 +106,10 @@ private:
     std::vector<int64_t> shape;
   };
   Precision precision;
-  mutable llvm::DenseMap<mlir::Value, HostTensor> tensors;
+  llvm::DenseMap<mlir::Value, HostTensor> tensors;
+  /// Arena values decoded by get() for the op being run; a list, so every
+  /// reference get() returned stays valid until releaseDecoded().
+  mutable std::list<HostTensor> decoded;
   llvm::DenseMap<mlir::Value, int64_t> indices;
   std::vector<uint8_t> arena;
   llvm::DenseMap<mlir::Value, ArenaSlot> slots;

@@ -207,6 +207,7 @@ Interpreter::run(func::FuncOp function,
         for (auto [r, offset] : llvm::zip(op.getResults(), offsets.asArrayRef()))
           if (offset >= 0)
             frame.storeInArena(&op, r, offset);
+      frame.releaseDecoded();
     } catch (const InterpreterError &) {
       throw;
     } catch (const std::exception &e) {

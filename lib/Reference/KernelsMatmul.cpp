@@ -17,6 +17,37 @@ namespace ls2c::reference::detail {
 
 using namespace mlir;
 
+namespace {
+
+/// The epilogues: the bias joins the unrounded product (bind rounds once);
+/// the bias gradient sums `a`'s rows in row order, as ls2.reduce_sum over
+/// axis 0 does.
+void addBiasAndBindGradient(ls2::MatmulOp op, const HostTensor &a,
+                            HostTensor &result, Frame &frame) {
+  if (Value biasValue = op.getBias()) {
+    const HostTensor &bias = frame.get(op, biasValue);
+    int64_t n = result.shape.back();
+    if (bias.numElements() != n)
+      fail(op, "bias " + bias.describe() + " does not match the " +
+                   std::to_string(n) + " result columns");
+    for (size_t e = 0; e < result.floats.size(); ++e)
+      result.floats[e] += bias.floats[e % static_cast<size_t>(n)];
+  }
+  frame.bind(op, op.getResult(), std::move(result));
+  if (Value g = op.getBiasGrad()) {
+    int64_t rows = a.shape[0], cols = a.shape[1];
+    HostTensor sum = HostTensor::zeros(
+        elementTypeOf(op, cast<RankedTensorType>(g.getType()).getElementType()),
+        {cols});
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        sum.floats[c] += a.floats[r * cols + c];
+    frame.bind(op, g, std::move(sum));
+  }
+}
+
+} // namespace
+
 void evalMatmul(ls2::MatmulOp op, Frame &frame) {
   const HostTensor &a = frame.get(op, op.getA());
   const HostTensor &b = frame.get(op, op.getB());
@@ -47,10 +78,10 @@ void evalMatmul(ls2::MatmulOp op, Frame &frame) {
   shape.push_back(m);
   shape.push_back(n);
   HostTensor result =
-      HostTensor::zeros(elementTypeOf(op, op.getType().getElementType()), shape);
+      HostTensor::zeros(elementTypeOf(op, op.getResult().getType().getElementType()), shape);
   int64_t batches = product(batch, 0, batch.size());
   if (m == 0 || n == 0 || k == 0 || batches == 0) {
-    frame.bind(op, op.getResult(), std::move(result));
+    addBiasAndBindGradient(op, a, result, frame);
     return;
   }
   int64_t aStride = m * k, bStride = rb == 2 ? 0 : k * n, cStride = m * n;
@@ -76,7 +107,7 @@ void evalMatmul(ls2::MatmulOp op, Frame &frame) {
                   0.0f, fc.data() + i * cStride, in);
     std::copy(fc.begin(), fc.end(), result.floats.begin());
   }
-  frame.bind(op, op.getResult(), std::move(result));
+  addBiasAndBindGradient(op, a, result, frame);
 }
 
 } // namespace ls2c::reference::detail

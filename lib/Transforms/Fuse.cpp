@@ -261,18 +261,26 @@ private:
   /// The merged iteration space of a producer group `a` and a consumer
   /// group `b`, or the reason they cannot share a kernel.
   std::optional<Group> combine(const Group &a, const Group &b, Operation *p,
-                               std::string &why) {
+                               std::string &why, Operation *c = nullptr,
+                               Value edge = Value()) {
     using K = ls2::FusionKind;
     Group m;
     auto loopFits = [](const Group &loop, const Group &red, bool epilogue) {
       return loop.outer == red.outer * red.inner ||
              (epilogue && loop.outer == red.outer);
     };
-    if (a.kind == K::ColumnReduction && cls[p] == OpClass::ColReduce) {
+    if (p && a.kind == K::ColumnReduction && cls[p] == OpClass::ColReduce) {
       why = "a column reduction's result is complete only when its kernel ends";
       return std::nullopt;
     }
     if (a.kind == K::Loop && b.kind == K::Loop) {
+      // A concat reads each element of each operand once: the loop over its
+      // output computes the producers of its operands too.
+      if (c && isa<ls2::ConcatOp>(c) && edge && a.outer == numel(edge) &&
+          b.outer >= a.outer) {
+        m = b;
+        return m;
+      }
       if (a.outer != b.outer) {
         why = "loops over " + std::to_string(a.outer) + " and " +
               std::to_string(b.outer) + " elements";
@@ -331,15 +339,23 @@ private:
           if (pos.count(u) && pos[u] <= limit && seen.insert(u).second)
             stack.push_back(u);
     };
-    // Start outside both groups: a's direct edges into b are what fuses.
+    // Start outside both groups: a's direct edges into b (through views,
+    // which launch nothing) are what fuses.
+    std::function<void(Value)> startFrom = [&](Value r) {
+      for (Operation *u : r.getUsers()) {
+        if (isView(u)) {
+          startFrom(u->getResult(0));
+          continue;
+        }
+        int g = groupOfOp(u);
+        if (g != a && g != b && pos.count(u) && pos[u] <= limit &&
+            seen.insert(u).second)
+          stack.push_back(u);
+      }
+    };
     for (Operation *op : groups[a].ops)
       for (Value r : op->getResults())
-        for (Operation *u : r.getUsers()) {
-          int g = groupOfOp(u);
-          if (g != a && g != b && pos.count(u) && pos[u] <= limit &&
-              seen.insert(u).second)
-            stack.push_back(u);
-        }
+        startFrom(r);
     while (!stack.empty()) {
       Operation *op = stack.back();
       stack.pop_back();
@@ -364,7 +380,7 @@ private:
     if (a == b)
       return;
     std::string why;
-    std::optional<Group> m = combine(groups[a], groups[b], p, why);
+    std::optional<Group> m = combine(groups[a], groups[b], p, why, c, edge);
     if (!m) {
       refuse(p, c, why);
       return;
@@ -408,7 +424,7 @@ private:
           continue;
         int other = it->second;
         std::string why;
-        if (!combine(groups[other], groups[g], op, why) ||
+        if (!combine(groups[other], groups[g], /*p=*/nullptr, why) ||
             createsCycle(other, g)) {
           refuse(op, op, "sibling column reductions not fused: " +
                              (why.empty() ? std::string("a path between them") : why));
@@ -534,6 +550,21 @@ private:
       r.replaceUsesWithIf(n, [&](OpOperand &u) {
         return !memberSet.contains(u.getOwner());
       });
+    // The originals go: first their operand uses, then the top-level views
+    // only they read (now cloned inside), then the ops themselves.
+    for (Operation *op : members)
+      op->dropAllReferences();
+    std::function<void(Value)> eraseDeadViews = [&](Value v) {
+      for (Operation *u : llvm::make_early_inc_range(v.getUsers()))
+        if (!memberSet.contains(u) && isView(u)) {
+          eraseDeadViews(u->getResult(0));
+          if (u->use_empty())
+            u->erase();
+        }
+    };
+    for (Operation *op : members)
+      for (Value r : op->getResults())
+        eraseDeadViews(r);
     for (Operation *op : llvm::reverse(members))
       op->erase();
     std::string name = labelOf(real) + "_" + std::to_string(index);
@@ -567,6 +598,7 @@ private:
     for (Operation &op : llvm::make_early_inc_range(block))
       if (clonable.contains(&op) && !isa<ls2::ConstantOp>(op) && !op.use_empty())
         made.push_back(materialize({&op}, ls2::FusionKind::Loop, 0, index++));
+    attachEpilogues(block, made);
     // Dead views and sizes left behind.
     for (changed = true; changed;) {
       changed = false;
@@ -599,6 +631,91 @@ private:
       for (const std::string &r : refusals)
         llvm::outs() << "  not fused: " << r << "\n";
     }
+  }
+
+  /// A loop group that only adds a row-broadcast bias to a GEMM's result,
+  /// and a column group that only sums the rows of a weight-gradient GEMM's
+  /// `a`, become that GEMM's cuBLASLt epilogues (bias, BGRADA): one launch
+  /// fewer each.
+  void attachEpilogues(Block &block, SmallVector<ls2::FusionOp> &made) {
+    auto bodyOps = [](ls2::FusionOp f) {
+      SmallVector<Operation *> ops;
+      for (Operation &op : f.getBody().front().without_terminator())
+        if (!isa<ls2::ConstantOp>(op))
+          ops.push_back(&op);
+      return ops;
+    };
+    auto rebuild = [&](ls2::MatmulOp m, Value bias, Type biasGrad) {
+      OpBuilder b(m);
+      auto n = b.create<ls2::MatmulOp>(
+          m.getLoc(), m.getResult().getType(), biasGrad, m.getA(), m.getB(),
+          bias ? bias : m.getBias(), m.getTransposeA(), m.getTransposeB(),
+          m.getAccTypeAttr());
+      m.getResult().replaceAllUsesWith(n.getResult());
+      if (m.getBiasGrad())
+        m.getBiasGrad().replaceAllUsesWith(n.getBiasGrad());
+      m.erase();
+      return n;
+    };
+    SmallVector<ls2::FusionOp> kept;
+    for (ls2::FusionOp f : made) {
+      SmallVector<Operation *> ops = bodyOps(f);
+      Block &body = f.getBody().front();
+      auto yield = cast<ls2::YieldOp>(body.getTerminator());
+      bool attached = false;
+      if (f.getKind() == ls2::FusionKind::Loop && ops.size() == 2 &&
+          f.getNumResults() == 1) {
+        auto bc = dyn_cast<ls2::BroadcastOp>(ops[0]);
+        auto add = dyn_cast<ls2::AddOp>(ops[1]);
+        if (bc && add && yield.getValues()[0] == add.getResult()) {
+          Value x = add.getLhs() == bc.getResult() ? add.getRhs() : add.getLhs();
+          auto xArg = dyn_cast<BlockArgument>(x);
+          auto biasArg = dyn_cast<BlockArgument>(bc.getInput());
+          auto xType = cast<RankedTensorType>(x.getType());
+          if (xArg && biasArg && xArg.getOwner() == &body &&
+              biasArg.getOwner() == &body &&
+              cast<RankedTensorType>(biasArg.getType()).getRank() == 1 &&
+              bc.getDims().size() == 1 && bc.getDims()[0] == xType.getRank() - 1 &&
+              x.getType() == f.getResult(0).getType()) {
+            Value gemm = f.getInputs()[xArg.getArgNumber()];
+            auto m = gemm.getDefiningOp<ls2::MatmulOp>();
+            if (m && gemm == m.getResult() && !m.getBias() && gemm.hasOneUse()) {
+              ls2::MatmulOp n = rebuild(m, f.getInputs()[biasArg.getArgNumber()],
+                                        m.getBiasGrad() ? m.getBiasGrad().getType()
+                                                        : Type());
+              f.getResult(0).replaceAllUsesWith(n.getResult());
+              attached = true;
+            }
+          }
+        }
+      }
+      if (f.getKind() == ls2::FusionKind::ColumnReduction && ops.size() == 1 &&
+          f.getNumResults() == 1) {
+        auto sum = dyn_cast<ls2::ReduceSumOp>(ops[0]);
+        auto arg = sum ? dyn_cast<BlockArgument>(sum.getInput()) : BlockArgument();
+        if (sum && arg && !sum.getKeepDims() && sum.getAxes().size() == 1 &&
+            sum.getAxes()[0] == 0 &&
+            cast<RankedTensorType>(arg.getType()).getRank() == 2 &&
+            yield.getValues()[0] == sum.getResult()) {
+          Value rows = f.getInputs()[arg.getArgNumber()];
+          for (Operation *u : rows.getUsers()) {
+            auto m = dyn_cast<ls2::MatmulOp>(u);
+            if (!m || m.getA() != rows || !m.getTransposeA() || m.getBiasGrad())
+              continue;
+            ls2::MatmulOp n = rebuild(m, Value(), f.getResult(0).getType());
+            f.getResult(0).replaceAllUsesWith(n.getBiasGrad());
+            attached = true;
+            break;
+          }
+        }
+      }
+      if (attached)
+        f.erase();
+      else
+        kept.push_back(f);
+    }
+    made = std::move(kept);
+    (void)block;
   }
 
   /// Topological order of the block, each op as early as its original

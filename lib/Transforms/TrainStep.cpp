@@ -253,10 +253,23 @@ TrainStepPass::buildAccumulate(ModuleOp module, func::FuncOp fb,
   Value master = entry->getArgument(0), gradients = entry->getArgument(1);
 
   IRMapping map;
+  // fp16/bf16 compute copies: one cast of the whole master workspace (one
+  // kernel), whose slices are views, rather than a cast per parameter.
+  Type computeType;
+  bool oneComputeType = true;
+  for (const WorkspaceSlot &slot : ws.slots) {
+    Type t = params.at(slot.spec->name).type.getElementType();
+    oneComputeType &= !computeType || t == computeType;
+    computeType = t;
+  }
+  Value computeCopy = master;
+  if (computeType && oneComputeType && computeType != f32)
+    computeCopy = buildCast(b, loc, master, computeType);
   for (const WorkspaceSlot &slot : ws.slots) {
     const ParamInfo &p = params.at(slot.spec->name);
-    Value v = x.reshape(x.slice(master, slot.offset, slot.offset + slot.numel),
-                        p.type.getShape());
+    Value v = x.reshape(
+        x.slice(computeCopy, slot.offset, slot.offset + slot.numel),
+        p.type.getShape());
     map.map(fb.getArgument(p.argIndex),
             buildCast(b, loc, v, p.type.getElementType()));
   }

@@ -251,7 +251,7 @@ def LS2_ReduceSumOp : LS2_ReduceOp<"reduce_sum", "sum">;
 def LS2_ReduceMaxOp : LS2_ReduceOp<"reduce_max", "maximum">;
 
 def LS2_MatmulOp : LS2_Op<"matmul", [Pure, LS2_VJP]> {
-  let summary = "batched matrix product with transpose flags";
+  let summary = "batched matrix product with transpose flags and epilogues";
   let description = [{
     `a` is [..., M, K] (or [..., K, M] with `transpose_a`), `b` is [..., K, N]
     (or [..., N, K] with `transpose_b`). Leading batch dims of a and b are
@@ -261,13 +261,26 @@ def LS2_MatmulOp : LS2_Op<"matmul", [Pure, LS2_VJP]> {
 
       %y = ls2.matmul %x, %w {transpose_b}
              : tensor<?x768xf16>, tensor<3072x768xf16> -> tensor<?x3072xf16>
+
+    Epilogues (cuBLASLt's, attached by ls2-fuse; the frontend and autodiff
+    never make them):
+      `bias(%b : tensor<Nxf16>)` adds b[n] to every row of the f32
+        accumulator before the result is rounded (CUBLASLT_EPILOGUE_BIAS);
+      a second result `bias_grad` [M'] (rank-2 `a` with `transpose_a`, so
+        the product is aᵀ·b over a's rows) is the sum of a over its rows,
+        accumulated in f32 in row order (CUBLASLT_EPILOGUE_BGRADA): the bias
+        gradient computed with the weight gradient.
   }];
   let arguments = (ins LS2_FloatTensor:$a, LS2_FloatTensor:$b,
+                       Optional<LS2_FloatTensor>:$bias,
                        UnitAttr:$transpose_a, UnitAttr:$transpose_b,
                        OptionalAttr<TypeAttr>:$acc_type);
-  let results = (outs LS2_FloatTensor:$result);
-  let assemblyFormat = "$a `,` $b attr-dict `:` type($a) `,` type($b) `->` "
-                       "type($result)";
+  let results = (outs LS2_FloatTensor:$result,
+                      Optional<LS2_FloatTensor>:$bias_grad);
+  let assemblyFormat = [{
+    $a `,` $b (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict `:` type($a)
+    `,` type($b) `->` type($result) (`,` type($bias_grad)^)?
+  }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The accumulation type: acc_type when given, else f32.

@@ -211,6 +211,9 @@ RankedTensorType matmulType(Value x, Value y, bool ta, bool tb) {
 //        flattened rows when a is not transposed.
 LogicalResult MatmulOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                  SmallVectorImpl<Value> &operandGrads) {
+  if (getBias() || getBiasGrad())
+    return emitOpError("has a cuBLASLt epilogue; differentiate before ls2-fuse "
+                       "attaches epilogues");
   if (noResultGrads(*this, resultGrads, operandGrads))
     return success();
   Location loc = getLoc();
@@ -220,10 +223,11 @@ LogicalResult MatmulOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
   TypeAttr acc = getAccTypeAttr();
   int64_t ra = aType.getRank(), rb = bType.getRank();
   Value g = castTo(b, loc, resultGrads[0],
-                   getType().clone(aType.getElementType()));
+                   cast<RankedTensorType>(getResult().getType()).clone(aType.getElementType()));
   auto matmul = [&](Value x, Value y, bool tx, bool ty) -> Value {
-    return b.create<MatmulOp>(loc, matmulType(x, y, tx, ty), x, y, tx, ty,
-                              acc);
+    return b.create<MatmulOp>(loc, matmulType(x, y, tx, ty), Type(), x, y,
+                              Value(), tx, ty, acc)
+        .getResult();
   };
   auto swapLastTwo = [&](Value value) -> Value {
     int64_t rank = tensorType(value).getRank();
@@ -268,8 +272,10 @@ LogicalResult MatmulOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
     Value x = tb ? g : a, y = tb ? a : g;
     bool tx = tb ? true : !ta, ty = tb ? ta : false;
     Type f32 = b.getF32Type();
-    Value perBatch = b.create<MatmulOp>(
-        loc, matmulType(x, y, tx, ty).clone(f32), x, y, tx, ty, acc);
+    Value perBatch =
+        b.create<MatmulOp>(loc, matmulType(x, y, tx, ty).clone(f32), Type(), x,
+                           y, Value(), tx, ty, acc)
+            .getResult();
     db = castTo(b, loc,
                 b.create<ReduceSumOp>(loc, perBatch, iotaDims(ra - 2)),
                 bType);

@@ -175,7 +175,7 @@ LogicalResult ReshapeOp::verify() {
 }
 
 LogicalResult MatmulOp::verify() {
-  auto a = getA().getType(), b = getB().getType(), c = getType();
+  auto a = getA().getType(), b = getB().getType(), c = cast<RankedTensorType>(getResult().getType());
   if (a.getRank() < 2 || b.getRank() < 2)
     return emitOpError("operands must have rank >= 2, got ")
            << a << " and " << b;
@@ -214,6 +214,20 @@ LogicalResult MatmulOp::verify() {
     return emitOpError("result shape ")
            << shapeToString(c.getShape()) << " must be "
            << shapeToString(expected);
+  if (Value bias = getBias()) {
+    auto t = cast<RankedTensorType>(bias.getType());
+    if (t.getRank() != 1 || !dimsCompatible(t.getDimSize(0), n))
+      return emitOpError("bias must be [N] = ")
+             << shapeToString({n}) << ", got " << t;
+  }
+  if (Value g = getBiasGrad()) {
+    auto t = cast<RankedTensorType>(g.getType());
+    if (ra != 2 || !getTransposeA())
+      return emitOpError("bias_grad needs a rank-2 a with transpose_a");
+    if (t.getRank() != 1 || !dimsCompatible(t.getDimSize(0), m))
+      return emitOpError("bias_grad must be [M] = ")
+             << shapeToString({m}) << ", got " << t;
+  }
   return success();
 }
 
