@@ -274,6 +274,12 @@ private:
       return std::nullopt;
     }
     if (a.kind == K::Loop && b.kind == K::Loop) {
+      // A single value (a learning rate, a clipping coefficient) costs
+      // nothing to compute in every thread of the loop that reads it.
+      if (a.outer == 1) {
+        m = b;
+        return m;
+      }
       // A concat reads each element of each operand once: the loop over its
       // output computes the producers of its operands too.
       if (c && isa<ls2::ConcatOp>(c) && edge && a.outer == numel(edge) &&
@@ -589,21 +595,41 @@ private:
         if (!clonable.contains(&op) || isa<ls2::ConstantOp>(op))
           continue;
         if (op.use_empty()) {
+          clonable.erase(&op); // its address may be reused by a new op
           op.erase();
           changed = true;
           continue;
         }
       }
     }
-    for (Operation &op : llvm::make_early_inc_range(block))
-      if (clonable.contains(&op) && !isa<ls2::ConstantOp>(op) && !op.use_empty())
-        made.push_back(materialize({&op}, ls2::FusionKind::Loop, 0, index++));
+    // Only the clonable values such an op reads (the roots) are written to
+    // memory, by one loop per element count; what they are computed from is
+    // cloned into that loop.
+    std::function<bool(Value)> readOutside = [&](Value v) {
+      for (Operation *u : v.getUsers()) {
+        if (isView(u) ? readOutside(u->getResult(0)) : !clonable.contains(u))
+          return true;
+      }
+      return false;
+    };
+    std::map<int64_t, SmallVector<Operation *>> roots;
+    for (Operation &op : block)
+      if (clonable.contains(&op) && !isa<ls2::ConstantOp>(op) &&
+          llvm::any_of(op.getResults(), readOutside))
+        roots[numel(op.getResult(0))].push_back(&op);
+    for (auto &[elements, ops] : roots) {
+      for (Operation *op : ops)
+        clonable.erase(op); // materialize erases it; its address may be reused
+      made.push_back(materialize(ops, ls2::FusionKind::Loop, 0, index++));
+    }
     attachEpilogues(block, made);
     // Dead views and sizes left behind.
     for (changed = true; changed;) {
       changed = false;
       for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
-        if (op.use_empty() && (isView(&op) || isa<ls2::DimOp, ls2::ConstantOp>(op))) {
+        if (op.use_empty() && (isView(&op) || clonable.contains(&op) ||
+                               isa<ls2::DimOp, ls2::ConstantOp>(op))) {
+          clonable.erase(&op);
           op.erase();
           changed = true;
         }
