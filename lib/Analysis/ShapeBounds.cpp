@@ -5,6 +5,7 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/ErrorHandling.h"
 
 using namespace mlir;
 
@@ -219,13 +220,16 @@ FailureOr<ShapeBounds> ShapeBounds::compute(func::FuncOp function) {
 
 ArrayRef<int64_t> ShapeBounds::shape(Value v) const {
   auto it = shapes.find(v);
-  assert(it != shapes.end() && "value without a shape bound");
+  if (it == shapes.end())
+    llvm::report_fatal_error("ShapeBounds: a value without a bound (the "
+                             "function changed after the bounds were computed)");
   return it->second;
 }
 
 int64_t ShapeBounds::index(Value v) const {
   auto it = indices.find(v);
-  assert(it != indices.end() && "index value without a bound");
+  if (it == indices.end())
+    llvm::report_fatal_error("ShapeBounds: an index value without a bound");
   return it->second;
 }
 

@@ -54,12 +54,21 @@ std::string opName(Operation *op) {
 
 class Fuser {
 public:
-  Fuser(func::FuncOp f, const ShapeBounds &bounds, bool report)
-      : func(f), bounds(bounds), report(report) {}
+  Fuser(func::FuncOp f, bool report, bool rematerialize)
+      : func(f), report(report), rematerialize(rematerialize) {}
 
-  void run() {
+  LogicalResult run() {
     Block &block = func.getBody().front();
     canonicalizeDims(block);
+    markBackward(block);
+    // Bounds of the program as it will be fused (after the copies above).
+    FailureOr<ShapeBounds> computed = ShapeBounds::compute(func);
+    if (failed(computed))
+      return failure();
+    boundsStorage = std::move(*computed);
+    for (Value v : rematerializedValues)
+      rematerializedBytes +=
+          bounds.bytes(v) - bounds.bytes(v.getDefiningOp()->getOperand(0));
     for (Operation &op : block) {
       pos[&op] = static_cast<int>(order.size());
       order.push_back(&op);
@@ -89,6 +98,7 @@ public:
     }
     mergeColumnSiblings();
     materializeAll();
+    return success();
   }
 
 private:
@@ -195,9 +205,165 @@ private:
     }
   }
 
+  /// In a function that computes a loss and its gradients: the ops that
+  /// depend on the backward seed (the `loss_grad` or `loss_scale` argument)
+  /// and the ops only they read.
+  void markBackward(Block &block) {
+    bool hasLoss = false;
+    for (unsigned i = 0; i < func.getNumResults(); ++i) {
+      auto name = func.getResultAttrOfType<StringAttr>(i, "ls2.name");
+      auto kind = func.getResultAttrOfType<StringAttr>(i, "ls2.kind");
+      hasLoss |= (name && name.getValue() == "loss") ||
+                 (kind && kind.getValue() == "loss");
+    }
+    if (!hasLoss)
+      return;
+    llvm::DenseSet<Value> seeds;
+    for (BlockArgument a : block.getArguments()) {
+      auto name = func.getArgAttrOfType<StringAttr>(a.getArgNumber(), "ls2.name");
+      if (name && (name.getValue() == "loss_grad" || name.getValue() == "loss_scale"))
+        seeds.insert(a);
+    }
+    for (Operation &op : block.without_terminator())
+      for (Value v : op.getOperands())
+        if (seeds.contains(v) ||
+            (v.getDefiningOp() && backward.contains(v.getDefiningOp()))) {
+          backward.insert(&op);
+          break;
+        }
+    for (Operation &op : llvm::reverse(block)) {
+      if (backward.contains(&op) || op.use_empty() ||
+          op.hasTrait<OpTrait::IsTerminator>())
+        continue;
+      if (llvm::all_of(op.getUsers(),
+                       [&](Operation *u) { return backward.contains(u); }))
+        backward.insert(&op);
+    }
+    if (!rematerialize)
+      return;
+    recomputeWideValues(block);
+    // A widening cast read by both passes: the backward gets its own copy,
+    // so the forward stores the narrow value (half the bytes) and the
+    // backward widens it again.
+    for (Operation &op : llvm::make_early_inc_range(block)) {
+      auto cast = dyn_cast<ls2::CastOp>(op);
+      if (!cast || backward.contains(&op))
+        continue;
+      auto from = cast.getInput().getType().getElementType();
+      auto to = cast.getResult().getType().getElementType();
+      if (!isa<FloatType>(from) || !isa<FloatType>(to) ||
+          from.getIntOrFloatBitWidth() >= to.getIntOrFloatBitWidth())
+        continue;
+      bool readByBackward = llvm::any_of(
+          op.getUsers(), [&](Operation *u) { return backward.contains(u); });
+      bool readByForward = llvm::any_of(
+          op.getUsers(), [&](Operation *u) { return !backward.contains(u); });
+      if (!readByBackward || !readByForward)
+        continue;
+      OpBuilder b(op.getBlock(), std::next(op.getIterator()));
+      Operation *copy = b.clone(op);
+      op.getResult(0).replaceUsesWithIf(copy->getResult(0), [&](OpOperand &u) {
+        return backward.contains(u.getOwner());
+      });
+      backward.insert(copy);
+      ++rematerialized;
+      rematerializedValues.push_back(cast.getResult());
+    }
+  }
+
+  static bool isCheapForRecompute(Operation *def) {
+    return isa<ls2::AddOp, ls2::SubOp, ls2::MulOp, ls2::DivOp, ls2::MaxOp,
+               ls2::MinOp, ls2::NegOp, ls2::ExpOp, ls2::ErfOp, ls2::TanhOp,
+               ls2::RsqrtOp, ls2::SqrtOp, ls2::CastOp, ls2::BroadcastOp,
+               ls2::SelectOp, ls2::CompareOp, ls2::ReshapeOp, ls2::SliceOp>(def) &&
+           def->getNumResults() == 1;
+  }
+
+  /// Where a recomputation in the backward stops: values that cost nothing
+  /// more to keep (arguments, constants, values the backward reads anyway,
+  /// fp16/bf16 values, reduction results such as a row's mean and rstd).
+  bool isStoredAnyway(Value v) {
+    Operation *def = v.getDefiningOp();
+    if (!def || isa<ls2::ConstantOp, ls2::IotaOp, ls2::RandomUniformOp>(def) ||
+        isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(def))
+      return true;
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!type || (isa<FloatType>(type.getElementType()) &&
+                  type.getElementType().getIntOrFloatBitWidth() < 32))
+      return true;
+    return llvm::any_of(v.getUsers(),
+                        [&](Operation *u) { return backward.contains(u); });
+  }
+
+  /// A forward value the backward can recompute within a few cheap
+  /// elementwise ops from values stored anyway; a chain that would need a
+  /// new wide value (a GEMM's f32 output) is not worth it.
+  bool recomputable(Value v, int depth) {
+    if (depth > 0 && isStoredAnyway(v))
+      return true;
+    Operation *def = v.getDefiningOp();
+    if (!def || !isCheapForRecompute(def) || depth >= 8)
+      return false;
+    return llvm::all_of(def->getOperands(), [&](Value o) {
+      return recomputable(o, depth + 1);
+    });
+  }
+
+  /// Forward f32 values that CSE shares with the backward (a normalized row,
+  /// GELU's 1 + erf) are recomputed there from what is stored anyway,
+  /// instead of being stored in f32 across the passes.
+  void recomputeWideValues(Block &block) {
+    DenseMap<Value, Value> copies; // forward value -> its backward copy
+    std::function<Value(Value, OpBuilder &, int)> copyFor =
+        [&](Value v, OpBuilder &b, int depth) -> Value {
+      if (Value c = copies.lookup(v))
+        return c;
+      Operation *def = v.getDefiningOp();
+      if ((depth > 0 && isStoredAnyway(v)) || !def || backward.contains(def))
+        return v;
+      IRMapping map;
+      for (Value o : def->getOperands())
+        map.map(o, copyFor(o, b, depth + 1));
+      Operation *copy = b.clone(*def, map);
+      backward.insert(copy);
+      ++recomputedOps;
+      copies[v] = copy->getResult(0);
+      return copy->getResult(0);
+    };
+    for (Operation &op : llvm::make_early_inc_range(block)) {
+      if (!backward.contains(&op) || op.hasTrait<OpTrait::IsTerminator>())
+        continue;
+      for (OpOperand &use : op.getOpOperands()) {
+        Value v = use.get();
+        Operation *def = v.getDefiningOp();
+        auto type = dyn_cast<RankedTensorType>(v.getType());
+        if (!def || backward.contains(def) || !type ||
+            !isa<FloatType>(type.getElementType()) ||
+            type.getElementType().getIntOrFloatBitWidth() < 32 ||
+            bounds0Scalar(type) || !recomputable(v, 0))
+          continue;
+        OpBuilder b(&op);
+        Value c = copyFor(v, b, 0);
+        if (c != v)
+          use.set(c);
+      }
+    }
+  }
+
+  static bool bounds0Scalar(RankedTensorType t) {
+    return t.hasStaticShape() && t.getNumElements() <= 1;
+  }
+
+  int64_t recomputedOps = 0;
+  int64_t rematerialized = 0, rematerializedBytes = 0;
+  SmallVector<Value> rematerializedValues; // the forward casts now stored narrow
+
+  llvm::DenseSet<Operation *> backward;
   func::FuncOp func;
-  const ShapeBounds &bounds;
+  ShapeBounds boundsStorage;
+  const ShapeBounds &bounds = boundsStorage;
   bool report;
+  bool rematerialize;
   std::vector<Operation *> order;
   DenseMap<Operation *, int> pos;
   DenseMap<Operation *, OpClass> cls;
@@ -380,6 +546,14 @@ private:
     return false;
   }
 
+  bool mixesPasses(int a, int b) {
+    bool fwd = false, bwd = false;
+    for (int g : {a, b})
+      for (Operation *op : groups[g].ops)
+        (backward.contains(op) ? bwd : fwd) = true;
+    return fwd && bwd;
+  }
+
   bool createsCycle(int a, int b) { return pathOutside(a, b) || pathOutside(b, a); }
 
   void tryMerge(int a, int b, Operation *p, Operation *c, Value edge) {
@@ -389,6 +563,12 @@ private:
     std::optional<Group> m = combine(groups[a], groups[b], p, why, c, edge);
     if (!m) {
       refuse(p, c, why);
+      return;
+    }
+    if (rematerialize && m->kind == ls2::FusionKind::Loop && mixesPasses(a, b)) {
+      refuse(p, c, "a loop would compute backward values during the forward "
+                   "pass and store them until the backward; they are "
+                   "recomputed there from what is saved instead");
       return;
     }
     if (createsCycle(a, b)) {
@@ -654,6 +834,13 @@ private:
           llvm::outs() << " " << n << "x" << k;
         llvm::outs() << "\n";
       }
+      if (rematerialize)
+        llvm::outs() << "  rematerialization: " << recomputedOps
+                     << " forward ops recomputed in the backward, "
+                     << rematerialized
+                     << " widening casts recomputed in the backward, "
+                     << rematerializedBytes
+                     << " bytes fewer saved between the passes\n";
       for (const std::string &r : refusals)
         llvm::outs() << "  not fused: " << r << "\n";
     }
@@ -791,10 +978,8 @@ struct FusePass : ls2c::impl::FuseBase<FusePass> {
     func::FuncOp f = getOperation();
     if (f.isExternal())
       return;
-    FailureOr<ShapeBounds> bounds = ShapeBounds::compute(f);
-    if (failed(bounds))
+    if (failed(Fuser(f, report, rematerialize).run()))
       return signalPassFailure();
-    Fuser(f, *bounds, report).run();
   }
 };
 

@@ -66,6 +66,22 @@ bool operandsClonable(Operation *op,
   return true;
 }
 
+/// One element: a learning rate, a loss, a clipping coefficient.
+bool isScalarOp(Operation *op) {
+  if (op->getNumResults() == 0 ||
+      !isa<ls2::AddOp, ls2::SubOp, ls2::MulOp, ls2::DivOp, ls2::MaxOp,
+           ls2::MinOp, ls2::NegOp, ls2::ExpOp, ls2::LogOp, ls2::TanhOp,
+           ls2::ErfOp, ls2::SqrtOp, ls2::RsqrtOp, ls2::SinOp, ls2::CosOp,
+           ls2::CompareOp, ls2::SelectOp, ls2::CastOp>(op))
+    return false;
+  for (Value r : op->getResults()) {
+    auto t = dyn_cast<RankedTensorType>(r.getType());
+    if (!t || !t.hasStaticShape() || t.getNumElements() != 1)
+      return false;
+  }
+  return true;
+}
+
 bool isReduction(Operation *op) {
   return isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(op);
 }
@@ -90,7 +106,8 @@ OpClass classify(Operation *op, const llvm::DenseSet<Operation *> &clonable) {
     return OpClass::Meta;
   if (isa<ls2::ConstantOp, ls2::IotaOp, ls2::RandomUniformOp>(op))
     return OpClass::Clonable;
-  if (isCheapElementwise(op) && operandsClonable(op, clonable))
+  if ((isCheapElementwise(op) && operandsClonable(op, clonable)) ||
+      isScalarOp(op))
     return OpClass::Clonable;
   if (isReduction(op)) {
     bool all = false;

@@ -5,11 +5,13 @@
 //               slice): at top level a view is an alias of its input (no
 //               launch, no buffer); a group reading one through a view of
 //               its own value clones the view;
-//   Clonable    constants, iota, random_uniform and cheap elementwise ops
+//   Clonable    constants, iota, random_uniform, cheap elementwise ops
 //               whose tensor operands are function arguments (or views of
-//               them) or other clonable values: copied into every group
-//               that reads them (so dropout masks are regenerated, never
-//               stored);
+//               them) or other clonable values, and elementwise ops on
+//               single elements (a loss, a learning rate): copied into every
+//               group that reads them (so dropout masks are regenerated,
+//               never stored, and no scalar ties unrelated kernels
+//               together);
 //   Elementwise elementwise, broadcast and injective ops (transpose,
 //               strided slice, concat, gather): the loop part of a kernel;
 //   RowReduce   a reduction over trailing dims [R, H] -> [R];
