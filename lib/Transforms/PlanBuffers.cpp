@@ -96,9 +96,11 @@ struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
           continue;
         if (fusion::isView(&op)) {
           auto it = place.find(op.getOperand(0));
-          if (it != place.end())
-            place[r] = {it->second.buffer,
-                        it->second.offset + fusion::viewByteOffset(&op)};
+          if (it != place.end()) {
+            // Copied first: inserting into the map may move its entries.
+            Place base = it->second;
+            place[r] = {base.buffer, base.offset + fusion::viewByteOffset(&op)};
+          }
           continue; // a view of an argument: not in the arena
         }
         if (returned.contains(r))
