@@ -97,6 +97,7 @@ public:
       }
     }
     mergeColumnSiblings();
+    mergeColumnNeighbours();
     materializeAll();
     return success();
   }
@@ -494,11 +495,10 @@ private:
   }
 
   /// True when an op outside groups `a` and `b` lies on a path from `a` to
-  /// `b`: fusing them would make the program cyclic.
+  /// `b`: fusing them would make the program cyclic. (No pruning by program
+  /// position: a group that holds early and late ops depends on the inputs
+  /// of all of them.)
   bool pathOutside(int a, int b) {
-    int limit = 0;
-    for (Operation *op : groups[b].ops)
-      limit = std::max(limit, pos[op]);
     auto groupOfOp = [&](Operation *op) {
       auto it = groupOf.find(op);
       return it == groupOf.end() ? -1 : it->second;
@@ -508,7 +508,7 @@ private:
     auto pushUsers = [&](Operation *op) {
       for (Value r : op->getResults())
         for (Operation *u : r.getUsers())
-          if (pos.count(u) && pos[u] <= limit && seen.insert(u).second)
+          if (pos.count(u) && seen.insert(u).second)
             stack.push_back(u);
     };
     // Start outside both groups: a's direct edges into b (through views,
@@ -520,8 +520,7 @@ private:
           continue;
         }
         int g = groupOfOp(u);
-        if (g != a && g != b && pos.count(u) && pos[u] <= limit &&
-            seen.insert(u).second)
+        if (g != a && g != b && pos.count(u) && seen.insert(u).second)
           stack.push_back(u);
       }
     };
@@ -625,6 +624,76 @@ private:
         groups[g].ops.clear();
         groups[g].alive = false;
       }
+    }
+  }
+
+  /// A lone row sum of a weight-gradient GEMM's `a`: it becomes that GEMM's
+  /// bias-gradient epilogue (attachEpilogues), so it stays alone.
+  bool isBiasGradCandidate(const Group &g) {
+    if (g.ops.size() != 1)
+      return false;
+    auto sum = dyn_cast<ls2::ReduceSumOp>(g.ops.front());
+    if (!sum || sum.getAxes().size() != 1 || sum.getAxes()[0] != 0)
+      return false;
+    return llvm::any_of(sum.getInput().getUsers(), [&](Operation *u) {
+      auto m = dyn_cast<ls2::MatmulOp>(u);
+      return m && m.getA() == sum.getInput() && m.getTransposeA();
+    });
+  }
+
+  /// True when a member of group `g` reads a value group `h` computes
+  /// (directly or through views).
+  bool readsFrom(int g, int h) {
+    for (Operation *op : groups[g].ops)
+      for (Value v : op->getOperands()) {
+        Operation *def = v.getDefiningOp();
+        while (def && isView(def))
+          def = def->getOperand(0).getDefiningOp();
+        auto it = def ? groupOf.find(def) : groupOf.end();
+        if (it != groupOf.end() && it->second == h)
+          return true;
+      }
+    return false;
+  }
+
+  /// Column reductions over the same [N, H] that the program computes
+  /// close together (a layer norm's dgamma and dbeta, read from different
+  /// tensors) share one kernel with an accumulator each, when no other
+  /// kernel lies between them. Closeness (kNeighbourOps ops apart) keeps
+  /// the merge from delaying a reduction and stretching its inputs' lives.
+  static constexpr int kNeighbourOps = 24;
+  void mergeColumnNeighbours() {
+    std::map<std::tuple<int64_t, int64_t>, int> open;
+    for (Operation *op : order) {
+      auto it = groupOf.find(op);
+      if (it == groupOf.end())
+        continue;
+      int g = it->second;
+      Group &group = groups[g];
+      if (!group.alive || group.kind != ls2::FusionKind::ColumnReduction ||
+          group.ops.front() != op || isBiasGradCandidate(group))
+        continue;
+      auto key = std::make_tuple(group.outer, group.inner);
+      auto [slot, inserted] = open.insert({key, g});
+      if (inserted || slot->second == g)
+        continue;
+      int other = slot->second;
+      int otherEnd = 0;
+      for (Operation *m : groups[other].ops)
+        otherEnd = std::max(otherEnd, pos[m]);
+      if (!groups[other].alive || pos[op] - otherEnd > kNeighbourOps ||
+          readsFrom(g, other) || readsFrom(other, g) || createsCycle(other, g)) {
+        slot->second = g;
+        continue;
+      }
+      Group &into = groups[other];
+      into.savedBytes += group.savedBytes;
+      for (Operation *m : group.ops) {
+        groupOf[m] = other;
+        into.ops.push_back(m);
+      }
+      group.ops.clear();
+      group.alive = false;
     }
   }
 
@@ -824,8 +893,10 @@ private:
           if (!isa<ls2::YieldOp>(op))
             histogram[op->getName().stripDialect().str()]++;
         });
-        llvm::outs() << "  group " << f.getGroupName() << " "
-                     << ls2::stringifyFusionKind(f.getKind()) << ": "
+        llvm::outs() << "  group " << f.getGroupName();
+        if (auto scope = dyn_cast<NameLoc>(f.getLoc()))
+          llvm::outs() << " [" << scope.getName().getValue() << "]";
+        llvm::outs() << " " << ls2::stringifyFusionKind(f.getKind()) << ": "
                      << f.getInputs().size() << " inputs, "
                      << f.getNumResults() << " outputs, saves "
                      << cast<IntegerAttr>(f->getAttr("ls2.bytes_saved")).getInt()
@@ -966,7 +1037,9 @@ private:
         if (--pending[ops[u]] == 0)
           ready.push(u);
     }
-    assert(sorted.size() == ops.size() && "fusion made the program cyclic");
+    if (sorted.size() != ops.size())
+      llvm::report_fatal_error("ls2-fuse made the program cyclic (a fusion "
+                               "legality bug)");
     for (Operation *op : sorted)
       op->moveBefore(terminator);
   }

@@ -41,6 +41,10 @@ int64_t viewByteOffset(Operation *view) {
   return static_cast<int64_t>(slice.getStart()) * row * bytes;
 }
 
+bool isArgumentConversion(Operation *op) {
+  return isa<ls2::CastOp>(op) && isa<BlockArgument>(op->getOperand(0));
+}
+
 namespace {
 
 /// Elementwise ops worth recomputing in each consumer instead of storing.
@@ -60,6 +64,8 @@ bool operandsClonable(Operation *op,
       v = def->getOperand(0);
       def = v.getDefiningOp();
     }
+    if (def && isArgumentConversion(def))
+      continue; // written once, then read like an argument
     if (def && !clonable.contains(def))
       return false;
   }
@@ -106,7 +112,12 @@ OpClass classify(Operation *op, const llvm::DenseSet<Operation *> &clonable) {
     return OpClass::Meta;
   if (isa<ls2::ConstantOp, ls2::IotaOp, ls2::RandomUniformOp>(op))
     return OpClass::Clonable;
-  if ((isCheapElementwise(op) && operandsClonable(op, clonable)) ||
+  // A conversion of a whole argument (the fp16 compute copy of the master
+  // workspace) is written once and read through views, not redone by every
+  // kernel that reads a parameter.
+  bool convertsArgument = isArgumentConversion(op);
+  if ((isCheapElementwise(op) && !convertsArgument &&
+       operandsClonable(op, clonable)) ||
       isScalarOp(op))
     return OpClass::Clonable;
   if (isReduction(op)) {

@@ -36,6 +36,11 @@ enum class OpClass { Meta, Clonable, Elementwise, RowReduce, ColReduce, Opaque }
 /// every dim after it static): ops that only reinterpret memory.
 bool isView(mlir::Operation *op);
 
+/// A cast of a whole function argument (the fp16/bf16 compute copy of the
+/// master workspace): one kernel writes it, and the ops that read it
+/// through views treat it like an argument.
+bool isArgumentConversion(mlir::Operation *op);
+
 /// The byte offset of a view's result in its input (0 for a reshape).
 int64_t viewByteOffset(mlir::Operation *view);
 

@@ -7,7 +7,8 @@
 
 namespace ls2c {
 
-void addCompilePipeline(mlir::OpPassManager &pm, CompileStage stage) {
+void addCompilePipeline(mlir::OpPassManager &pm, CompileStage stage,
+                        bool fusionReport) {
   if (stage == CompileStage::Forward)
     return;
   pm.addPass(createAutodiff());
@@ -18,7 +19,9 @@ void addCompilePipeline(mlir::OpPassManager &pm, CompileStage stage) {
   // Forward and backward recompute the same statistics (layer norm's mean,
   // softmax's max); one copy lets one kernel produce them.
   pm.addPass(mlir::createCSEPass());
-  pm.addNestedPass<mlir::func::FuncOp>(createFuse());
+  FuseOptions fuse;
+  fuse.report = fusionReport;
+  pm.addNestedPass<mlir::func::FuncOp>(createFuse(fuse));
   if (stage == CompileStage::Fused)
     return;
   pm.addNestedPass<mlir::func::FuncOp>(createPlanBuffers());

@@ -26,13 +26,15 @@ namespace {
 
 constexpr const char *kCompileUsage =
     "usage: ls2c compile MODEL.json [--emit=mlir] "
-    "[--stage=forward|train-step|fused|planned] [--stats] [-o FILE]";
+    "[--stage=forward|train-step|fused|planned] [--stats] [--fusion-report] "
+    "[-o FILE]";
 
 struct CompileOptions {
   std::string model;
   std::string emit;
   std::string stage;
   bool stats = false;
+  bool fusionReport = false;
   std::optional<std::string> output;
 };
 
@@ -46,6 +48,8 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
       o.stage = a.substr(8);
     } else if (a == "--stats") {
       o.stats = true;
+    } else if (a == "--fusion-report") {
+      o.fusionReport = true;
     } else if (a == "--emit" || a == "--stage" || a == "-o") {
       if (i + 1 == args.size())
         return a + " needs a value";
@@ -62,8 +66,8 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
   }
   if (o.model.empty())
     return kCompileUsage;
-  if (o.emit.empty() && !o.stats)
-    return "compile needs --emit=mlir or --stats";
+  if (o.emit.empty() && !o.stats && !o.fusionReport)
+    return "compile needs --emit=mlir, --stats or --fusion-report";
   if (!o.emit.empty() && o.emit != "mlir")
     return "--emit=" + o.emit + " is not supported (allowed: mlir)";
   if (!o.stage.empty() && o.stage != "forward" && o.stage != "train-step" &&
@@ -76,6 +80,8 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
 }
 
 CompileStage stageOf(const CompileOptions &o) {
+  if (o.stage.empty() && o.fusionReport && !o.stats)
+    return CompileStage::Fused;
   if (o.stage == "train-step")
     return CompileStage::TrainStep;
   if (o.stage == "fused")
@@ -152,7 +158,9 @@ int runCompile(const std::vector<std::string> &args) {
                 "--stats compiles to the planned program and prints launches "
                 "per function and\nper layer scope, the arena against its "
                 "lower bound and the estimated peak\ndevice memory of a train "
-                "step at max_batch_tokens.\n");
+                "step at max_batch_tokens. --fusion-report prints every\n"
+                "fusion group (with its layer scope) and every refused fusion "
+                "with its reason.\n");
     return kExitOk;
   }
   CompileOptions options;
@@ -175,7 +183,7 @@ int runCompile(const std::vector<std::string> &args) {
     return kExitInternal;
   }
   mlir::PassManager pm(&context);
-  addCompilePipeline(pm, stageOf(options));
+  addCompilePipeline(pm, stageOf(options), options.fusionReport);
   if (mlir::failed(pm.run(*module))) {
     std::fprintf(stderr, "ls2c: internal error: compiling '%s' failed "
                          "(diagnostics above)\n",

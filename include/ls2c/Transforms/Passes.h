@@ -29,8 +29,10 @@ enum class CompileStage {
   Planned,   ///< + ls2-plan-buffers
 };
 
-/// Adds the passes that take a frontend module to `stage`.
-void addCompilePipeline(mlir::OpPassManager &pm, CompileStage stage);
+/// Adds the passes that take a frontend module to `stage`; with
+/// `fusionReport`, ls2-fuse prints its groups and refusals to stdout.
+void addCompilePipeline(mlir::OpPassManager &pm, CompileStage stage,
+                        bool fusionReport = false);
 
 } // namespace ls2c
 
