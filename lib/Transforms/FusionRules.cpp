@@ -10,12 +10,66 @@ using namespace mlir;
 
 namespace ls2c::fusion {
 
+namespace {
+
+/// True when every reader of `v` is attention or its gradient taking it as
+/// query, key or value (fused attention reads strided operands), directly
+/// or through reshapes that only split the last dim into heads.
+bool readByAttentionOnly(Value v) {
+  if (v.use_empty())
+    return false;
+  for (OpOperand &use : v.getUses()) {
+    Operation *u = use.getOwner();
+    if (auto r = dyn_cast<ls2::ReshapeOp>(u)) {
+      auto in = cast<RankedTensorType>(v.getType());
+      auto out = cast<RankedTensorType>(r.getType());
+      if (out.getRank() < in.getRank() ||
+          in.getShape().drop_back() !=
+              out.getShape().take_front(in.getRank() - 1) ||
+          !readByAttentionOnly(r.getResult()))
+        return false;
+      continue;
+    }
+    if (auto a = dyn_cast<ls2::AttentionOp>(u)) {
+      if (use.getOperandNumber() > 2) // query, key, value come first
+        return false;
+      continue;
+    }
+    if (auto g = dyn_cast<ls2::AttentionGradOp>(u)) {
+      unsigned n = use.getOperandNumber(); // dout, query, key, value, ...
+      if (n < 1 || n > 3)
+        return false;
+      continue;
+    }
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+bool isStridedView(Operation *op) {
+  auto slice = dyn_cast<ls2::SliceOp>(op);
+  if (!slice)
+    return false;
+  auto type = cast<RankedTensorType>(slice.getInput().getType());
+  for (int64_t d = static_cast<int64_t>(slice.getAxis()) + 1; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      return false;
+  bool contiguous = true;
+  for (int64_t d = 0; d < static_cast<int64_t>(slice.getAxis()); ++d)
+    contiguous &= type.getDimSize(d) == 1;
+  return !contiguous && readByAttentionOnly(slice.getResult());
+}
+
 bool isView(Operation *op) {
   if (isa<ls2::ReshapeOp>(op))
     return true;
   auto slice = dyn_cast<ls2::SliceOp>(op);
   if (!slice)
     return false;
+  if (isStridedView(op))
+    return true;
   // Contiguous: every dim before the axis is 1; a static offset: every dim
   // after it is static.
   auto type = cast<RankedTensorType>(slice.getInput().getType());

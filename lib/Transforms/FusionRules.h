@@ -31,10 +31,16 @@ namespace ls2c::fusion {
 
 enum class OpClass { Meta, Clonable, Elementwise, RowReduce, ColReduce, Opaque };
 
-/// True for reshape, and for a slice whose result is one contiguous range
-/// of its input at a static byte offset (every dim before the axis is 1,
-/// every dim after it static): ops that only reinterpret memory.
+/// True for reshape, for a slice whose result is one contiguous range of
+/// its input at a static byte offset (every dim before the axis is 1, every
+/// dim after it static), and for a strided view: ops that only reinterpret
+/// memory.
 bool isView(mlir::Operation *op);
+
+/// A slice along an inner axis (q, k and v of a fused [T, 3H] projection)
+/// read only by attention and its gradient as query, key or value, which
+/// take strided operands: no copy, and no buffer of its own.
+bool isStridedView(mlir::Operation *op);
 
 /// A cast of a whole function argument (the fp16/bf16 compute copy of the
 /// master workspace): one kernel writes it, and the ops that read it

@@ -36,6 +36,7 @@ namespace {
 struct Place {
   int buffer = -1;
   int64_t offset = 0;
+  bool strided = false; ///< a strided view of the buffer: no offset of its own
 };
 
 /// A loop group may write output `r` over input `a` when `a` is read only
@@ -99,7 +100,13 @@ struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
           if (it != place.end()) {
             // Copied first: inserting into the map may move its entries.
             Place base = it->second;
-            place[r] = {base.buffer, base.offset + fusion::viewByteOffset(&op)};
+            // A strided view (and what reshapes it) has no bytes of its
+            // own to place: readers read the base through strides.
+            bool strided = base.strided || fusion::isStridedView(&op);
+            place[r] = {base.buffer,
+                        strided ? 0
+                                : base.offset + fusion::viewByteOffset(&op),
+                        strided};
           }
           continue; // a view of an argument: not in the arena
         }
@@ -120,14 +127,14 @@ struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
         if (auto fusion = dyn_cast<ls2::FusionOp>(op))
           for (auto [i, input] : llvm::enumerate(fusion.getInputs())) {
             auto it = place.find(input);
-            if (it == place.end() || it->second.offset != 0 ||
+            if (it == place.end() || it->second.offset != 0 || it->second.strided ||
                 buffers[it->second.buffer].sizeBytes != b.sizeBytes ||
                 !elementwiseInPlace(fusion, i, r))
               continue;
             b.inPlaceOf = buffers[it->second.buffer].id;
             break;
           }
-        place[r] = {static_cast<int>(buffers.size()), 0};
+        place[r] = {static_cast<int>(buffers.size()), 0, false};
         buffers.push_back(b);
         owner.push_back(r);
       }
@@ -158,9 +165,9 @@ struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
       bool any = false;
       for (Value r : op.getResults()) {
         auto it = place.find(r);
-        int64_t o = it == place.end() ? -1
-                                      : plan.offsets[it->second.buffer] +
-                                            it->second.offset;
+        int64_t o = it == place.end() || it->second.strided
+                        ? -1
+                        : plan.offsets[it->second.buffer] + it->second.offset;
         any |= o >= 0;
         offsets.push_back(o);
       }

@@ -67,3 +67,33 @@ func.func @in_place(%x: tensor<?x64xf32> {ls2.max_shape = array<i64: 16, 64>},
   %s = ls2.reduce_sum %c [0, 1] : tensor<?x64xf32> -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// q, k and v as strided slices of one [T, 3 x 64] projection, read only by
+// attention: they take no buffer of their own (no ls2.offsets) and keep the
+// projection alive until attention has read it.
+// CHECK-LABEL: buffer plan of @strided: 5 buffers
+// CHECK-NEXT: matmul#0: offset {{[0-9]+}}, size 12288, live [0, 7]
+// CHECK-NEXT: attention#0: offset {{[0-9]+}}, size 4096, live [7, 8]
+// CHECK-NEXT: attention#1: offset {{[0-9]+}}, size 256, live [7, 9]
+// IR-LABEL: func.func @strided
+// IR: ls2.matmul {{.*}}ls2.offsets = array<i64: {{[0-9]+}}>
+// IR: ls2.slice %{{[a-z_0-9]+}} {axis = 1 : i64, limit = 64 : i64, start = 0 : i64} : tensor<?x192xf32>
+// IR: ls2.reshape %{{[0-9]+}} : tensor<?x64xf32> -> tensor<?x4x16xf32>
+func.func @strided(%x: tensor<?x64xf32> {ls2.max_shape = array<i64: 16, 64>},
+                   %w: tensor<192x64xf32>,
+                   %cu: tensor<?xi32> {ls2.max_shape = array<i64: 17>}) -> tensor<f32> {
+  %qkv = ls2.matmul %x, %w {transpose_b} : tensor<?x64xf32>, tensor<192x64xf32> -> tensor<?x192xf32>
+  %q = ls2.slice %qkv {axis = 1 : i64, start = 0 : i64, limit = 64 : i64} : tensor<?x192xf32> -> tensor<?x64xf32>
+  %k = ls2.slice %qkv {axis = 1 : i64, start = 64 : i64, limit = 128 : i64} : tensor<?x192xf32> -> tensor<?x64xf32>
+  %v = ls2.slice %qkv {axis = 1 : i64, start = 128 : i64, limit = 192 : i64} : tensor<?x192xf32> -> tensor<?x64xf32>
+  %q3 = ls2.reshape %q : tensor<?x64xf32> -> tensor<?x4x16xf32>
+  %k3 = ls2.reshape %k : tensor<?x64xf32> -> tensor<?x4x16xf32>
+  %v3 = ls2.reshape %v : tensor<?x64xf32> -> tensor<?x4x16xf32>
+  %o, %lse = ls2.attention %q3, %k3, %v3, %cu, %cu : tensor<?x4x16xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4x16xf32>, tensor<?x4xf32>
+  %s = ls2.reduce_sum %o [0, 1, 2] : tensor<?x4x16xf32> -> tensor<f32>
+  %l = ls2.reduce_sum %lse [0, 1] : tensor<?x4xf32> -> tensor<f32>
+  %t = ls2.add %s, %l : tensor<f32>
+  return %t : tensor<f32>
+}
