@@ -442,6 +442,8 @@ def LS2_AttentionOp : LS2_Op<"attention", [Pure, AttrSizedOperandSegments,
     within the sequence) takes counter (j / 4, i * Hq + h, stream, offset low
     32 bits) and word j % 4; it then needs the seed and offset operands.
     `scale` defaults to 1/sqrt(D). Stays opaque: ls2-decompose keeps it.
+    q, k and v may be strided views (slices of one fused [T, 3H] projection,
+    ls2-fuse's strided views): kernels read them with their row stride.
   }];
   let arguments = (ins LS2_FloatTensor:$query, LS2_FloatTensor:$key,
                        LS2_FloatTensor:$value, RankedTensorOf<[I32]>:$cu_seqlens_q,
