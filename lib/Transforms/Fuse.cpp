@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -60,6 +61,7 @@ public:
   LogicalResult run() {
     Block &block = func.getBody().front();
     canonicalizeDims(block);
+    eraseDeadPureOps(block);
     markBackward(block);
     // Bounds of the program as it will be fused (after the copies above).
     FailureOr<ShapeBounds> computed = ShapeBounds::compute(func);
@@ -203,6 +205,20 @@ private:
                                  static_cast<uint64_t>(src->second));
       dim.getResult().replaceAllUsesWith(v);
       dim.erase();
+    }
+  }
+
+  /// Ops whose results nobody reads (sizes no longer read, slices left by
+  /// ls2-merge-gemms) would otherwise become kernels without outputs.
+  static void eraseDeadPureOps(Block &block) {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+        if (op.use_empty() && !op.hasTrait<OpTrait::IsTerminator>() &&
+            isPure(&op)) {
+          op.erase();
+          changed = true;
+        }
     }
   }
 

@@ -19,6 +19,7 @@ void addCompilePipeline(mlir::OpPassManager &pm, CompileStage stage,
   // Forward and backward recompute the same statistics (layer norm's mean,
   // softmax's max); one copy lets one kernel produce them.
   pm.addPass(mlir::createCSEPass());
+  pm.addNestedPass<mlir::func::FuncOp>(createMergeGemms());
   FuseOptions fuse;
   fuse.report = fusionReport;
   pm.addNestedPass<mlir::func::FuncOp>(createFuse(fuse));

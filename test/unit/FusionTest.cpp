@@ -15,6 +15,8 @@
 #include "ReferenceTestUtil.h"
 
 #include "ls2c/Frontend/Frontend.h"
+#include "ls2c/Model/ParameterLayout.h"
+#include "ls2c/Training/Workspace.h"
 #include "ls2c/Transforms/Passes.h"
 
 #include "mlir/IR/Verifier.h"
@@ -22,6 +24,7 @@
 #include "mlir/Transforms/Passes.h"
 
 #include <cstring>
+#include <map>
 
 namespace {
 
@@ -157,5 +160,82 @@ TEST(FusedPlannedProgram, OverlappingBuffersChangeTheResults) {
     differing += !sameBits(planned[i], clobbered[i]);
   EXPECT_GT(differing, 0);
 }
+
+} // namespace
+
+namespace {
+
+int countMatmuls(mlir::func::FuncOp f) {
+  int n = 0;
+  f.walk([&](ls2c::ls2::MatmulOp) { ++n; });
+  return n;
+}
+
+// With ls2-merge-gemms the q, k and v GEMMs of a layer are one GEMM forward
+// and two backward, whose sums run in another order: the train step's loss
+// and gradient workspace agree with the unmerged program to fp32 rounding
+// (DESIGN.md: relative L2 <= 1e-5).
+void checkMerged(const std::string &preset, bool expectMerge) {
+  ls2c::ModelDescription desc = ls2c::loadModelDescription(
+      LS2C_SOURCE_DIR "/examples/" + preset + ".json");
+  mlir::MLIRContext context;
+  ls2c::loadFrontendDialects(context);
+  mlir::OwningOpRef<mlir::ModuleOp> plain = ls2c::buildForwardModule(context, desc);
+  ASSERT_TRUE(plain);
+  std::mt19937 rng = testRng();
+  std::vector<HostTensor> args = modelArguments(
+      desc, plain->lookupSymbol<mlir::func::FuncOp>("forward"), rng);
+  args.push_back(HostTensor::scalarFloat(ElementType::F32, 1.0));
+  mlir::PassManager pm(&context);
+  pm.addPass(ls2c::createAutodiff());
+  pm.addPass(ls2c::createTrainStep());
+  pm.addPass(ls2c::createDecompose());
+  pm.addPass(mlir::createCSEPass());
+  ASSERT_TRUE(mlir::succeeded(pm.run(*plain)));
+  mlir::OwningOpRef<mlir::ModuleOp> merged = plain->clone();
+  mlir::PassManager rest(&context);
+  rest.addNestedPass<mlir::func::FuncOp>(ls2c::createMergeGemms());
+  rest.addNestedPass<mlir::func::FuncOp>(ls2c::createFuse());
+  rest.addNestedPass<mlir::func::FuncOp>(ls2c::createPlanBuffers());
+  ASSERT_TRUE(mlir::succeeded(rest.run(*merged)));
+  ASSERT_TRUE(mlir::succeeded(mlir::verify(*merged)));
+  // @accumulate_gradients: parameters are views of the flat workspace,
+  // where q, k and v weights sit side by side.
+  auto acc = [](mlir::ModuleOp m) {
+    return m.lookupSymbol<mlir::func::FuncOp>("accumulate_gradients");
+  };
+  if (expectMerge) {
+    EXPECT_LT(countMatmuls(acc(*merged)), countMatmuls(acc(*plain)));
+  }
+  mlir::func::FuncOp forward = plain->lookupSymbol<mlir::func::FuncOp>("forward");
+  std::map<std::string, HostTensor> named;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    named[argName(forward, i)] = args[i];
+  ls2c::WorkspaceLayout ws = ls2c::planWorkspace(ls2c::buildParameterLayout(desc));
+  std::vector<float> init = ls2c::initializeWorkspace(ws, 7);
+  std::vector<HostTensor> accArgs = {
+      HostTensor::fromFloats(ElementType::F32, {ws.totalElements},
+                             std::vector<double>(init.begin(), init.end())),
+      HostTensor::zeros(ElementType::F32, {ws.totalElements}),
+      HostTensor::scalarFloat(ElementType::F32, 1.0)};
+  for (unsigned i = 3; i < acc(*plain).getNumArguments(); ++i)
+    accArgs.push_back(named.at(argName(acc(*plain), i)));
+  Interpreter f32(Precision::F32);
+  Interpreter onArena(Precision::F32);
+  onArena.setUseArena(true);
+  std::vector<HostTensor> expected = f32.run(acc(*plain), accArgs);
+  std::vector<HostTensor> got = onArena.run(acc(*merged), accArgs);
+  ASSERT_EQ(expected.size(), got.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_LE(relativeL2(got[i].floats, expected[i].floats), 1e-5)
+        << preset << ": result " << i;
+}
+
+TEST(MergedGemms, TinyBertAgreesWithTheUnmergedProgram) { checkMerged("tiny-bert", true); }
+TEST(MergedGemms, TinyTransformerAgreesWithTheUnmergedProgram) {
+  checkMerged("tiny-transformer", true);
+}
+TEST(MergedGemms, TinyGptAgreesWithTheUnmergedProgram) { checkMerged("tiny-gpt", false); }
+TEST(MergedGemms, TinyVitAgreesWithTheUnmergedProgram) { checkMerged("tiny-vit", false); }
 
 } // namespace

@@ -176,6 +176,32 @@ def Fuse : Pass<"ls2-fuse", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::ls2c::ls2::LS2Dialect"];
 }
 
+def MergeGemms : Pass<"ls2-merge-gemms", "::mlir::func::FuncOp"> {
+  let summary = "One GEMM for projections whose weights are adjacent in the workspace";
+  let description = [{
+    The query, key and value projections of BERT, the fairseq Transformer
+    and ViT-style models read one input with weights that are adjacent
+    slots of the flat parameter workspace. Forward, their GEMMs become one
+    over the joined weight (a view) and their bias adds one add, whose
+    column slices q, k and v are (strided views for attention); backward,
+    the dgrad GEMMs whose results are only summed become one over the
+    concatenated gradients, the weight-gradient GEMMs one whose row slices
+    are the weight gradients, and the bias gradients one column sum. A
+    projection whose ops do not match exactly is left alone. Runs after
+    ls2-decompose and CSE, before ls2-fuse.
+
+    Before:
+      %q = ls2.matmul %x, %wq {transpose_b} : ... -> tensor<?x768xf16>
+      %k = ls2.matmul %x, %wk {transpose_b} : ... -> tensor<?x768xf16>
+    After:
+      %w = ls2.reshape (ls2.slice %copy {start = sq, limit = ek}) : -> tensor<1536x768xf16>
+      %y = ls2.matmul %x, %w {transpose_b} : ... -> tensor<?x1536xf16>
+      %q = ls2.slice %y {axis = 1, start = 0, limit = 768}
+      %k = ls2.slice %y {axis = 1, start = 768, limit = 1536}
+  }];
+  let dependentDialects = ["::ls2c::ls2::LS2Dialect"];
+}
+
 def PlanBuffers : Pass<"ls2-plan-buffers", "::mlir::func::FuncOp"> {
   let summary = "Static arena offsets for every intermediate tensor";
   let description = [{
