@@ -48,6 +48,25 @@ bool readByAttentionOnly(Value v) {
 
 } // namespace
 
+bool isInPlaceConcat(Operation *op) {
+  auto concat = dyn_cast<ls2::ConcatOp>(op);
+  if (!concat || concat.getAxis() == 0)
+    return false;
+  for (Value v : concat.getInputs()) {
+    if (!v.hasOneUse())
+      return false;
+    Operation *def = v.getDefiningOp();
+    while (def && isa<ls2::ReshapeOp>(def)) {
+      if (!def->getOperand(0).hasOneUse())
+        return false;
+      def = def->getOperand(0).getDefiningOp();
+    }
+    if (!def || !isa<ls2::AttentionGradOp>(def))
+      return false;
+  }
+  return true;
+}
+
 bool isStridedView(Operation *op) {
   auto slice = dyn_cast<ls2::SliceOp>(op);
   if (!slice)
@@ -162,7 +181,7 @@ bool reducesTrailingDims(Operation *op, bool &all) {
 } // namespace
 
 OpClass classify(Operation *op, const llvm::DenseSet<Operation *> &clonable) {
-  if (isa<ls2::DimOp, func::ReturnOp>(op) || isView(op))
+  if (isa<ls2::DimOp, func::ReturnOp>(op) || isView(op) || isInPlaceConcat(op))
     return OpClass::Meta;
   if (isa<ls2::ConstantOp, ls2::IotaOp, ls2::RandomUniformOp>(op))
     return OpClass::Clonable;

@@ -42,6 +42,12 @@ bool isView(mlir::Operation *op);
 /// take strided operands: no copy, and no buffer of its own.
 bool isStridedView(mlir::Operation *op);
 
+/// A concat along an inner axis of attention gradients (dq, dk, dv of a
+/// merged q/k/v projection), each read only by it: attention's backward
+/// writes them straight into their columns of the concat's buffer, so the
+/// concat copies nothing (ls2-plan-buffers places them; `ls2.in_place`).
+bool isInPlaceConcat(mlir::Operation *op);
+
 /// A cast of a whole function argument (the fp16/bf16 compute copy of the
 /// master workspace): one kernel writes it, and the ops that read it
 /// through views treat it like an argument.

@@ -85,6 +85,36 @@ struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
     std::vector<PlannedBuffer> buffers;
     std::vector<Value> owner;
     DenseMap<Value, Place> place;
+    // Pieces of an in-place concat: the op that writes a piece allocates
+    // the concat's buffer, and writes into it with strides.
+    DenseMap<Value, Value> pieceOf;
+    for (Operation &op : block)
+      if (fusion::isInPlaceConcat(&op)) {
+        op.setAttr("ls2.in_place", UnitAttr::get(f.getContext()));
+        for (Value v : op.getOperands()) {
+          while (auto r = v.getDefiningOp<ls2::ReshapeOp>())
+            v = r.getInput();
+          pieceOf[v] = op.getResult(0); // an attention gradient
+        }
+      }
+    auto newBuffer = [&](Value r, Operation &op, int64_t first) {
+      PlannedBuffer b;
+      b.id = static_cast<int64_t>(buffers.size());
+      b.sizeBytes = bounds->bytes(r);
+      b.firstStep = b.lastStep = first;
+      std::string name;
+      llvm::raw_string_ostream os(name);
+      if (auto fusion = dyn_cast<ls2::FusionOp>(op))
+        os << fusion.getGroupName();
+      else
+        os << op.getName().stripDialect();
+      os << "#" << cast<OpResult>(r).getResultNumber();
+      b.name = os.str();
+      place[r] = {static_cast<int>(buffers.size()), 0, false};
+      buffers.push_back(b);
+      owner.push_back(r);
+      return static_cast<int>(buffers.size()) - 1;
+    };
     int64_t step = 0;
     for (Operation &op : block) {
       if (&op == terminator)
@@ -110,33 +140,29 @@ struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
           }
           continue; // a view of an argument: not in the arena
         }
+        if (Value whole = pieceOf.lookup(r)) {
+          // Written straight into the in-place concat's buffer.
+          int buffer = place.count(whole)
+                           ? place[whole].buffer
+                           : newBuffer(whole, *whole.getDefiningOp(), step);
+          place[r] = {buffer, 0, true};
+          continue;
+        }
+        if (place.count(r))
+          continue; // an in-place concat whose pieces made its buffer
         if (returned.contains(r))
           continue; // written to the caller's output buffer
-        PlannedBuffer b;
-        b.id = static_cast<int64_t>(buffers.size());
-        b.sizeBytes = bounds->bytes(r);
-        b.firstStep = b.lastStep = step;
-        std::string name;
-        llvm::raw_string_ostream os(name);
-        if (auto fusion = dyn_cast<ls2::FusionOp>(op))
-          os << fusion.getGroupName();
-        else
-          os << op.getName().stripDialect();
-        os << "#" << cast<OpResult>(r).getResultNumber();
-        b.name = os.str();
+        int index = newBuffer(r, op, step);
         if (auto fusion = dyn_cast<ls2::FusionOp>(op))
           for (auto [i, input] : llvm::enumerate(fusion.getInputs())) {
             auto it = place.find(input);
             if (it == place.end() || it->second.offset != 0 || it->second.strided ||
-                buffers[it->second.buffer].sizeBytes != b.sizeBytes ||
+                buffers[it->second.buffer].sizeBytes != buffers[index].sizeBytes ||
                 !elementwiseInPlace(fusion, i, r))
               continue;
-            b.inPlaceOf = buffers[it->second.buffer].id;
+            buffers[index].inPlaceOf = buffers[it->second.buffer].id;
             break;
           }
-        place[r] = {static_cast<int>(buffers.size()), 0, false};
-        buffers.push_back(b);
-        owner.push_back(r);
       }
       ++step;
     }

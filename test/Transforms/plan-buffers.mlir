@@ -97,3 +97,32 @@ func.func @strided(%x: tensor<?x64xf32> {ls2.max_shape = array<i64: 16, 64>},
   %t = ls2.add %s, %l : tensor<f32>
   return %t : tensor<f32>
 }
+
+// -----
+
+// dq, dk and dv, read only by a concat along their columns (a merged q/k/v
+// projection's backward), are written by attention's backward straight into
+// the concat's buffer: the concat (ls2.in_place) copies nothing, and its
+// buffer lives from the attention gradient on.
+// CHECK-LABEL: buffer plan of @in_place_concat: 2 buffers
+// CHECK-NEXT: concat#0: offset {{[0-9]+}}, size 12288, live [0, 5]
+// CHECK-NEXT: matmul#0: offset {{[0-9]+}}, size 4096, live [5, 6]
+// IR-LABEL: func.func @in_place_concat
+// IR: ls2.attention_grad
+// IR-NOT: ls2.offsets
+// IR: ls2.concat {{.*}}ls2.in_place, ls2.offsets = array<i64: {{[0-9]+}}>
+func.func @in_place_concat(%do: tensor<?x4x16xf32> {ls2.max_shape = array<i64: 16, 4, 16>},
+                           %q: tensor<?x4x16xf32> {ls2.max_shape = array<i64: 16, 4, 16>},
+                           %o: tensor<?x4x16xf32> {ls2.max_shape = array<i64: 16, 4, 16>},
+                           %lse: tensor<?x4xf32> {ls2.max_shape = array<i64: 16, 4>},
+                           %cu: tensor<?xi32> {ls2.max_shape = array<i64: 17>},
+                           %w: tensor<192x64xf32>) -> tensor<f32> {
+  %dq, %dk, %dv = ls2.attention_grad %do, %q, %q, %q, %o, %lse, %cu, %cu : tensor<?x4x16xf32>, tensor<?x4x16xf32>, tensor<?x4xf32>, tensor<?xi32>, tensor<?xi32>
+  %a = ls2.reshape %dq : tensor<?x4x16xf32> -> tensor<?x64xf32>
+  %b = ls2.reshape %dk : tensor<?x4x16xf32> -> tensor<?x64xf32>
+  %c = ls2.reshape %dv : tensor<?x4x16xf32> -> tensor<?x64xf32>
+  %g = ls2.concat %a, %b, %c {axis = 1 : i64} : (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<?x192xf32>
+  %dx = ls2.matmul %g, %w : tensor<?x192xf32>, tensor<192x64xf32> -> tensor<?x64xf32>
+  %s = ls2.reduce_sum %dx [0, 1] : tensor<?x64xf32> -> tensor<f32>
+  return %s : tensor<f32>
+}
