@@ -46,18 +46,8 @@ void fail(Operation *op, const llvm::Twine &message) {
 }
 
 ElementType elementTypeOf(Operation *op, Type type) {
-  if (type.isF32())
-    return ElementType::F32;
-  if (type.isF16())
-    return ElementType::F16;
-  if (type.isBF16())
-    return ElementType::BF16;
-  if (type.isInteger(32))
-    return ElementType::I32;
-  if (type.isInteger(64))
-    return ElementType::I64;
-  if (type.isInteger(1))
-    return ElementType::I1;
+  if (std::optional<ElementType> e = elementTypeFromMLIR(type))
+    return *e;
   std::string s;
   llvm::raw_string_ostream os(s);
   os << type;
@@ -349,3 +339,23 @@ std::vector<int64_t> Frame::shapeWithSizes(Operation *op, RankedTensorType type,
 }
 
 } // namespace ls2c::reference::detail
+
+namespace ls2c::reference {
+
+std::optional<ElementType> elementTypeFromMLIR(mlir::Type type) {
+  if (type.isF32())
+    return ElementType::F32;
+  if (type.isF16())
+    return ElementType::F16;
+  if (type.isBF16())
+    return ElementType::BF16;
+  if (type.isInteger(32))
+    return ElementType::I32;
+  if (type.isInteger(64))
+    return ElementType::I64;
+  if (type.isInteger(1))
+    return ElementType::I1;
+  return std::nullopt;
+}
+
+} // namespace ls2c::reference

@@ -85,18 +85,10 @@ void loadParameters(const SafetensorsFile &file, const std::string &path,
 }
 
 ElementType elementTypeOf(mlir::Type type) {
-  mlir::Type e = mlir::cast<mlir::RankedTensorType>(type).getElementType();
-  if (e.isF16())
-    return ElementType::F16;
-  if (e.isBF16())
-    return ElementType::BF16;
-  if (e.isInteger(1))
-    return ElementType::I1;
-  if (e.isInteger(32))
-    return ElementType::I32;
-  if (e.isInteger(64))
-    return ElementType::I64;
-  return ElementType::F32;
+  // Graph arguments have verified ls2 element types.
+  return reference::elementTypeFromMLIR(
+             mlir::cast<mlir::RankedTensorType>(type).getElementType())
+      .value_or(ElementType::F32);
 }
 
 /// Whether argument `i` of `f` comes from the batch file: a model input

@@ -46,24 +46,44 @@ int countFusions(mlir::func::FuncOp f) {
   return n;
 }
 
-void checkPreset(const std::string &preset) {
-  ls2c::ModelDescription desc = ls2c::loadModelDescription(
-      LS2C_SOURCE_DIR "/examples/" + preset + ".json");
+/// A preset's train step up to ls2-decompose and CSE (the unfused program),
+/// and @forward's arguments (weights, batch, dropout) plus loss_grad = 1.
+struct Plain {
   mlir::MLIRContext context;
-  ls2c::loadFrontendDialects(context);
-  mlir::OwningOpRef<mlir::ModuleOp> plain = ls2c::buildForwardModule(context, desc);
-  ASSERT_TRUE(plain);
-  std::mt19937 rng = testRng();
-  std::vector<HostTensor> args = modelArguments(
-      desc, plain->lookupSymbol<mlir::func::FuncOp>("forward"), rng);
-  args.push_back(HostTensor::scalarFloat(ElementType::F32, 1.0)); // loss_grad
+  ls2c::ModelDescription desc;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::vector<HostTensor> args;
+};
 
-  mlir::PassManager pm(&context);
+std::unique_ptr<Plain> buildPlain(const std::string &preset) {
+  auto p = std::make_unique<Plain>();
+  p->desc = ls2c::loadModelDescription(LS2C_SOURCE_DIR "/examples/" + preset +
+                                       ".json");
+  ls2c::loadFrontendDialects(p->context);
+  p->module = ls2c::buildForwardModule(p->context, p->desc);
+  if (!p->module)
+    return nullptr;
+  std::mt19937 rng = testRng();
+  p->args = modelArguments(
+      p->desc, p->module->lookupSymbol<mlir::func::FuncOp>("forward"), rng);
+  p->args.push_back(HostTensor::scalarFloat(ElementType::F32, 1.0)); // loss_grad
+  mlir::PassManager pm(&p->context);
   pm.addPass(ls2c::createAutodiff());
   pm.addPass(ls2c::createTrainStep());
   pm.addPass(ls2c::createDecompose());
   pm.addPass(mlir::createCSEPass());
-  ASSERT_TRUE(mlir::succeeded(pm.run(*plain)));
+  if (mlir::failed(pm.run(*p->module)))
+    return nullptr;
+  return p;
+}
+
+void checkPreset(const std::string &preset) {
+  std::unique_ptr<Plain> base = buildPlain(preset);
+  ASSERT_TRUE(base);
+  mlir::MLIRContext &context = base->context;
+  mlir::OwningOpRef<mlir::ModuleOp> &plain = base->module;
+  std::vector<HostTensor> &args = base->args;
+  std::mt19937 rng(20261129); // the optimizer state below
   mlir::OwningOpRef<mlir::ModuleOp> fused = plain->clone();
   mlir::PassManager fuse(&context);
   fuse.addNestedPass<mlir::func::FuncOp>(ls2c::createFuse());
@@ -176,22 +196,12 @@ int countMatmuls(mlir::func::FuncOp f) {
 // and gradient workspace agree with the unmerged program to fp32 rounding
 // (DESIGN.md: relative L2 <= 1e-5).
 void checkMerged(const std::string &preset, bool expectMerge) {
-  ls2c::ModelDescription desc = ls2c::loadModelDescription(
-      LS2C_SOURCE_DIR "/examples/" + preset + ".json");
-  mlir::MLIRContext context;
-  ls2c::loadFrontendDialects(context);
-  mlir::OwningOpRef<mlir::ModuleOp> plain = ls2c::buildForwardModule(context, desc);
-  ASSERT_TRUE(plain);
-  std::mt19937 rng = testRng();
-  std::vector<HostTensor> args = modelArguments(
-      desc, plain->lookupSymbol<mlir::func::FuncOp>("forward"), rng);
-  args.push_back(HostTensor::scalarFloat(ElementType::F32, 1.0));
-  mlir::PassManager pm(&context);
-  pm.addPass(ls2c::createAutodiff());
-  pm.addPass(ls2c::createTrainStep());
-  pm.addPass(ls2c::createDecompose());
-  pm.addPass(mlir::createCSEPass());
-  ASSERT_TRUE(mlir::succeeded(pm.run(*plain)));
+  std::unique_ptr<Plain> base = buildPlain(preset);
+  ASSERT_TRUE(base);
+  mlir::MLIRContext &context = base->context;
+  mlir::OwningOpRef<mlir::ModuleOp> &plain = base->module;
+  std::vector<HostTensor> &args = base->args;
+  const ls2c::ModelDescription &desc = base->desc;
   mlir::OwningOpRef<mlir::ModuleOp> merged = plain->clone();
   mlir::PassManager rest(&context);
   rest.addNestedPass<mlir::func::FuncOp>(ls2c::createMergeGemms());

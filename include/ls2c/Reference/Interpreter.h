@@ -23,12 +23,17 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
 namespace ls2c::reference {
 
 enum class Precision { F32, F64 };
+
+/// The reference element type of an MLIR element type (f32, f16, bf16, i32,
+/// i64, i1), or nullopt for any other.
+std::optional<ElementType> elementTypeFromMLIR(mlir::Type type);
 
 /// A run-time error: an argument that does not match the function type, a
 /// dynamic dim that disagrees between operands, an id outside its table, a
