@@ -221,7 +221,8 @@ void checkMerged(const std::string &preset, bool expectMerge) {
   std::map<std::string, HostTensor> named;
   for (unsigned i = 0; i < forward.getNumArguments(); ++i)
     named[argName(forward, i)] = args[i];
-  ls2c::WorkspaceLayout ws = ls2c::planWorkspace(ls2c::buildParameterLayout(desc));
+  ls2c::ParameterLayout layout = ls2c::buildParameterLayout(desc);
+  ls2c::WorkspaceLayout ws = ls2c::planWorkspace(layout); // points into layout
   std::vector<float> init = ls2c::initializeWorkspace(ws, 7);
   std::vector<HostTensor> accArgs = {
       HostTensor::fromFloats(ElementType::F32, {ws.totalElements},

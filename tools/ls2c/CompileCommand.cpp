@@ -119,7 +119,8 @@ void printStats(const ModelDescription &desc, mlir::ModuleOp module) {
   std::printf("train step (one micro-batch): %lld launches\n",
               static_cast<long long>(a.launches.total() + o.launches.total()));
 
-  WorkspaceLayout ws = planWorkspace(buildParameterLayout(desc));
+  ParameterLayout layout = buildParameterLayout(desc);
+  WorkspaceLayout ws = planWorkspace(layout); // its slots point into layout
   // fp32 master weights, gradients and both Adam moments.
   int64_t workspaces = 4 * 4 * ws.totalElements;
   int64_t inputs = 0;
