@@ -46,6 +46,8 @@ struct WorkspaceLayout {
 /// Plans the workspace of `layout`'s trainable parameters. The returned
 /// slots point into `layout`, which must outlive them.
 WorkspaceLayout planWorkspace(const ParameterLayout &layout);
+/// A temporary layout would leave the slots dangling.
+WorkspaceLayout planWorkspace(const ParameterLayout &&layout) = delete;
 
 /// Initializes a master workspace (size totalElements, fp32) as each
 /// parameter's ParameterInit says, from a generator seeded with `seed`:
