@@ -345,6 +345,11 @@ private:
   }
 
   void checkSizes() {
+    if (d_.max_batch_tokens > kMaxBatchTokens)
+      failAt("max_batch_tokens",
+             fmt::format("must be at most {} (token ids, positions and "
+                         "cu_seqlens are int32)",
+                         kMaxBatchTokens));
     if (d_.encoder_layers > kMaxLayers)
       failAt("encoder_layers", fmt::format("must be at most {}", kMaxLayers));
     if (d_.decoder_layers > kMaxLayers)

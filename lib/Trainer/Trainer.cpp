@@ -76,8 +76,8 @@ TrainResult train(const TrainOptions &o) {
   }
   if (desc.architecture != Architecture::Decoder)
     throw TrainError(o.model + ": ls2c train supports decoder models on text "
-                     "corpora so far; this is a '" +
-                     std::string(toString(desc.architecture)) + "' model");
+                     "corpora so far; this model's architecture is '" +
+                     std::string(toString(desc.architecture)) + "'");
   if (o.steps < 1 || o.microBatches < 1 || o.batchSequences < 0 ||
       o.evalInterval < 0 || o.evalBatches < 1 || o.checkpointInterval < 0)
     throw TrainError("--steps, --micro-batches and --eval-batches must be >= 1; "

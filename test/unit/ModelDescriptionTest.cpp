@@ -598,6 +598,12 @@ TEST(ModelDescriptionBadInput, ByteCountOverflow) {
   EXPECT_NE(msg.find("training-state bytes"), std::string::npos) << msg;
 }
 
+TEST(ModelDescriptionBadInput, MaxBatchTokensAboveInt32) {
+  expectBad("max-batch-tokens-above-int32", "$.max_batch_tokens",
+            "4611686018427387904: must be at most 2147483647 (token ids, "
+            "positions and cu_seqlens are int32)");
+}
+
 TEST(ModelDescriptionBadInput, MaxSeqLenAboveMaxBatchTokens) {
   expectBad("max-seq-len-above-max-batch-tokens", "$.max_seq_len",
             "512: must not exceed max_batch_tokens (256)");
@@ -1184,6 +1190,7 @@ TEST(ModelDescriptionBadInput, FixturesMatchTests) {
                                         "long-utf8-value",
                                         "lr-not-positive",
                                         "max-seq-len-above-max-batch-tokens",
+                                        "max-batch-tokens-above-int32",
                                         "min-lr-ratio-out-of-range",
                                         "missing-required-field",
                                         "name-dot-dot",

@@ -17,6 +17,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <optional>
 
@@ -40,12 +41,14 @@ struct CompileOptions {
 
 /// Parses the options; returns an error message or "".
 std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
+  bool stageGiven = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &a = args[i];
     if (a.rfind("--emit=", 0) == 0) {
       o.emit = a.substr(7);
     } else if (a.rfind("--stage=", 0) == 0) {
       o.stage = a.substr(8);
+      stageGiven = true;
     } else if (a == "--stats") {
       o.stats = true;
     } else if (a == "--fusion-report") {
@@ -53,6 +56,7 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
     } else if (a == "--emit" || a == "--stage" || a == "-o") {
       if (i + 1 == args.size())
         return a + " needs a value";
+      stageGiven |= a == "--stage";
       (a == "-o" ? o.output.emplace() : a == "--emit" ? o.emit : o.stage) =
           args[++i];
     } else if (a.rfind("-", 0) == 0) {
@@ -66,16 +70,28 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
   }
   if (o.model.empty())
     return kCompileUsage;
-  if (o.emit.empty() && !o.stats && !o.fusionReport)
-    return "compile needs --emit=mlir, --stats or --fusion-report";
-  if (!o.emit.empty() && o.emit != "mlir")
-    return "--emit=" + o.emit + " is not supported (allowed: mlir)";
+  if (stageGiven && o.stage.empty())
+    return "--stage needs a value (forward, train-step, fused, planned)";
   if (!o.stage.empty() && o.stage != "forward" && o.stage != "train-step" &&
       o.stage != "fused" && o.stage != "planned")
     return "--stage=" + o.stage +
            " is not a stage (forward, train-step, fused, planned)";
+  if (!o.emit.empty() && o.emit != "mlir")
+    return "--emit=" + o.emit + " is not supported (allowed: mlir)";
+  if (o.emit.empty() && !o.stats && !o.fusionReport)
+    return "compile needs --emit=mlir, --stats or --fusion-report";
   if (o.stats && !o.stage.empty() && o.stage != "planned")
     return "--stats needs the planned program (--stage=planned or no --stage)";
+  if (o.fusionReport && (o.stage == "forward" || o.stage == "train-step"))
+    return "--fusion-report needs the fused program (--stage=fused, planned "
+           "or no --stage)";
+  if (o.output && o.emit.empty())
+    return "-o writes the --emit output; --stats and --fusion-report print "
+           "to standard output";
+  if (!o.emit.empty() && (o.stats || o.fusionReport) &&
+      (!o.output || *o.output == "-"))
+    return "with --stats or --fusion-report on standard output, write the "
+           "--emit output to a file with -o";
   return "";
 }
 
@@ -113,7 +129,20 @@ void printStats(const ModelDescription &desc, mlir::ModuleOp module) {
   ProgramStats a = collectProgramStats(acc), o = collectProgramStats(opt);
   std::printf("%s: forward + backward (@accumulate_gradients): %s\n",
               desc.name.c_str(), launchText(a.launches).c_str());
-  for (const auto &[scope, counts] : a.scopes)
+  // Layer scopes in numeric order (layer.2 before layer.10).
+  std::vector<std::pair<std::string, LaunchCounts>> scopes(a.scopes.begin(),
+                                                           a.scopes.end());
+  auto key = [](const std::string &s) {
+    size_t end = s.size(), digits = end;
+    while (digits > 0 && std::isdigit(static_cast<unsigned char>(s[digits - 1])))
+      --digits;
+    long long n = digits < end ? std::stoll(s.substr(digits)) : -1;
+    return std::make_pair(s.substr(0, digits), n);
+  };
+  std::stable_sort(scopes.begin(), scopes.end(), [&](auto &x, auto &y) {
+    return key(x.first) < key(y.first);
+  });
+  for (const auto &[scope, counts] : scopes)
     std::printf("  %s: %s\n", scope.c_str(), launchText(counts).c_str());
   std::printf("optimizer (@optimizer_step): %s\n", launchText(o.launches).c_str());
   std::printf("train step (one micro-batch): %lld launches\n",

@@ -117,10 +117,10 @@ Trains a decoder (GPT) model on a text corpus read character by character
   --seed N                 initialization, batches and dropout (default 1234)
   --resume                 continue from DIR/checkpoint.safetensors (same
                            model, seed, --batch-sequences, --micro-batches)
+  --no-progress            no progress line on stderr
 
 SIGINT or SIGTERM stops after the current step and writes the checkpoint
 (exit status 130).
-  --no-progress            no progress line on stderr
 )";
 
 } // namespace

@@ -28,10 +28,11 @@ Compiles Transformer training steps described in a model JSON file
 commands:
   check MODEL.json             validate a description; print its parameter
                                count and training-state memory in bytes
-  compile MODEL.json [--emit=mlir] [--stage=S] [--stats] [-o FILE]
-                               print the ls2 IR after a stage (forward,
+  compile MODEL.json [--emit=mlir] [--stage=S] [--stats] [--fusion-report]
+                 [-o FILE]     print the ls2 IR after a stage (forward,
                                train-step, fused, planned); --stats: launches
-                               and memory (see ls2c compile --help)
+                               and memory; --fusion-report: fusion groups
+                               (see ls2c compile --help)
   train MODEL.json --data TEXT [options]
                                train on a character-level text corpus with the
                                CPU reference backend (see ls2c train --help)

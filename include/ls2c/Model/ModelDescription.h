@@ -28,6 +28,8 @@ namespace ls2c {
 /// a mistyped description cannot exhaust memory; head dim is what the fused
 /// attention kernels support.
 inline constexpr int64_t kMaxLayers = 1024;
+/// Token ids, positions and cu_seqlens are i32 in the graph.
+inline constexpr int64_t kMaxBatchTokens = 2147483647;
 inline constexpr int64_t kMaxHeadDim = 256;
 /// Deepest nesting of JSON arrays and objects accepted (a description needs
 /// 3: $.optimizer.schedule, $.optimizer.betas). Checked before the JSON is
