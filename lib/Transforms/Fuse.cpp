@@ -1,16 +1,20 @@
 //===- Fuse.cpp - partition a function into fusion groups -----------------===//
 //
 // Greedy producer -> consumer fusion in program order (the shape of XLA's
-// instruction fusion), over the classes of FusionRules.h, then sibling
-// fusion of column reductions that read the same tensor. Every merge keeps
-// the groups acyclic and their iteration spaces compatible; every refusal
-// records why. Groups become ls2.fusion ops, and the block is re-scheduled
-// in a topological order close to the original one.
+// instruction fusion), over the classes of FusionRules.h, after the
+// forward/backward split and rematerialization (Rematerialize.h); then
+// sibling and neighbouring column reductions. Every merge keeps the groups
+// acyclic and their iteration spaces compatible; every refusal records why.
+// Groups become ls2.fusion ops, GEMM epilogues are attached
+// (FusionEpilogues.h), and the block is re-scheduled in a topological order
+// close to the original one.
 //
 //===----------------------------------------------------------------------===//
 #include "ls2c/Transforms/Passes.h"
 
 #include "FusionRules.h"
+#include "FusionEpilogues.h"
+#include "Rematerialize.h"
 
 #include "ls2c/Analysis/ShapeBounds.h"
 
@@ -62,7 +66,13 @@ public:
     Block &block = func.getBody().front();
     canonicalizeDims(block);
     eraseDeadPureOps(block);
-    markBackward(block);
+    {
+      PassSplit split = splitPasses(func, rematerialize);
+      backward = std::move(split.backward);
+      recomputedOps = split.recomputedOps;
+      rematerialized = split.duplicatedCasts;
+      rematerializedValues = std::move(split.narrowedCasts);
+    }
     // Bounds of the program as it will be fused (after the copies above).
     FailureOr<ShapeBounds> computed = ShapeBounds::compute(func);
     if (failed(computed))
@@ -220,155 +230,6 @@ private:
           changed = true;
         }
     }
-  }
-
-  /// In a function that computes a loss and its gradients: the ops that
-  /// depend on the backward seed (the `loss_grad` or `loss_scale` argument)
-  /// and the ops only they read.
-  void markBackward(Block &block) {
-    bool hasLoss = false;
-    for (unsigned i = 0; i < func.getNumResults(); ++i) {
-      auto name = func.getResultAttrOfType<StringAttr>(i, "ls2.name");
-      auto kind = func.getResultAttrOfType<StringAttr>(i, "ls2.kind");
-      hasLoss |= (name && name.getValue() == "loss") ||
-                 (kind && kind.getValue() == "loss");
-    }
-    if (!hasLoss)
-      return;
-    llvm::DenseSet<Value> seeds;
-    for (BlockArgument a : block.getArguments()) {
-      auto name = func.getArgAttrOfType<StringAttr>(a.getArgNumber(), "ls2.name");
-      if (name && (name.getValue() == "loss_grad" || name.getValue() == "loss_scale"))
-        seeds.insert(a);
-    }
-    for (Operation &op : block.without_terminator())
-      for (Value v : op.getOperands())
-        if (seeds.contains(v) ||
-            (v.getDefiningOp() && backward.contains(v.getDefiningOp()))) {
-          backward.insert(&op);
-          break;
-        }
-    for (Operation &op : llvm::reverse(block)) {
-      if (backward.contains(&op) || op.use_empty() ||
-          op.hasTrait<OpTrait::IsTerminator>())
-        continue;
-      if (llvm::all_of(op.getUsers(),
-                       [&](Operation *u) { return backward.contains(u); }))
-        backward.insert(&op);
-    }
-    if (!rematerialize)
-      return;
-    recomputeWideValues(block);
-    // A widening cast read by both passes: the backward gets its own copy,
-    // so the forward stores the narrow value (half the bytes) and the
-    // backward widens it again.
-    for (Operation &op : llvm::make_early_inc_range(block)) {
-      auto cast = dyn_cast<ls2::CastOp>(op);
-      if (!cast || backward.contains(&op))
-        continue;
-      auto from = cast.getInput().getType().getElementType();
-      auto to = cast.getResult().getType().getElementType();
-      if (!isa<FloatType>(from) || !isa<FloatType>(to) ||
-          from.getIntOrFloatBitWidth() >= to.getIntOrFloatBitWidth())
-        continue;
-      bool readByBackward = llvm::any_of(
-          op.getUsers(), [&](Operation *u) { return backward.contains(u); });
-      bool readByForward = llvm::any_of(
-          op.getUsers(), [&](Operation *u) { return !backward.contains(u); });
-      if (!readByBackward || !readByForward)
-        continue;
-      OpBuilder b(op.getBlock(), std::next(op.getIterator()));
-      Operation *copy = b.clone(op);
-      op.getResult(0).replaceUsesWithIf(copy->getResult(0), [&](OpOperand &u) {
-        return backward.contains(u.getOwner());
-      });
-      backward.insert(copy);
-      ++rematerialized;
-      rematerializedValues.push_back(cast.getResult());
-    }
-  }
-
-  static bool isCheapForRecompute(Operation *def) {
-    return isa<ls2::AddOp, ls2::SubOp, ls2::MulOp, ls2::DivOp, ls2::MaxOp,
-               ls2::MinOp, ls2::NegOp, ls2::ExpOp, ls2::ErfOp, ls2::TanhOp,
-               ls2::RsqrtOp, ls2::SqrtOp, ls2::CastOp, ls2::BroadcastOp,
-               ls2::SelectOp, ls2::CompareOp, ls2::ReshapeOp, ls2::SliceOp>(def) &&
-           def->getNumResults() == 1;
-  }
-
-  /// Where a recomputation in the backward stops: values that cost nothing
-  /// more to keep (arguments, constants, values the backward reads anyway,
-  /// fp16/bf16 values, reduction results such as a row's mean and rstd).
-  bool isStoredAnyway(Value v) {
-    Operation *def = v.getDefiningOp();
-    if (!def || isa<ls2::ConstantOp, ls2::IotaOp, ls2::RandomUniformOp>(def) ||
-        isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(def))
-      return true;
-    auto type = dyn_cast<RankedTensorType>(v.getType());
-    if (!type || (isa<FloatType>(type.getElementType()) &&
-                  type.getElementType().getIntOrFloatBitWidth() < 32))
-      return true;
-    return llvm::any_of(v.getUsers(),
-                        [&](Operation *u) { return backward.contains(u); });
-  }
-
-  /// A forward value the backward can recompute within a few cheap
-  /// elementwise ops from values stored anyway; a chain that would need a
-  /// new wide value (a GEMM's f32 output) is not worth it.
-  bool recomputable(Value v, int depth) {
-    if (depth > 0 && isStoredAnyway(v))
-      return true;
-    Operation *def = v.getDefiningOp();
-    if (!def || !isCheapForRecompute(def) || depth >= 8)
-      return false;
-    return llvm::all_of(def->getOperands(), [&](Value o) {
-      return recomputable(o, depth + 1);
-    });
-  }
-
-  /// Forward f32 values that CSE shares with the backward (a normalized row,
-  /// GELU's 1 + erf) are recomputed there from what is stored anyway,
-  /// instead of being stored in f32 across the passes.
-  void recomputeWideValues(Block &block) {
-    DenseMap<Value, Value> copies; // forward value -> its backward copy
-    std::function<Value(Value, OpBuilder &, int)> copyFor =
-        [&](Value v, OpBuilder &b, int depth) -> Value {
-      if (Value c = copies.lookup(v))
-        return c;
-      Operation *def = v.getDefiningOp();
-      if ((depth > 0 && isStoredAnyway(v)) || !def || backward.contains(def))
-        return v;
-      IRMapping map;
-      for (Value o : def->getOperands())
-        map.map(o, copyFor(o, b, depth + 1));
-      Operation *copy = b.clone(*def, map);
-      backward.insert(copy);
-      ++recomputedOps;
-      copies[v] = copy->getResult(0);
-      return copy->getResult(0);
-    };
-    for (Operation &op : llvm::make_early_inc_range(block)) {
-      if (!backward.contains(&op) || op.hasTrait<OpTrait::IsTerminator>())
-        continue;
-      for (OpOperand &use : op.getOpOperands()) {
-        Value v = use.get();
-        Operation *def = v.getDefiningOp();
-        auto type = dyn_cast<RankedTensorType>(v.getType());
-        if (!def || backward.contains(def) || !type ||
-            !isa<FloatType>(type.getElementType()) ||
-            type.getElementType().getIntOrFloatBitWidth() < 32 ||
-            bounds0Scalar(type) || !recomputable(v, 0))
-          continue;
-        OpBuilder b(&op);
-        Value c = copyFor(v, b, 0);
-        if (c != v)
-          use.set(c);
-      }
-    }
-  }
-
-  static bool bounds0Scalar(RankedTensorType t) {
-    return t.hasStaticShape() && t.getNumElements() <= 1;
   }
 
   int64_t recomputedOps = 0;
@@ -887,7 +748,7 @@ private:
         clonable.erase(op); // materialize erases it; its address may be reused
       made.push_back(materialize(ops, ls2::FusionKind::Loop, 0, index++));
     }
-    attachEpilogues(block, made);
+    attachEpilogues(made);
     // Dead views and sizes left behind.
     for (changed = true; changed;) {
       changed = false;
@@ -931,91 +792,6 @@ private:
       for (const std::string &r : refusals)
         llvm::outs() << "  not fused: " << r << "\n";
     }
-  }
-
-  /// A loop group that only adds a row-broadcast bias to a GEMM's result,
-  /// and a column group that only sums the rows of a weight-gradient GEMM's
-  /// `a`, become that GEMM's cuBLASLt epilogues (bias, BGRADA): one launch
-  /// fewer each.
-  void attachEpilogues(Block &block, SmallVector<ls2::FusionOp> &made) {
-    auto bodyOps = [](ls2::FusionOp f) {
-      SmallVector<Operation *> ops;
-      for (Operation &op : f.getBody().front().without_terminator())
-        if (!isa<ls2::ConstantOp>(op))
-          ops.push_back(&op);
-      return ops;
-    };
-    auto rebuild = [&](ls2::MatmulOp m, Value bias, Type biasGrad) {
-      OpBuilder b(m);
-      auto n = b.create<ls2::MatmulOp>(
-          m.getLoc(), m.getResult().getType(), biasGrad, m.getA(), m.getB(),
-          bias ? bias : m.getBias(), m.getTransposeA(), m.getTransposeB(),
-          m.getAccTypeAttr());
-      m.getResult().replaceAllUsesWith(n.getResult());
-      if (m.getBiasGrad())
-        m.getBiasGrad().replaceAllUsesWith(n.getBiasGrad());
-      m.erase();
-      return n;
-    };
-    SmallVector<ls2::FusionOp> kept;
-    for (ls2::FusionOp f : made) {
-      SmallVector<Operation *> ops = bodyOps(f);
-      Block &body = f.getBody().front();
-      auto yield = cast<ls2::YieldOp>(body.getTerminator());
-      bool attached = false;
-      if (f.getKind() == ls2::FusionKind::Loop && ops.size() == 2 &&
-          f.getNumResults() == 1) {
-        auto bc = dyn_cast<ls2::BroadcastOp>(ops[0]);
-        auto add = dyn_cast<ls2::AddOp>(ops[1]);
-        if (bc && add && yield.getValues()[0] == add.getResult()) {
-          Value x = add.getLhs() == bc.getResult() ? add.getRhs() : add.getLhs();
-          auto xArg = dyn_cast<BlockArgument>(x);
-          auto biasArg = dyn_cast<BlockArgument>(bc.getInput());
-          auto xType = cast<RankedTensorType>(x.getType());
-          if (xArg && biasArg && xArg.getOwner() == &body &&
-              biasArg.getOwner() == &body &&
-              cast<RankedTensorType>(biasArg.getType()).getRank() == 1 &&
-              bc.getDims().size() == 1 && bc.getDims()[0] == xType.getRank() - 1 &&
-              x.getType() == f.getResult(0).getType()) {
-            Value gemm = f.getInputs()[xArg.getArgNumber()];
-            auto m = gemm.getDefiningOp<ls2::MatmulOp>();
-            if (m && gemm == m.getResult() && !m.getBias() && gemm.hasOneUse()) {
-              ls2::MatmulOp n = rebuild(m, f.getInputs()[biasArg.getArgNumber()],
-                                        m.getBiasGrad() ? m.getBiasGrad().getType()
-                                                        : Type());
-              f.getResult(0).replaceAllUsesWith(n.getResult());
-              attached = true;
-            }
-          }
-        }
-      }
-      if (f.getKind() == ls2::FusionKind::ColumnReduction && ops.size() == 1 &&
-          f.getNumResults() == 1) {
-        auto sum = dyn_cast<ls2::ReduceSumOp>(ops[0]);
-        auto arg = sum ? dyn_cast<BlockArgument>(sum.getInput()) : BlockArgument();
-        if (sum && arg && !sum.getKeepDims() && sum.getAxes().size() == 1 &&
-            sum.getAxes()[0] == 0 &&
-            cast<RankedTensorType>(arg.getType()).getRank() == 2 &&
-            yield.getValues()[0] == sum.getResult()) {
-          Value rows = f.getInputs()[arg.getArgNumber()];
-          for (Operation *u : rows.getUsers()) {
-            auto m = dyn_cast<ls2::MatmulOp>(u);
-            if (!m || m.getA() != rows || !m.getTransposeA() || m.getBiasGrad())
-              continue;
-            ls2::MatmulOp n = rebuild(m, Value(), f.getResult(0).getType());
-            f.getResult(0).replaceAllUsesWith(n.getBiasGrad());
-            attached = true;
-            break;
-          }
-        }
-      }
-      if (attached)
-        f.erase();
-      else
-        kept.push_back(f);
-    }
-    made = std::move(kept);
-    (void)block;
   }
 
   /// Topological order of the block, each op as early as its original

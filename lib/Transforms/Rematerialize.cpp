@@ -1,0 +1,188 @@
+//===- Rematerialize.cpp - forward/backward split and recomputation ------===//
+#include "Rematerialize.h"
+
+#include "ls2/IR/LS2Dialect.h"
+
+#include "mlir/IR/IRMapping.h"
+
+#include <functional>
+
+using namespace mlir;
+
+namespace ls2c::fusion {
+
+namespace {
+
+class Splitter {
+public:
+  Splitter(func::FuncOp func, bool rematerialize)
+      : func(func), rematerialize(rematerialize) {}
+
+  PassSplit run() {
+    markBackward(func.getBody().front());
+    return std::move(split);
+  }
+
+private:
+  func::FuncOp func;
+  bool rematerialize;
+  PassSplit split;
+
+  /// In a function that computes a loss and its gradients: the ops that
+  /// depend on the backward seed (the `loss_grad` or `loss_scale` argument)
+  /// and the ops only they read.
+  void markBackward(Block &block) {
+    bool hasLoss = false;
+    for (unsigned i = 0; i < func.getNumResults(); ++i) {
+      auto name = func.getResultAttrOfType<StringAttr>(i, "ls2.name");
+      auto kind = func.getResultAttrOfType<StringAttr>(i, "ls2.kind");
+      hasLoss |= (name && name.getValue() == "loss") ||
+                 (kind && kind.getValue() == "loss");
+    }
+    if (!hasLoss)
+      return;
+    llvm::DenseSet<Value> seeds;
+    for (BlockArgument a : block.getArguments()) {
+      auto name = func.getArgAttrOfType<StringAttr>(a.getArgNumber(), "ls2.name");
+      if (name && (name.getValue() == "loss_grad" || name.getValue() == "loss_scale"))
+        seeds.insert(a);
+    }
+    for (Operation &op : block.without_terminator())
+      for (Value v : op.getOperands())
+        if (seeds.contains(v) ||
+            (v.getDefiningOp() && split.backward.contains(v.getDefiningOp()))) {
+          split.backward.insert(&op);
+          break;
+        }
+    for (Operation &op : llvm::reverse(block)) {
+      if (split.backward.contains(&op) || op.use_empty() ||
+          op.hasTrait<OpTrait::IsTerminator>())
+        continue;
+      if (llvm::all_of(op.getUsers(),
+                       [&](Operation *u) { return split.backward.contains(u); }))
+        split.backward.insert(&op);
+    }
+    if (!rematerialize)
+      return;
+    recomputeWideValues(block);
+    // A widening cast read by both passes: the backward gets its own copy,
+    // so the forward stores the narrow value (half the bytes) and the
+    // backward widens it again.
+    for (Operation &op : llvm::make_early_inc_range(block)) {
+      auto cast = dyn_cast<ls2::CastOp>(op);
+      if (!cast || split.backward.contains(&op))
+        continue;
+      auto from = cast.getInput().getType().getElementType();
+      auto to = cast.getResult().getType().getElementType();
+      if (!isa<FloatType>(from) || !isa<FloatType>(to) ||
+          from.getIntOrFloatBitWidth() >= to.getIntOrFloatBitWidth())
+        continue;
+      bool readByBackward = llvm::any_of(
+          op.getUsers(), [&](Operation *u) { return split.backward.contains(u); });
+      bool readByForward = llvm::any_of(
+          op.getUsers(), [&](Operation *u) { return !split.backward.contains(u); });
+      if (!readByBackward || !readByForward)
+        continue;
+      OpBuilder b(op.getBlock(), std::next(op.getIterator()));
+      Operation *copy = b.clone(op);
+      op.getResult(0).replaceUsesWithIf(copy->getResult(0), [&](OpOperand &u) {
+        return split.backward.contains(u.getOwner());
+      });
+      split.backward.insert(copy);
+      ++split.duplicatedCasts;
+      split.narrowedCasts.push_back(cast.getResult());
+    }
+  }
+
+  static bool isCheapForRecompute(Operation *def) {
+    return isa<ls2::AddOp, ls2::SubOp, ls2::MulOp, ls2::DivOp, ls2::MaxOp,
+               ls2::MinOp, ls2::NegOp, ls2::ExpOp, ls2::ErfOp, ls2::TanhOp,
+               ls2::RsqrtOp, ls2::SqrtOp, ls2::CastOp, ls2::BroadcastOp,
+               ls2::SelectOp, ls2::CompareOp, ls2::ReshapeOp, ls2::SliceOp>(def) &&
+           def->getNumResults() == 1;
+  }
+
+  /// Where a recomputation in the backward stops: values that cost nothing
+  /// more to keep (arguments, constants, values the backward reads anyway,
+  /// fp16/bf16 values, reduction results such as a row's mean and rstd).
+  bool isStoredAnyway(Value v) {
+    Operation *def = v.getDefiningOp();
+    if (!def || isa<ls2::ConstantOp, ls2::IotaOp, ls2::RandomUniformOp>(def) ||
+        isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(def))
+      return true;
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!type || (isa<FloatType>(type.getElementType()) &&
+                  type.getElementType().getIntOrFloatBitWidth() < 32))
+      return true;
+    return llvm::any_of(v.getUsers(),
+                        [&](Operation *u) { return split.backward.contains(u); });
+  }
+
+  /// A forward value the backward can recompute within a few cheap
+  /// elementwise ops from values stored anyway; a chain that would need a
+  /// new wide value (a GEMM's f32 output) is not worth it.
+  bool recomputable(Value v, int depth) {
+    if (depth > 0 && isStoredAnyway(v))
+      return true;
+    Operation *def = v.getDefiningOp();
+    if (!def || !isCheapForRecompute(def) || depth >= 8)
+      return false;
+    return llvm::all_of(def->getOperands(), [&](Value o) {
+      return recomputable(o, depth + 1);
+    });
+  }
+
+  /// Forward f32 values that CSE shares with the backward (a normalized row,
+  /// GELU's 1 + erf) are recomputed there from what is stored anyway,
+  /// instead of being stored in f32 across the passes.
+  void recomputeWideValues(Block &block) {
+    DenseMap<Value, Value> copies; // forward value -> its backward copy
+    std::function<Value(Value, OpBuilder &, int)> copyFor =
+        [&](Value v, OpBuilder &b, int depth) -> Value {
+      if (Value c = copies.lookup(v))
+        return c;
+      Operation *def = v.getDefiningOp();
+      if ((depth > 0 && isStoredAnyway(v)) || !def || split.backward.contains(def))
+        return v;
+      IRMapping map;
+      for (Value o : def->getOperands())
+        map.map(o, copyFor(o, b, depth + 1));
+      Operation *copy = b.clone(*def, map);
+      split.backward.insert(copy);
+      ++split.recomputedOps;
+      copies[v] = copy->getResult(0);
+      return copy->getResult(0);
+    };
+    for (Operation &op : llvm::make_early_inc_range(block)) {
+      if (!split.backward.contains(&op) || op.hasTrait<OpTrait::IsTerminator>())
+        continue;
+      for (OpOperand &use : op.getOpOperands()) {
+        Value v = use.get();
+        Operation *def = v.getDefiningOp();
+        auto type = dyn_cast<RankedTensorType>(v.getType());
+        if (!def || split.backward.contains(def) || !type ||
+            !isa<FloatType>(type.getElementType()) ||
+            type.getElementType().getIntOrFloatBitWidth() < 32 ||
+            isSingleElement(type) || !recomputable(v, 0))
+          continue;
+        OpBuilder b(&op);
+        Value c = copyFor(v, b, 0);
+        if (c != v)
+          use.set(c);
+      }
+    }
+  }
+
+  static bool isSingleElement(RankedTensorType t) {
+    return t.hasStaticShape() && t.getNumElements() <= 1;
+  }
+
+};
+
+} // namespace
+
+PassSplit splitPasses(func::FuncOp function, bool rematerialize) {
+  return Splitter(function, rematerialize).run();
+}
+
+} // namespace ls2c::fusion

@@ -1,0 +1,40 @@
+//===- Rematerialize.h - forward/backward split and recomputation --------===//
+//
+// Internal to ls2-fuse. In a function that computes a loss and its gradients
+// (a result named or of kind "loss"), the backward is every op that depends
+// on the backward seed (the `loss_grad` or `loss_scale` argument) and every
+// op only such ops read. With rematerialization, values the passes share are
+// recomputed in the backward instead of being stored across them:
+//   - f32 values CSE shared (a normalized row, GELU's 1 + erf) are cloned
+//     into the backward from values stored anyway (arguments, fp16/bf16
+//     values, row statistics, values the backward reads);
+//   - a widening cast read by both passes gets a backward copy, so the
+//     forward stores the narrow value.
+// (ls2-fuse then keeps loops from mixing the passes.)
+//
+//===----------------------------------------------------------------------===//
+#ifndef LS2C_LIB_TRANSFORMS_REMATERIALIZE_H
+#define LS2C_LIB_TRANSFORMS_REMATERIALIZE_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace ls2c::fusion {
+
+struct PassSplit {
+  llvm::DenseSet<mlir::Operation *> backward; ///< empty without a loss
+  int64_t recomputedOps = 0;   ///< forward ops cloned into the backward
+  int64_t duplicatedCasts = 0; ///< widening casts given a backward copy
+  /// The forward casts whose backward copies were made (their inputs, half
+  /// the bytes, are what the forward stores now).
+  llvm::SmallVector<mlir::Value> narrowedCasts;
+};
+
+/// Splits `function`'s block into passes and, with `rematerialize`, edits it
+/// as described above.
+PassSplit splitPasses(mlir::func::FuncOp function, bool rematerialize);
+
+} // namespace ls2c::fusion
+
+#endif // LS2C_LIB_TRANSFORMS_REMATERIALIZE_H
