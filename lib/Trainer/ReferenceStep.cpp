@@ -46,16 +46,17 @@ void checkFinite(const std::vector<double> &values, bool inF32,
 }
 
 /// Checks that `file` (read from `path`) holds exactly the trainable
-/// parameters, in the model's shapes, F32 or F64, finite; copies them into
-/// `master` when given. In fp32 mode the values are rounded to fp32, as the
-/// master workspace is.
-void loadParameters(const SafetensorsFile &file, const std::string &path,
-                    const WorkspaceLayout &ws, bool roundToF32,
-                    HostTensor *master) {
+/// parameters, in the model's shapes, F32 or F64, finite, and returns them
+/// as the master workspace (padding zero). In fp32 mode the values are
+/// rounded to fp32, as the master workspace is.
+std::vector<double> loadParameters(const SafetensorsFile &file,
+                                   const std::string &path,
+                                   const WorkspaceLayout &ws, bool roundToF32) {
   for (const auto &[name, tensor] : file.tensors)
     if (!ws.find(name))
       throw TrainError(path + ": tensor '" + name +
                        "' is not a trainable parameter of the model");
+  std::vector<double> master(static_cast<size_t>(ws.totalElements), 0.0);
   for (const WorkspaceSlot &slot : ws.slots) {
     const std::string &name = slot.spec->name;
     auto it = file.tensors.find(name);
@@ -74,14 +75,12 @@ void loadParameters(const SafetensorsFile &file, const std::string &path,
       throw TrainError(e.what());
     }
     checkFinite(values, roundToF32, what);
-    if (!master)
-      continue;
     for (double &v : values)
       if (roundToF32)
         v = static_cast<float>(v);
-    std::copy(values.begin(), values.end(),
-              master->floats.begin() + slot.offset);
+    std::copy(values.begin(), values.end(), master.begin() + slot.offset);
   }
+  return master;
 }
 
 ElementType elementTypeOf(mlir::Type type) {
@@ -221,7 +220,9 @@ StepResult runReferenceSteps(const StepOptions &o) {
   const SafetensorsFile batchFile = read(o.batch, "batch");
   ParameterLayout layout = buildParameterLayout(desc);
   WorkspaceLayout ws = planWorkspace(layout);
-  loadParameters(paramsFile, o.params, ws, /*roundToF32=*/!o.f64, nullptr);
+  std::vector<double> master =
+      loadParameters(paramsFile, o.params, ws, /*roundToF32=*/!o.f64);
+  paramsFile = {}; // its values are in `master` now
   Programs programs;
   compilePrograms(programs, desc);
   std::map<std::string, HostTensor> named =
@@ -229,9 +230,7 @@ StepResult runReferenceSteps(const StepOptions &o) {
   checkBatch(desc, programs.accumulate, 3, named, o.batch);
 
   TrainState state = TrainState::fresh(desc, ws, /*seed=*/0);
-  loadParameters(paramsFile, o.params, ws, /*roundToF32=*/!o.f64,
-                 &state.master);
-  paramsFile = {}; // its values are in the workspace now
+  state.master.floats = std::move(master);
   reference::Precision precision =
       o.f64 ? reference::Precision::F64 : reference::Precision::F32;
   for (auto &[name, t] :
