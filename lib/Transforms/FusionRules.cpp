@@ -1,6 +1,8 @@
 //===- FusionRules.cpp - how ls2-fuse sees each op -------------------------===//
 #include "FusionRules.h"
 
+#include "ls2c/Analysis/ShapeBounds.h"
+
 #include "ls2/IR/LS2Dialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -109,9 +111,8 @@ int64_t viewByteOffset(Operation *view) {
   int64_t row = 1;
   for (int64_t d = slice.getAxis() + 1; d < type.getRank(); ++d)
     row *= type.getDimSize(d);
-  Type e = type.getElementType();
-  int64_t bytes = e.isInteger(1) ? 1 : e.getIntOrFloatBitWidth() / 8;
-  return static_cast<int64_t>(slice.getStart()) * row * bytes;
+  return static_cast<int64_t>(slice.getStart()) * row *
+         elementBytes(type.getElementType());
 }
 
 bool isArgumentConversion(Operation *op) {
