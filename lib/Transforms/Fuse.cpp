@@ -432,6 +432,18 @@ private:
 
   bool createsCycle(int a, int b) { return pathOutside(a, b) || pathOutside(b, a); }
 
+  /// Moves group `from`'s ops into group `into`, which now also saves
+  /// `bytes` more.
+  void absorb(int into, int from, int64_t bytes) {
+    groups[into].savedBytes += groups[from].savedBytes + bytes;
+    for (Operation *op : groups[from].ops) {
+      groupOf[op] = into;
+      groups[into].ops.push_back(op);
+    }
+    groups[from].ops.clear();
+    groups[from].alive = false;
+  }
+
   void tryMerge(int a, int b, Operation *p, Operation *c, Value edge) {
     if (a == b)
       return;
@@ -452,19 +464,11 @@ private:
       return;
     }
     Group &into = groups[a];
-    Group &from = groups[b];
-    // Bytes no longer read back (and, once every reader is inside, written).
-    int64_t bytes = bounds.bytes(edge);
     into.kind = m->kind;
     into.outer = m->outer;
     into.inner = m->inner;
-    into.savedBytes += from.savedBytes + bytes;
-    for (Operation *op : from.ops) {
-      groupOf[op] = a;
-      into.ops.push_back(op);
-    }
-    from.ops.clear();
-    from.alive = false;
+    // Bytes no longer read back (and, once every reader is inside, written).
+    absorb(a, b, bounds.bytes(edge));
   }
 
   /// dgamma and dbeta (and a bias gradient) read the same [N, H] rows:
@@ -492,14 +496,7 @@ private:
                              (why.empty() ? std::string("a path between them") : why));
           continue;
         }
-        Group &into = groups[other];
-        into.savedBytes += groups[g].savedBytes + bounds.bytes(w);
-        for (Operation *m : groups[g].ops) {
-          groupOf[m] = other;
-          into.ops.push_back(m);
-        }
-        groups[g].ops.clear();
-        groups[g].alive = false;
+        absorb(other, g, bounds.bytes(w));
       }
     }
   }
@@ -563,14 +560,7 @@ private:
         slot->second = g;
         continue;
       }
-      Group &into = groups[other];
-      into.savedBytes += group.savedBytes;
-      for (Operation *m : group.ops) {
-        groupOf[m] = other;
-        into.ops.push_back(m);
-      }
-      group.ops.clear();
-      group.alive = false;
+      absorb(other, g, 0);
     }
   }
 
