@@ -277,9 +277,7 @@ private:
   /// The op that computes `w`, looking through views; null for arguments,
   /// clonable values and ls2.dim sizes.
   Operation *producer(Value w) {
-    Operation *def = w.getDefiningOp();
-    while (def && isView(def))
-      def = def->getOperand(0).getDefiningOp();
+    Operation *def = definingOpThroughViews(w);
     if (!def || clonable.contains(def) || cls[def] == OpClass::Meta)
       return nullptr;
     return def;
@@ -520,9 +518,7 @@ private:
   bool readsFrom(int g, int h) {
     for (Operation *op : groups[g].ops)
       for (Value v : op->getOperands()) {
-        Operation *def = v.getDefiningOp();
-        while (def && isView(def))
-          def = def->getOperand(0).getDefiningOp();
+        Operation *def = definingOpThroughViews(v);
         auto it = def ? groupOf.find(def) : groupOf.end();
         if (it != groupOf.end() && it->second == h)
           return true;

@@ -115,6 +115,13 @@ int64_t viewByteOffset(Operation *view) {
          elementBytes(type.getElementType());
 }
 
+Operation *definingOpThroughViews(Value v) {
+  Operation *def = v.getDefiningOp();
+  while (def && isView(def))
+    def = def->getOperand(0).getDefiningOp();
+  return def;
+}
+
 bool isArgumentConversion(Operation *op) {
   return isa<ls2::CastOp>(op) && isa<BlockArgument>(op->getOperand(0));
 }
@@ -133,11 +140,8 @@ bool operandsClonable(Operation *op,
   for (Value v : op->getOperands()) {
     if (!isa<RankedTensorType>(v.getType()))
       continue; // index sizes: ls2.dim stays at top level, read as inputs
-    Operation *def = v.getDefiningOp();
-    while (def && isView(def)) { // a view of an argument is an argument
-      v = def->getOperand(0);
-      def = v.getDefiningOp();
-    }
+    // A view of an argument is an argument.
+    Operation *def = definingOpThroughViews(v);
     if (def && isArgumentConversion(def))
       continue; // written once, then read like an argument
     if (def && !clonable.contains(def))

@@ -53,6 +53,10 @@ bool isInPlaceConcat(mlir::Operation *op);
 /// through views treat it like an argument.
 bool isArgumentConversion(mlir::Operation *op);
 
+/// The op that computes `v`, looking through views; null for a function
+/// argument (or a view of one).
+mlir::Operation *definingOpThroughViews(mlir::Value v);
+
 /// The byte offset of a view's result in its input (0 for a reshape).
 int64_t viewByteOffset(mlir::Operation *view);
 
