@@ -3,6 +3,7 @@
 
 #include "ls2c/Analysis/ProgramStats.h"
 #include "ls2c/Analysis/ShapeBounds.h"
+#include "ls2c/Codegen/ModuleKernels.h"
 #include "ls2c/Frontend/Frontend.h"
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Model/ParameterLayout.h"
@@ -26,7 +27,7 @@ namespace ls2c::cli {
 namespace {
 
 constexpr const char *kCompileUsage =
-    "usage: ls2c compile MODEL.json [--emit=mlir] "
+    "usage: ls2c compile MODEL.json [--emit=mlir|cuda] "
     "[--stage=forward|train-step|fused|planned] [--stats] [--fusion-report] "
     "[-o FILE]";
 
@@ -76,8 +77,12 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
       o.stage != "fused" && o.stage != "planned")
     return "--stage=" + o.stage +
            " is not a stage (forward, train-step, fused, planned)";
-  if (!o.emit.empty() && o.emit != "mlir")
-    return "--emit=" + o.emit + " is not supported (allowed: mlir)";
+  if (!o.emit.empty() && o.emit != "mlir" && o.emit != "cuda")
+    return "--emit=" + o.emit + " is not supported (allowed: mlir, cuda)";
+  if (o.emit == "cuda" && !o.stage.empty() && o.stage != "fused" &&
+      o.stage != "planned")
+    return "--emit=cuda needs the fused program (--stage=fused, planned or "
+           "no --stage)";
   if (o.emit.empty() && !o.stats && !o.fusionReport)
     return "compile needs --emit=mlir, --stats or --fusion-report";
   if (o.stats && !o.stage.empty() && o.stage != "planned")
@@ -102,7 +107,7 @@ CompileStage stageOf(const CompileOptions &o) {
     return CompileStage::TrainStep;
   if (o.stage == "fused")
     return CompileStage::Fused;
-  if (o.stage == "planned" || (o.stage.empty() && o.stats))
+  if (o.stage == "planned" || (o.stage.empty() && (o.stats || o.emit == "cuda")))
     return CompileStage::Planned;
   return CompileStage::Forward;
 }
@@ -171,6 +176,27 @@ void printStats(const ModelDescription &desc, mlir::ModuleOp module) {
               bytesText(arena + workspaces + inputs).c_str());
 }
 
+/// Every kernel's source after a comment with its launch config.
+std::string kernelListing(const codegen::ModuleKernels &kernels) {
+  std::string text;
+  for (const runtime::Kernel &kernel : kernels.kernels) {
+    std::string work;
+    for (const runtime::Dim &d : kernel.launch.work)
+      work += (work.empty() ? "" : " x ") +
+              (d.isStatic() ? std::to_string(d.size)
+                            : "arg" + std::to_string(d.argument) + ".dim" +
+                                  std::to_string(d.axis));
+    text += "// ===== kernel " + kernel.name + ": block " +
+            std::to_string(kernel.launch.blockThreads) + ", grid min(" +
+            std::to_string(kernel.launch.maxBlocks) + ", ceil(" +
+            (work.empty() ? "1" : work) + " / " +
+            std::to_string(kernel.launch.workPerBlock) + ")), scratch " +
+            std::to_string(kernel.scratchBytes) + " bytes\n";
+    text += kernel.source;
+  }
+  return text;
+}
+
 } // namespace
 
 int runCompile(const std::vector<std::string> &args) {
@@ -225,9 +251,21 @@ int runCompile(const std::vector<std::string> &args) {
   if (options.emit.empty())
     return kExitOk;
   std::string text;
-  llvm::raw_string_ostream os(text);
-  module->print(os, mlir::OpPrintingFlags().enableDebugInfo(false));
-  os.flush();
+  if (options.emit == "cuda") {
+    mlir::FailureOr<codegen::ModuleKernels> kernels =
+        codegen::generateModuleKernels(*module);
+    if (mlir::failed(kernels)) {
+      std::fprintf(stderr, "ls2c: internal error: generating the kernels of "
+                           "'%s' failed (diagnostics above)\n",
+                   options.model.c_str());
+      return kExitInternal;
+    }
+    text = kernelListing(*kernels);
+  } else {
+    llvm::raw_string_ostream os(text);
+    module->print(os, mlir::OpPrintingFlags().enableDebugInfo(false));
+    os.flush();
+  }
   try {
     if (options.output && *options.output != "-")
       writeFileAtomically(*options.output, text);

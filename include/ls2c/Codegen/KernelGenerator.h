@@ -1,0 +1,66 @@
+//===- KernelGenerator.h - one CUDA kernel per fusion group ---------------===//
+//
+// Each ls2.fusion op becomes one CUDA C++ kernel specialized to its static
+// dims and dtypes (dynamic token counts are kernel parameters):
+//   loop              grid-stride over the output elements, VEC elements per
+//                     thread with 16-byte vector loads and stores when the
+//                     pointers are aligned, a scalar tail for any size;
+//   row_reduction     one row per warp (rows up to 256 elements per lane
+//                     group) or per block, the row kept in registers when it
+//                     fits (up to 32 elements per thread), else re-read per
+//                     reduction; warp-shuffle and block reductions in f32;
+//   column_reduction  two stages in one launch with a fixed order: each
+//                     block sums a chunk of rows for a tile of columns into
+//                     kernel scratch, the last block of a tile (a counter in
+//                     scratch) sums the chunks in order, so results are the
+//                     same bits run to run.
+// Elementwise math runs in f32 for f16/bf16/f32 tensors (f64 for f64),
+// rounding only where a value is stored or cast.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LS2C_CODEGEN_KERNELGENERATOR_H
+#define LS2C_CODEGEN_KERNELGENERATOR_H
+
+#include "ls2c/Analysis/ShapeBounds.h"
+#include "ls2c/Analysis/SymbolicDims.h"
+#include "ls2c/Runtime/Program.h"
+
+#include "ls2/IR/LS2Dialect.h"
+
+#include <string>
+#include <vector>
+
+namespace ls2c::codegen {
+
+/// What binds to each kernel parameter, in order.
+struct ParamBinding {
+  enum class Kind { Operand, Result, Size, Constant, Scratch };
+  Kind kind = Kind::Operand;
+  unsigned index = 0; ///< fusion operand or result index
+  runtime::Dim size;  ///< Kind::Size: the dynamic dim passed
+  int64_t value = 0;  ///< Kind::Constant: the integer passed (a Philox stream)
+};
+
+struct GeneratedKernel {
+  runtime::Kernel kernel; ///< source, params, launch config, scratch bytes
+  std::vector<ParamBinding> bindings;
+};
+
+/// Generates the kernel of `fusion`, named `kernelName` (a C identifier).
+/// `dims` and `bounds` are those of the enclosing function. Fails with an
+/// error on the fusion (or the body op) when the body has a form the
+/// generator does not handle; nothing is generated then.
+mlir::FailureOr<GeneratedKernel>
+generateFusionKernel(ls2::FusionOp fusion, const SymbolicDims &dims,
+                     const ShapeBounds &bounds, const std::string &kernelName);
+
+/// Generates the kernel of an embedding gradient (ls2.scatter_add): every
+/// sum in token order, without atomics, so results are the same bits run to
+/// run. Operands bind as (updates, ids, result, number of ids).
+mlir::FailureOr<GeneratedKernel>
+generateScatterAddKernel(ls2::ScatterAddOp op, const SymbolicDims &dims,
+                         const std::string &kernelName);
+
+} // namespace ls2c::codegen
+
+#endif // LS2C_CODEGEN_KERNELGENERATOR_H

@@ -1,0 +1,199 @@
+//===- ColumnReductionKernel.cpp - the skeleton of column reductions ------===//
+//
+// [R, C] reduced over R into [C] (C = 1: a whole tensor into a scalar), in
+// two stages with a fixed order inside one launch. The grid is a fixed
+// tiles x chunks: a block of TW columns x TY row lanes sums its chunk of
+// rows (each lane every TY-th row, then the lanes in order through shared
+// memory) into partials in kernel scratch; the last block of each tile to
+// finish (a counter in scratch, reset by that block) adds the chunks'
+// partials in chunk order. The partition depends only on R, so every run
+// gives the same bits. Elementwise outputs over [R, C] are stored on the
+// way.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelContext.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+
+namespace ls2c::codegen {
+
+namespace {
+
+bool sameDims(ArrayRef<runtime::Dim> a, ArrayRef<runtime::Dim> b) {
+  if (a.size() != b.size())
+    return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!sameDim(a[i], b[i]))
+      return false;
+  return true;
+}
+
+constexpr int64_t kBlock = 256;
+constexpr int64_t kTargetBlocks = 2 * 132; // two waves' worth on an H200
+
+} // namespace
+
+void emitColumnReductionKernel(KernelContext &ctx) {
+  ElementalEmitter &em = *ctx.emitter;
+
+  // The reductions are yielded: find them and the shape they reduce.
+  struct Reduction {
+    unsigned yield;
+    Operation *op;
+    bool isMax;
+  };
+  std::vector<Reduction> reductions;
+  std::vector<unsigned> elementYields;
+  std::optional<std::pair<SmallVector<runtime::Dim>, SmallVector<runtime::Dim>>> shape;
+  for (unsigned i = 0; i < ctx.numYields(); ++i) {
+    Operation *op = ctx.yieldValue(i).getDefiningOp();
+    if (op && isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(op)) {
+      ArrayRef<int64_t> axes = isa<ls2::ReduceSumOp>(op)
+                                   ? cast<ls2::ReduceSumOp>(op).getAxes()
+                                   : cast<ls2::ReduceMaxOp>(op).getAxes();
+      for (auto [k, a] : llvm::enumerate(axes))
+        if (a != static_cast<int64_t>(k))
+          throw EmitError{op, "a column reduction must reduce leading dims"};
+      ArrayRef<runtime::Dim> in = ctx.dims.shape(op->getOperand(0));
+      SmallVector<runtime::Dim> lead(in.begin(), in.begin() + axes.size());
+      SmallVector<runtime::Dim> trail(in.begin() + axes.size(), in.end());
+      for (const runtime::Dim &d : trail)
+        if (!d.isStatic())
+          throw EmitError{op, "keeps a dynamic dim in a column reduction"};
+      if (!shape)
+        shape.emplace(lead, trail);
+      else if (!sameDims(shape->first, lead) || !sameDims(shape->second, trail))
+        throw EmitError{op, "reduces another shape than the group's first reduction"};
+      reductions.push_back({i, op, isa<ls2::ReduceMaxOp>(op)});
+    } else {
+      elementYields.push_back(i);
+    }
+  }
+  if (!shape)
+    throw EmitError{ctx.fusion, "is a column_reduction group that yields no reduction"};
+  for (Reduction &r : reductions)
+    for (Operation *user : r.op->getUsers())
+      if (!isa<ls2::YieldOp>(user))
+        throw EmitError{user, "reads a column reduction inside its own group"};
+  ArrayRef<runtime::Dim> lead = shape->first, trail = shape->second;
+  SmallVector<runtime::Dim> full(lead.begin(), lead.end());
+  full.append(trail.begin(), trail.end());
+  for (unsigned i : elementYields)
+    if (!ctx.sameCount(ctx.dims.shape(ctx.yieldValue(i)), full))
+      throw EmitError{ctx.fusion, "yields an elementwise value of another shape "
+                                  "than the reduced rows"};
+
+  int64_t columns = ctx.bound(trail);
+  int64_t tileWidth = 1;
+  while (tileWidth < 32 && tileWidth < columns)
+    tileWidth *= 2;
+  int64_t laneRows = kBlock / tileWidth;
+  int64_t tiles = (columns + tileWidth - 1) / tileWidth;
+  int64_t maxRows = ctx.bound(lead);
+  int64_t chunks = std::max<int64_t>(
+      1, std::min<int64_t>((maxRows + laneRows * 4 - 1) / (laneRows * 4),
+                           std::max<int64_t>(1, kTargetBlocks / tiles)));
+  size_t nred = reductions.size();
+  // Scratch: one u32 counter per tile (256-byte aligned), then the f32
+  // partials [reduction][chunk][column].
+  uint64_t counterBytes = ((static_cast<uint64_t>(tiles) * 4 + 255) / 256) * 256;
+  ctx.usesScratch = true;
+  ctx.scratchBytes = counterBytes + nred * chunks * columns * 4;
+
+  std::string TW = std::to_string(tileWidth), TY = std::to_string(laneRows),
+              C = std::to_string(columns), CHUNKS = std::to_string(chunks),
+              TILES = std::to_string(tiles);
+  ctx.sharedDecls = "  __shared__ float ls2_col[" + std::to_string(nred) + "][" + TY +
+                    "][" + TW + "];\n  __shared__ bool ls2_last;\n";
+
+  std::vector<std::string> leadSizes = ctx.dimTexts(lead);
+  std::vector<std::string> trailSizes = ctx.dimTexts(trail);
+  Index columnIndex = ctx.delinearize(trailSizes, "col", kOuterLevel);
+  Index elementIndex = ctx.delinearize(leadSizes, "r", kElementLevel);
+  elementIndex.append(columnIndex.begin(), columnIndex.end());
+
+  em.pushScope(kOuterLevel, 2);
+  em.pushScope(kElementLevel, 3);
+  for (size_t q = 0; q < nred; ++q) {
+    std::string v = em.emit(reductions[q].op->getOperand(0), elementIndex);
+    std::string acc = "acc" + std::to_string(q);
+    em.line(reductions[q].isMax ? acc + " = ls2_max(" + acc + ", (float)" + v + ");"
+                                : acc + " += (float)" + v + ";");
+  }
+  for (unsigned i : elementYields) {
+    // Written at its row-major offset r * C + col (a reshape of the rows
+    // when its shape differs).
+    ArrayRef<runtime::Dim> s = ctx.dims.shape(ctx.yieldValue(i));
+    std::string flat = "r * " + std::to_string(columns) + " + col";
+    Index at = sameDims(s, full) ? elementIndex
+                                 : ctx.delinearize(ctx.dimTexts(s), "(" + flat + ")",
+                                                   kElementLevel);
+    std::string v = em.emit(ctx.yieldValue(i), at);
+    em.line(storeText(ctx, i, flat, v));
+  }
+  std::string element = em.popScope();
+  em.lines("for (long long r = rBegin + ty; r < rEnd; r += " + TY + ") {");
+  em.raw(element);
+  em.line("}");
+  std::string column = em.popScope();
+
+  std::string c;
+  c += "  const long long R = " + ctx.product(lead) + ";\n";
+  c += "  const int tx = threadIdx.x % " + TW + ", ty = threadIdx.x / " + TW + ";\n";
+  c += "  const int tile = blockIdx.x % " + TILES + ", chunk = blockIdx.x / " + TILES + ";\n";
+  c += "  const long long col = (long long)tile * " + TW + " + tx;\n";
+  c += "  const long long rowsPerChunk = (R + " + CHUNKS + " - 1) / " + CHUNKS + ";\n";
+  c += "  const long long rBegin = chunk * rowsPerChunk;\n";
+  c += "  const long long rEnd = R < rBegin + rowsPerChunk ? R : rBegin + rowsPerChunk;\n";
+  for (size_t q = 0; q < nred; ++q)
+    c += "  float acc" + std::to_string(q) + " = " +
+         (reductions[q].isMax ? "__int_as_float(0xff800000)" : "0.0f") + ";\n";
+  c += "  if (col < " + C + ") {\n" + column + "  }\n";
+  c += "  unsigned *counters = reinterpret_cast<unsigned *>(scratch);\n";
+  c += "  float *partials = reinterpret_cast<float *>(scratch + " +
+       std::to_string(counterBytes) + ");\n";
+  for (size_t q = 0; q < nred; ++q)
+    c += "  ls2_col[" + std::to_string(q) + "][ty][tx] = acc" + std::to_string(q) + ";\n";
+  c += "  __syncthreads();\n";
+  c += "  if (ty == 0 && col < " + C + ") {\n";
+  for (size_t q = 0; q < nred; ++q) {
+    std::string Q = std::to_string(q);
+    c += "    float s" + Q + " = ls2_col[" + Q + "][0][tx];\n";
+    c += "    for (int y = 1; y < " + TY + "; ++y) s" + Q + " = " +
+         (reductions[q].isMax ? "ls2_max(s" + Q + ", ls2_col[" + Q + "][y][tx])"
+                              : "s" + Q + " + ls2_col[" + Q + "][y][tx]") + ";\n";
+    c += "    partials[(" + Q + " * " + CHUNKS + " + chunk) * " + C + " + col] = s" + Q + ";\n";
+  }
+  c += "  }\n";
+  c += "  __threadfence();\n  __syncthreads();\n";
+  c += "  if (threadIdx.x == 0)\n    ls2_last = atomicAdd(&counters[tile], 1u) == " + CHUNKS +
+       " - 1;\n";
+  c += "  __syncthreads();\n";
+  c += "  if (!ls2_last)\n    return;\n";
+  c += "  __threadfence();\n";
+  c += "  if (ty == 0 && col < " + C + ") {\n";
+  for (size_t q = 0; q < nred; ++q) {
+    std::string Q = std::to_string(q);
+    c += "    float t" + Q + " = __ldcg(&partials[(" + Q + " * " + CHUNKS + ") * " + C +
+         " + col]);\n";
+    c += "    for (int k = 1; k < " + CHUNKS + "; ++k) {\n";
+    c += "      const float p = __ldcg(&partials[(" + Q + " * " + CHUNKS + " + k) * " + C +
+         " + col]);\n";
+    c += "      t" + Q + " = " + (reductions[q].isMax ? "ls2_max(t" + Q + ", p)" : "t" + Q + " + p") +
+         ";\n    }\n";
+    c += "    " + storeText(ctx, reductions[q].yield, "col", "t" + Q) + "\n";
+  }
+  c += "  }\n";
+  c += "  if (threadIdx.x == 0)\n    counters[tile] = 0u;\n";
+  ctx.code = c;
+  ctx.launch.blockThreads = static_cast<uint32_t>(kBlock);
+  ctx.launch.dynamicSharedBytes = 0;
+  ctx.launch.work = {runtime::Dim{tiles * chunks, -1, 0}};
+  ctx.launch.workPerBlock = 1;
+  ctx.launch.maxBlocks = static_cast<uint32_t>(tiles * chunks);
+}
+
+} // namespace ls2c::codegen

@@ -1,0 +1,170 @@
+//===- LoopKernel.cpp - the skeleton of loop fusions ----------------------===//
+//
+// Grid-stride over the N output elements, VEC consecutive elements per
+// thread: when every vector-accessed pointer is 16-byte aligned and the VEC
+// elements are in range, operands read at the output's own index are loaded
+// and the outputs stored as 16-byte vectors; otherwise (the tail, or
+// unaligned views) element by element.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelContext.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <map>
+
+using namespace mlir;
+
+namespace ls2c::codegen {
+
+namespace {
+
+constexpr unsigned kBlock = 256;
+constexpr uint32_t kMaxBlocks = 8192;
+
+int64_t elementBytesOf(Type t) { return t.isInteger(1) ? 1 : (t.getIntOrFloatBitWidth() + 7) / 8; }
+
+} // namespace
+
+void emitLoopKernel(KernelContext &ctx) {
+  ElementalEmitter &em = *ctx.emitter;
+  unsigned numYields = ctx.numYields();
+  ArrayRef<runtime::Dim> domain = ctx.dims.shape(ctx.yieldValue(0));
+  // Every output has the domain's element count; each is written at its
+  // own row-major offset i (a reshape of the domain).
+  for (unsigned i = 1; i < numYields; ++i)
+    if (!ctx.sameCount(ctx.dims.shape(ctx.yieldValue(i)), domain))
+      throw EmitError{ctx.fusion, "yields values of different element counts "
+                                  "from a loop"};
+  std::string n = ctx.product(domain);
+
+  // A single element: one thread.
+  if (domain.empty() || ctx.bound(domain) == 1) {
+    ctx.launch = {32, 0, {}, 1, 1};
+    em.pushScope(kElementLevel, 2);
+    for (unsigned i = 0; i < numYields; ++i) {
+      Index at(ctx.dims.shape(ctx.yieldValue(i)).size(), IndexExpr{"0", kKernelLevel});
+      em.line(storeText(ctx, i, "0", em.emit(ctx.yieldValue(i), at)));
+    }
+    ctx.code = "  if (blockIdx.x == 0 && threadIdx.x == 0) {\n" + em.popScope() + "  }\n";
+    return;
+  }
+
+  // VEC: 16 bytes of the narrowest float tensor the kernel streams.
+  int64_t narrowest = 4;
+  for (unsigned i = 0; i < numYields; ++i) {
+    Type et = cast<RankedTensorType>(ctx.yieldValue(i).getType()).getElementType();
+    if (isa<FloatType>(et))
+      narrowest = std::min(narrowest, elementBytesOf(et));
+  }
+  int vec = static_cast<int>(16 / narrowest);
+  // The index of flat offset i in a value's own shape.
+  auto canonicalOf = [&](Value v) {
+    return ctx.delinearize(ctx.dimTexts(ctx.dims.shape(v)), "i", kElementLevel);
+  };
+  auto isIdentity = [&](Value v, const Index &index) {
+    return ctx.sameCount(ctx.dims.shape(v), domain) && sameIndex(index, canonicalOf(v));
+  };
+
+  // Vector path: operands read at the canonical index come from vectors
+  // loaded before the element loop.
+  std::map<unsigned, std::string> vectorLoads; // block arg -> vector name
+  auto vectorType = [&](Type et) {
+    return "ls2_vec<" + storageType(et) + ", " + std::to_string(vec) + ">";
+  };
+  auto vectorizable = [&](Type et) {
+    return (vec * elementBytesOf(et)) % 16 == 0;
+  };
+  em.leafHook = [&](BlockArgument arg, const Index &index,
+                    const IndexExpr &) -> std::optional<std::string> {
+    if (!isIdentity(arg, index))
+      return std::nullopt;
+    Type et = cast<RankedTensorType>(arg.getType()).getElementType();
+    if (!vectorizable(et))
+      return "ls2_load(" + ctx.argNames[arg.getArgNumber()] + ", i)";
+    auto [it, inserted] = vectorLoads.try_emplace(arg.getArgNumber(), "");
+    if (inserted)
+      it->second = em.fresh("lv");
+    return "ls2_cvt(" + it->second + ".v[u])";
+  };
+  em.pushScope(kElementLevel, 4);
+  std::vector<std::string> values;
+  for (unsigned i = 0; i < numYields; ++i)
+    values.push_back(em.emit(ctx.yieldValue(i), canonicalOf(ctx.yieldValue(i))));
+  std::vector<std::string> vectorStores;
+  for (unsigned i = 0; i < numYields; ++i) {
+    Type et = cast<RankedTensorType>(ctx.yieldValue(i).getType()).getElementType();
+    if (vectorizable(et)) {
+      em.line("ls2_put(ov" + std::to_string(i) + ".v[u], " + values[i] + ");");
+      vectorStores.push_back(ctx.resultNames[i]);
+    } else {
+      em.line(storeText(ctx, i, "i", values[i]));
+      vectorStores.push_back("");
+    }
+  }
+  std::string vectorBody = em.popScope();
+
+  // Scalar path: the same body with plain loads and stores.
+  em.leafHook = [&](BlockArgument arg, const Index &index,
+                    const IndexExpr &) -> std::optional<std::string> {
+    if (!isIdentity(arg, index))
+      return std::nullopt;
+    return "ls2_load(" + ctx.argNames[arg.getArgNumber()] + ", i)";
+  };
+  em.pushScope(kElementLevel, 4);
+  for (unsigned i = 0; i < numYields; ++i)
+    em.line(storeText(ctx, i, "i", em.emit(ctx.yieldValue(i), canonicalOf(ctx.yieldValue(i)))));
+  std::string scalarBody = em.popScope();
+  em.leafHook = nullptr;
+
+  std::string c;
+  std::string vs = std::to_string(vec);
+  c += "  const long long N = " + n + ";\n";
+  std::string aligned;
+  for (auto &[arg, name] : vectorLoads)
+    aligned += (aligned.empty() ? "" : " | ") + std::string("(unsigned long long)") +
+               ctx.argNames[arg];
+  for (unsigned i = 0; i < numYields; ++i)
+    if (!vectorStores[i].empty())
+      aligned += (aligned.empty() ? "" : " | ") + std::string("(unsigned long long)") +
+                 ctx.resultNames[i];
+  c += "  const bool aligned = ((" + (aligned.empty() ? std::string("0ULL") : aligned) +
+       ") & 15) == 0;\n";
+  c += "  for (long long base = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * " + vs +
+       "; base < N;\n       base += (long long)gridDim.x * blockDim.x * " + vs + ") {\n";
+  c += "    if (aligned && base + " + vs + " <= N) {\n";
+  for (auto &[arg, name] : vectorLoads) {
+    Type et = cast<RankedTensorType>(ctx.fusion.getBody().front().getArgument(arg).getType())
+                  .getElementType();
+    c += "      const " + vectorType(et) + " " + name + " = *reinterpret_cast<const " +
+         vectorType(et) + " *>(" + ctx.argNames[arg] + " + base);\n";
+  }
+  for (unsigned i = 0; i < numYields; ++i)
+    if (!vectorStores[i].empty()) {
+      Type et = cast<RankedTensorType>(ctx.yieldValue(i).getType()).getElementType();
+      c += "      " + vectorType(et) + " ov" + std::to_string(i) + ";\n";
+    }
+  c += "#pragma unroll\n      for (int u = 0; u < " + vs + "; ++u) {\n";
+  c += "        const long long i = base + u;\n";
+  c += vectorBody; // emitted at indent 4: inside the loop over u
+  c += "      }\n";
+  for (unsigned i = 0; i < numYields; ++i)
+    if (!vectorStores[i].empty()) {
+      Type et = cast<RankedTensorType>(ctx.yieldValue(i).getType()).getElementType();
+      c += "      *reinterpret_cast<" + vectorType(et) + " *>(" + ctx.resultNames[i] +
+           " + base) = ov" + std::to_string(i) + ";\n";
+    }
+  c += "    } else {\n";
+  c += "      for (long long i = base; i < N && i < base + " + vs + "; ++i) {\n";
+  c += scalarBody;
+  c += "      }\n    }\n  }\n";
+  ctx.code = c;
+  ctx.launch.blockThreads = kBlock;
+  ctx.launch.dynamicSharedBytes = 0;
+  ctx.launch.work.assign(domain.begin(), domain.end());
+  ctx.launch.workPerBlock = static_cast<uint64_t>(kBlock) * vec;
+  ctx.launch.maxBlocks = kMaxBlocks;
+}
+
+} // namespace ls2c::codegen

@@ -1,0 +1,68 @@
+//===- ModuleKernels.cpp - the kernels of every fusion group of a module --===//
+
+#include "ls2c/Codegen/ModuleKernels.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <map>
+
+using namespace mlir;
+
+namespace ls2c::codegen {
+
+namespace {
+
+/// The source without its first line (the comment naming the group) and
+/// with the kernel's name blanked: equal keys mean the same machine code.
+std::string dedupKey(const runtime::Kernel &k) {
+  std::string s = k.source.substr(k.source.find('\n') + 1);
+  for (size_t pos = 0; (pos = s.find(k.name, pos)) != std::string::npos;)
+    s.replace(pos, k.name.size(), "@");
+  return s;
+}
+
+} // namespace
+
+FailureOr<ModuleKernels> generateModuleKernels(ModuleOp module) {
+  ModuleKernels out;
+  std::map<std::string, unsigned> seen;
+  bool failed = false;
+  for (auto function : module.getOps<func::FuncOp>()) {
+    FailureOr<ShapeBounds> bounds = ShapeBounds::compute(function);
+    FailureOr<SymbolicDims> dims = SymbolicDims::compute(function);
+    if (mlir::failed(bounds) || mlir::failed(dims)) {
+      failed = true;
+      continue;
+    }
+    int scatters = 0;
+    for (Operation &op : function.getBody().front()) {
+      FailureOr<GeneratedKernel> kernel = failure();
+      if (auto fusion = dyn_cast<ls2::FusionOp>(op)) {
+        kernel = generateFusionKernel(
+            fusion, *dims, *bounds,
+            function.getName().str() + "_" + fusion.getGroupName().str());
+      } else if (auto scatter = dyn_cast<ls2::ScatterAddOp>(op)) {
+        kernel = generateScatterAddKernel(
+            scatter, *dims,
+            function.getName().str() + "_scatter_add_" + std::to_string(scatters++));
+      } else {
+        continue;
+      }
+      if (mlir::failed(kernel)) {
+        failed = true;
+        continue;
+      }
+      auto [it, inserted] = seen.try_emplace(dedupKey(kernel->kernel),
+                                             static_cast<unsigned>(out.kernels.size()));
+      if (inserted)
+        out.kernels.push_back(std::move(kernel->kernel));
+      out.uses.push_back({function.getName().str(), &op, it->second,
+                          std::move(kernel->bindings)});
+    }
+  }
+  if (failed)
+    return failure();
+  return out;
+}
+
+} // namespace ls2c::codegen

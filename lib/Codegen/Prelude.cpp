@@ -1,0 +1,117 @@
+//===- Prelude.cpp - device helpers every generated kernel includes -------===//
+//
+// Loads and stores that convert to the compute type, NaN-propagating
+// max/min (the reference backend's rule), wrapping integer arithmetic,
+// Philox-4x32-10 (Salmon et al., SC'11; the counter layout of
+// ls2.random_uniform, lib/Reference/Philox.h) and warp/block reductions
+// whose every lane ends with the same bits (a butterfly adds the same two
+// values in each lane, and the block stage sums warps in a fixed order).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Prelude.h"
+
+namespace ls2c::codegen {
+
+const char *kernelPrelude() {
+  return R"cuda(#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+template <typename T, int N> struct __align__(16) ls2_vec { T v[N]; };
+
+__device__ __forceinline__ float ls2_cvt(float x) { return x; }
+__device__ __forceinline__ float ls2_cvt(__half x) { return __half2float(x); }
+__device__ __forceinline__ float ls2_cvt(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ double ls2_cvt(double x) { return x; }
+__device__ __forceinline__ int ls2_cvt(int x) { return x; }
+__device__ __forceinline__ long long ls2_cvt(long long x) { return x; }
+__device__ __forceinline__ bool ls2_cvt(unsigned char x) { return x != 0; }
+
+template <typename T>
+__device__ __forceinline__ auto ls2_load(const T *p, long long i) { return ls2_cvt(p[i]); }
+
+__device__ __forceinline__ void ls2_put(float &d, float x) { d = x; }
+__device__ __forceinline__ void ls2_put(__half &d, float x) { d = __float2half_rn(x); }
+__device__ __forceinline__ void ls2_put(__nv_bfloat16 &d, float x) { d = __float2bfloat16_rn(x); }
+__device__ __forceinline__ void ls2_put(double &d, double x) { d = x; }
+__device__ __forceinline__ void ls2_put(int &d, int x) { d = x; }
+__device__ __forceinline__ void ls2_put(long long &d, long long x) { d = x; }
+__device__ __forceinline__ void ls2_put(unsigned char &d, bool x) { d = x ? 1 : 0; }
+
+template <typename T, typename V>
+__device__ __forceinline__ void ls2_store(T *p, long long i, V x) { ls2_put(p[i], x); }
+
+__device__ __forceinline__ float ls2_max(float a, float b) { return (a != a || b != b) ? a + b : fmaxf(a, b); }
+__device__ __forceinline__ float ls2_min(float a, float b) { return (a != a || b != b) ? a + b : fminf(a, b); }
+__device__ __forceinline__ double ls2_max(double a, double b) { return (a != a || b != b) ? a + b : fmax(a, b); }
+__device__ __forceinline__ double ls2_min(double a, double b) { return (a != a || b != b) ? a + b : fmin(a, b); }
+__device__ __forceinline__ int ls2_max(int a, int b) { return a > b ? a : b; }
+__device__ __forceinline__ int ls2_min(int a, int b) { return a < b ? a : b; }
+__device__ __forceinline__ long long ls2_max(long long a, long long b) { return a > b ? a : b; }
+__device__ __forceinline__ long long ls2_min(long long a, long long b) { return a < b ? a : b; }
+
+__device__ __forceinline__ int ls2_wrap_add(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
+__device__ __forceinline__ int ls2_wrap_sub(int a, int b) { return (int)((unsigned)a - (unsigned)b); }
+__device__ __forceinline__ int ls2_wrap_mul(int a, int b) { return (int)((unsigned)a * (unsigned)b); }
+__device__ __forceinline__ long long ls2_wrap_add(long long a, long long b) { return (long long)((unsigned long long)a + (unsigned long long)b); }
+__device__ __forceinline__ long long ls2_wrap_sub(long long a, long long b) { return (long long)((unsigned long long)a - (unsigned long long)b); }
+__device__ __forceinline__ long long ls2_wrap_mul(long long a, long long b) { return (long long)((unsigned long long)a * (unsigned long long)b); }
+
+// Philox-4x32-10: counter (lo(e / 4), hi(e / 4), stream, lo(offset)), key
+// (lo(seed), hi(seed)), output word e % 4 as (word >> 8) * 2^-24.
+__device__ __forceinline__ float ls2_uniform(long long seed, long long offset,
+                                             unsigned stream, long long e) {
+  unsigned long long block = (unsigned long long)e >> 2;
+  unsigned x0 = (unsigned)block, x1 = (unsigned)(block >> 32), x2 = stream,
+           x3 = (unsigned)(unsigned long long)offset;
+  unsigned k0 = (unsigned)(unsigned long long)seed,
+           k1 = (unsigned)((unsigned long long)seed >> 32);
+#pragma unroll
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }
+    unsigned hi0 = __umulhi(0xD2511F53u, x0), lo0 = 0xD2511F53u * x0;
+    unsigned hi1 = __umulhi(0xCD9E8D57u, x2), lo1 = 0xCD9E8D57u * x2;
+    unsigned y0 = hi1 ^ x1 ^ k0, y2 = hi0 ^ x3 ^ k1;
+    x0 = y0; x1 = lo1; x2 = y2; x3 = lo0;
+  }
+  unsigned w = (e & 3) == 0 ? x0 : (e & 3) == 1 ? x1 : (e & 3) == 2 ? x2 : x3;
+  return (float)(w >> 8) * (1.0f / 16777216.0f);
+}
+
+__device__ __forceinline__ float ls2_warp_sum(float x) {
+#pragma unroll
+  for (int m = 16; m > 0; m >>= 1) x += __shfl_xor_sync(0xffffffffu, x, m);
+  return x;
+}
+__device__ __forceinline__ float ls2_warp_max(float x) {
+#pragma unroll
+  for (int m = 16; m > 0; m >>= 1) x = ls2_max(x, __shfl_xor_sync(0xffffffffu, x, m));
+  return x;
+}
+// Every thread of the block calls these; `smem` holds one float per warp.
+template <int WARPS>
+__device__ __forceinline__ float ls2_block_sum(float x, float *smem) {
+  x = ls2_warp_sum(x);
+  if ((threadIdx.x & 31) == 0) smem[threadIdx.x >> 5] = x;
+  __syncthreads();
+  float s = 0.0f;
+#pragma unroll
+  for (int w = 0; w < WARPS; ++w) s += smem[w];
+  __syncthreads();
+  return s;
+}
+template <int WARPS>
+__device__ __forceinline__ float ls2_block_max(float x, float *smem) {
+  x = ls2_warp_max(x);
+  if ((threadIdx.x & 31) == 0) smem[threadIdx.x >> 5] = x;
+  __syncthreads();
+  float s = smem[0];
+#pragma unroll
+  for (int w = 1; w < WARPS; ++w) s = ls2_max(s, smem[w]);
+  __syncthreads();
+  return s;
+}
+)cuda";
+}
+
+} // namespace ls2c::codegen

@@ -1,0 +1,473 @@
+//===- ProgramBuilder.cpp - a planned ls2 module as the runtime's Program -===//
+
+#include "ls2c/Codegen/ProgramBuilder.h"
+
+#include "ElementalEmitter.h"
+#include "FusionRules.h"
+
+#include "ls2c/Analysis/ShapeBounds.h"
+#include "ls2c/Analysis/SymbolicDims.h"
+#include "ls2c/Codegen/ModuleKernels.h"
+#include "ls2c/Model/ParameterLayout.h"
+#include "ls2c/Training/Workspace.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <map>
+
+using namespace mlir;
+
+namespace ls2c::codegen {
+
+namespace {
+
+using runtime::BufferRef;
+
+struct BuildError {
+  Operation *op;
+  std::string message;
+};
+
+RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+runtime::DType dtypeOrThrow(Operation *op, Type t) {
+  if (std::optional<runtime::DType> d = dtypeOf(t))
+    return *d;
+  throw BuildError{op, "has an element type the runtime does not support"};
+}
+
+runtime::ArgumentKind kindOf(Operation *op, StringRef kind) {
+  using K = runtime::ArgumentKind;
+  static const std::map<std::string, K> kinds = {
+      {"parameter", K::Parameter}, {"input", K::Input},   {"workspace", K::Workspace},
+      {"state", K::State},         {"buffer", K::Buffer}, {"output", K::Output},
+      {"gradient", K::Gradient},   {"loss", K::Loss}};
+  auto it = kinds.find(kind.str());
+  if (it == kinds.end())
+    throw BuildError{op, "has an argument or result of unknown ls2.kind '" + kind.str() + "'"};
+  return it->second;
+}
+
+/// A value's storage: a byte range and, for a strided view, the row stride
+/// in elements (0 when rows are contiguous).
+struct Resolved {
+  BufferRef ref;
+  int64_t rowStride = 0;
+};
+
+class FunctionBuilder {
+public:
+  FunctionBuilder(func::FuncOp f, const SymbolicDims &dims, const ShapeBounds &bounds,
+                  const ModuleKernels &kernels,
+                  const std::map<Operation *, const ModuleKernels::Use *> &uses,
+                  std::map<unsigned, unsigned> &kernelRemap, runtime::Program &program)
+      : f(f), dims(dims), bounds(bounds), kernels(kernels), uses(uses),
+        kernelRemap(kernelRemap), program(program) {}
+
+  runtime::Function build() {
+    runtime::Function out;
+    out.name = f.getName().str();
+    for (BlockArgument arg : f.getArguments())
+      out.arguments.push_back(spec(arg, f.getArgAttrDict(arg.getArgNumber())));
+    Operation *ret = f.getBody().front().getTerminator();
+    for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+      out.results.push_back(spec(v, f.getResultAttrDict(i)));
+      returned.try_emplace(v, static_cast<unsigned>(i));
+    }
+    if (auto a = f->getAttrOfType<IntegerAttr>("ls2.arena_bytes"))
+      out.arenaBytes = static_cast<uint64_t>(a.getInt());
+    else
+      throw BuildError{f, "is not planned (no ls2.arena_bytes; run ls2-plan-buffers)"};
+    for (Operation &op : f.getBody().front())
+      step(&op, out);
+    // A result that is an argument unchanged (state the step keeps) is a
+    // copy: results live in their own buffers.
+    for (auto [i, v] : llvm::enumerate(ret->getOperands()))
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        runtime::Step s;
+        s.kind = runtime::Step::Kind::Copy;
+        s.copySource = {BufferRef::Space::Argument, arg.getArgNumber(), 0,
+                        static_cast<uint64_t>(bounds.bytes(v))};
+        s.copyDestination = {BufferRef::Space::Result, static_cast<uint32_t>(i), 0,
+                             static_cast<uint64_t>(bounds.bytes(v))};
+        out.steps.push_back(std::move(s));
+      }
+    return out;
+  }
+
+private:
+  func::FuncOp f;
+  const SymbolicDims &dims;
+  const ShapeBounds &bounds;
+  const ModuleKernels &kernels;
+  const std::map<Operation *, const ModuleKernels::Use *> &uses;
+  std::map<unsigned, unsigned> &kernelRemap;
+  runtime::Program &program;
+  DenseMap<Value, unsigned> returned;
+
+  runtime::TensorSpec spec(Value v, DictionaryAttr attrs) {
+    runtime::TensorSpec t;
+    if (attrs) {
+      if (auto name = attrs.getAs<StringAttr>("ls2.name"))
+        t.name = name.str();
+      if (auto kind = attrs.getAs<StringAttr>("ls2.kind"))
+        t.kind = kindOf(f, kind.getValue());
+    }
+    auto type = tensorType(v);
+    t.dtype = dtypeOrThrow(f, type.getElementType());
+    t.shape.assign(dims.shape(v).begin(), dims.shape(v).end());
+    t.maxShape.assign(bounds.shape(v).begin(), bounds.shape(v).end());
+    return t;
+  }
+
+  uint64_t bytes(Value v) { return static_cast<uint64_t>(bounds.bytes(v)); }
+
+  /// The bytes a strided [rows, ...] value spans: every row but the last
+  /// a full stride, the last its own width.
+  uint64_t stridedExtent(Value v, int64_t rowStride) {
+    auto type = tensorType(v);
+    int64_t rows = bounds.shape(v)[0];
+    int64_t width = 1;
+    for (int64_t d = 1; d < type.getRank(); ++d)
+      width *= type.getDimSize(d);
+    int64_t eb = elementBytes(type.getElementType());
+    return rows == 0 ? 0 : static_cast<uint64_t>(((rows - 1) * rowStride + width) * eb);
+  }
+
+  /// The attention gradient's place in an in-place concat (its columns of
+  /// the concat's buffer), if it is one.
+  std::optional<Resolved> inPlacePiece(Value v) {
+    Value piece = v;
+    for (int hops = 0; hops < 4 && piece.hasOneUse(); ++hops) {
+      Operation *user = *piece.getUsers().begin();
+      if (auto r = dyn_cast<ls2::ReshapeOp>(user)) {
+        piece = r.getResult();
+        continue;
+      }
+      auto concat = dyn_cast<ls2::ConcatOp>(user);
+      if (!concat || !concat->hasAttr("ls2.in_place"))
+        return std::nullopt;
+      Resolved whole = resolve(concat.getResult());
+      auto type = tensorType(concat.getResult());
+      int64_t columns = 0;
+      for (Value operand : concat.getInputs()) {
+        if (operand == piece)
+          break;
+        columns += tensorType(operand).getDimSize(concat.getAxis());
+      }
+      int64_t row = 1;
+      for (int64_t d = concat.getAxis() + 1; d < type.getRank(); ++d)
+        row *= type.getDimSize(d);
+      Resolved r = whole;
+      r.ref.byteOffset += static_cast<uint64_t>(columns * row *
+                                                elementBytes(type.getElementType()));
+      // Rows of the piece are rows of the concat's buffer.
+      r.rowStride = 1;
+      for (int64_t d = 1; d < type.getRank(); ++d)
+        r.rowStride *= type.getDimSize(d);
+      r.ref.maxBytes = stridedExtent(v, r.rowStride);
+      return r;
+    }
+    return std::nullopt;
+  }
+
+  Resolved resolve(Value v) {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return {{BufferRef::Space::Argument, arg.getArgNumber(), 0, bytes(v)}, 0};
+    if (auto it = returned.find(v); it != returned.end())
+      return {{BufferRef::Space::Result, it->second, 0, bytes(v)}, 0};
+    Operation *def = v.getDefiningOp();
+    if (fusion::isView(def)) {
+      Resolved base = resolve(def->getOperand(0));
+      if (fusion::isStridedView(def)) {
+        auto slice = cast<ls2::SliceOp>(def);
+        auto in = tensorType(slice.getInput());
+        int64_t row = 1, inner = 1;
+        for (int64_t d = 1; d < in.getRank(); ++d)
+          row *= in.getDimSize(d);
+        for (int64_t d = slice.getAxis() + 1; d < in.getRank(); ++d)
+          inner *= in.getDimSize(d);
+        if (base.rowStride == 0)
+          base.rowStride = row;
+        base.ref.byteOffset += static_cast<uint64_t>(
+            slice.getStart() * inner * elementBytes(in.getElementType()));
+        base.ref.maxBytes = stridedExtent(v, base.rowStride);
+        return base;
+      }
+      base.ref.byteOffset += static_cast<uint64_t>(fusion::viewByteOffset(def));
+      base.ref.maxBytes = base.rowStride ? stridedExtent(v, base.rowStride) : bytes(v);
+      return base;
+    }
+    auto offsets = def->getAttrOfType<DenseI64ArrayAttr>("ls2.offsets");
+    unsigned index = cast<OpResult>(v).getResultNumber();
+    if (offsets && index < offsets.size() && offsets[index] >= 0)
+      return {{BufferRef::Space::Arena, 0, static_cast<uint64_t>(offsets[index]), bytes(v)},
+              0};
+    if (std::optional<Resolved> piece = inPlacePiece(v))
+      return *piece;
+    throw BuildError{def, "produces a value with no planned buffer (result " +
+                              std::to_string(index) + ")"};
+  }
+
+  BufferRef contiguous(Operation *op, Value v) {
+    Resolved r = resolve(v);
+    if (r.rowStride != 0)
+      throw BuildError{op, "reads a strided view where only attention takes one"};
+    return r.ref;
+  }
+
+  void launch(Operation *op, runtime::Function &out) {
+    auto it = uses.find(op);
+    if (it == uses.end())
+      throw BuildError{op, "has no generated kernel"};
+    const ModuleKernels::Use &use = *it->second;
+    auto [remap, inserted] =
+        kernelRemap.try_emplace(use.kernel, static_cast<unsigned>(program.kernels.size()));
+    if (inserted)
+      program.kernels.push_back(kernels.kernels[use.kernel]);
+    runtime::Step s;
+    s.kind = runtime::Step::Kind::Launch;
+    s.kernel = remap->second;
+    for (const ParamBinding &b : use.bindings) {
+      runtime::KernelArg a;
+      switch (b.kind) {
+      case ParamBinding::Kind::Operand: {
+        Value v = op->getOperand(b.index);
+        if (isa<IndexType>(v.getType())) {
+          a.kind = runtime::ParamKind::Int64;
+          a.value = dims.index(v);
+        } else {
+          a.buffer = contiguous(op, v);
+        }
+        break;
+      }
+      case ParamBinding::Kind::Result:
+        a.buffer = contiguous(op, op->getResult(b.index));
+        break;
+      case ParamBinding::Kind::Size:
+        a.kind = runtime::ParamKind::Int64;
+        a.value = b.size;
+        break;
+      case ParamBinding::Kind::Constant:
+        a.kind = runtime::ParamKind::Int64;
+        a.value = runtime::Dim{b.value, -1, 0};
+        break;
+      case ParamBinding::Kind::Scratch:
+        // Bound to Program::scratchOffset once every arena is known.
+        a.buffer = {BufferRef::Space::Arena, 0, 0, kernels.kernels[use.kernel].scratchBytes};
+        scratchArgs.push_back({out.steps.size(), s.args.size()});
+        break;
+      }
+      s.args.push_back(a);
+    }
+    out.steps.push_back(std::move(s));
+  }
+
+  void gemm(ls2::MatmulOp op, runtime::Function &out) {
+    runtime::Gemm g;
+    auto a = tensorType(op.getA()), b = tensorType(op.getB()),
+         c = tensorType(op.getResult());
+    g.a = contiguous(op, op.getA());
+    g.b = contiguous(op, op.getB());
+    g.c = contiguous(op, op.getResult());
+    g.aType = dtypeOrThrow(op, a.getElementType());
+    g.bType = dtypeOrThrow(op, b.getElementType());
+    g.cType = dtypeOrThrow(op, c.getElementType());
+    g.transposeA = op.getTransposeA();
+    g.transposeB = op.getTransposeB();
+    ArrayRef<runtime::Dim> ad = dims.shape(op.getA()), bd = dims.shape(op.getB()),
+                           cd = dims.shape(op.getResult());
+    size_t ar = ad.size(), br = bd.size(), cr = cd.size();
+    g.m = cd[cr - 2];
+    g.n = cd[cr - 1];
+    g.k = g.transposeA ? ad[ar - 2] : ad[ar - 1];
+    if (!a.hasStaticShape() && a.isDynamicDim(ar - 1))
+      throw BuildError{op, "has a dynamic row length in its first operand"};
+    g.lda = a.getDimSize(ar - 1);
+    g.ldb = b.getDimSize(br - 1);
+    g.ldc = c.getDimSize(cr - 1);
+    if (ShapedType::isDynamic(g.ldb) || ShapedType::isDynamic(g.ldc))
+      throw BuildError{op, "has a dynamic row length"};
+    // Batched: leading dims of a (and of b unless it is one shared matrix).
+    int64_t batch = 1;
+    for (size_t d = 0; d + 2 < ar; ++d) {
+      if (!ad[d].isStatic())
+        throw BuildError{op, "has a dynamic batch dim"};
+      batch *= ad[d].size;
+    }
+    g.batch = runtime::Dim{batch, -1, 0};
+    if (ar > 2) {
+      g.strideA = a.getDimSize(ar - 2) * a.getDimSize(ar - 1);
+      g.strideB = br > 2 ? b.getDimSize(br - 2) * b.getDimSize(br - 1) : 0;
+      g.strideC = c.getDimSize(cr - 2) * c.getDimSize(cr - 1);
+    }
+    if (Value bias = op.getBias()) {
+      g.epilogue = runtime::GemmEpilogue::Bias;
+      g.bias = contiguous(op, bias);
+      g.biasType = dtypeOrThrow(op, tensorType(bias).getElementType());
+    }
+    if (Value bg = op.getBiasGrad()) {
+      if (g.epilogue != runtime::GemmEpilogue::None)
+        throw BuildError{op, "has both a bias and a bias gradient"};
+      g.epilogue = runtime::GemmEpilogue::BiasGradA;
+      g.biasGrad = contiguous(op, bg);
+      g.biasType = dtypeOrThrow(op, tensorType(bg).getElementType());
+    }
+    runtime::Step s;
+    s.kind = runtime::Step::Kind::Gemm;
+    s.gemm = g;
+    out.steps.push_back(std::move(s));
+  }
+
+  template <typename AttentionLike>
+  void attentionCommon(AttentionLike op, runtime::Attention &a) {
+    auto q = tensorType(op.getQuery()), k = tensorType(op.getKey());
+    a.dtype = dtypeOrThrow(op, q.getElementType());
+    a.heads = static_cast<uint32_t>(q.getDimSize(1));
+    a.kvHeads = static_cast<uint32_t>(k.getDimSize(1));
+    a.headDim = static_cast<uint32_t>(q.getDimSize(2));
+    a.causal = op.getCausal();
+    a.scale = op.getEffectiveScale();
+    a.dropoutRate = op.getDropoutRate().convertToFloat();
+    a.stream = static_cast<uint32_t>(op.getStream());
+    a.tokensQ = dims.shape(op.getQuery())[0];
+    a.tokensK = dims.shape(op.getKey())[0];
+    a.batchPlusOne = dims.shape(op.getCuSeqlensQ())[0];
+    auto strided = [&](Value v, BufferRef &ref, int64_t &stride) {
+      Resolved r = resolve(v);
+      ref = r.ref;
+      auto t = tensorType(v);
+      stride = r.rowStride ? r.rowStride : t.getDimSize(1) * t.getDimSize(2);
+    };
+    strided(op.getQuery(), a.q, a.strideQ);
+    strided(op.getKey(), a.k, a.strideK);
+    strided(op.getValue(), a.v, a.strideV);
+    a.cuSeqlensQ = contiguous(op, op.getCuSeqlensQ());
+    a.cuSeqlensK = contiguous(op, op.getCuSeqlensK());
+    if (op.getSeed()) {
+      a.seed = contiguous(op, op.getSeed());
+      a.offset = contiguous(op, op.getOffset());
+    }
+  }
+
+  void attention(ls2::AttentionOp op, runtime::Function &out) {
+    runtime::Attention a;
+    attentionCommon(op, a);
+    Resolved o = resolve(op.getResult());
+    a.out = o.ref;
+    a.strideO = o.rowStride ? o.rowStride : a.heads * a.headDim;
+    a.lse = contiguous(op, op.getLse());
+    runtime::Step s;
+    s.kind = runtime::Step::Kind::Attention;
+    s.attention = a;
+    out.steps.push_back(std::move(s));
+  }
+
+  void attentionGrad(ls2::AttentionGradOp op, runtime::Function &out) {
+    runtime::Attention a;
+    a.backward = true;
+    attentionCommon(op, a);
+    Resolved o = resolve(op.getOut());
+    a.out = o.ref;
+    a.strideO = o.rowStride ? o.rowStride : a.heads * a.headDim;
+    a.lse = contiguous(op, op.getLse());
+    Resolved dout = resolve(op.getDout());
+    a.dout = dout.ref;
+    a.strideDO = dout.rowStride ? dout.rowStride : a.heads * a.headDim;
+    auto grad = [&](Value v, BufferRef &ref, int64_t &stride, int64_t heads) {
+      Resolved r = resolve(v);
+      ref = r.ref;
+      stride = r.rowStride ? r.rowStride : heads * a.headDim;
+    };
+    grad(op.getResult(0), a.dq, a.strideDQ, a.heads);
+    grad(op.getResult(1), a.dk, a.strideDK, a.kvHeads);
+    grad(op.getResult(2), a.dv, a.strideDV, a.kvHeads);
+    runtime::Step s;
+    s.kind = runtime::Step::Kind::Attention;
+    s.attention = a;
+    out.steps.push_back(std::move(s));
+  }
+
+  void step(Operation *op, runtime::Function &out) {
+    if (isa<ls2::FusionOp, ls2::ScatterAddOp>(op))
+      return launch(op, out);
+    if (auto m = dyn_cast<ls2::MatmulOp>(op))
+      return gemm(m, out);
+    if (auto a = dyn_cast<ls2::AttentionOp>(op))
+      return attention(a, out);
+    if (auto g = dyn_cast<ls2::AttentionGradOp>(op))
+      return attentionGrad(g, out);
+    if (isa<ls2::DimOp, func::ReturnOp>(op) || fusion::isView(op))
+      return;
+    if (auto c = dyn_cast<ls2::ConcatOp>(op); c && c->hasAttr("ls2.in_place"))
+      return;
+    throw BuildError{op, "has no runtime step (it should be inside a fusion group)"};
+  }
+
+public:
+  /// (step, arg) of every scratch binding, patched with the scratch offset.
+  std::vector<std::pair<size_t, size_t>> scratchArgs;
+};
+
+} // namespace
+
+FailureOr<runtime::Program> buildProgram(ModuleOp module, const ModelDescription &desc,
+                                         const std::string &descriptionText,
+                                         const std::vector<std::string> &functions) {
+  FailureOr<ModuleKernels> kernels = generateModuleKernels(module);
+  if (failed(kernels))
+    return failure();
+  std::map<Operation *, const ModuleKernels::Use *> uses;
+  for (const ModuleKernels::Use &u : kernels->uses)
+    uses[u.op] = &u;
+
+  runtime::Program program;
+  program.modelName = desc.name;
+  program.description = descriptionText;
+  program.computeDType = std::string(toString(desc.dtype));
+  ParameterLayout layout = buildParameterLayout(desc);
+  WorkspaceLayout workspace = planWorkspace(layout);
+  program.workspaceElements = static_cast<uint64_t>(workspace.totalElements);
+  for (const WorkspaceSlot &slot : workspace.slots)
+    program.parameters.push_back({slot.spec->name, slot.spec->shape,
+                                  static_cast<uint64_t>(slot.offset),
+                                  slot.spec->weight_decay});
+
+  std::map<unsigned, unsigned> kernelRemap;
+  std::vector<std::pair<size_t, std::vector<std::pair<size_t, size_t>>>> scratch;
+  try {
+    for (const std::string &name : functions) {
+      auto f = module.lookupSymbol<func::FuncOp>(name);
+      if (!f) {
+        module.emitError("has no function @") << name << " to put in the program";
+        return failure();
+      }
+      FailureOr<ShapeBounds> bounds = ShapeBounds::compute(f);
+      FailureOr<SymbolicDims> dims = SymbolicDims::compute(f);
+      if (failed(bounds) || failed(dims))
+        return failure();
+      FunctionBuilder builder(f, *dims, *bounds, *kernels, uses, kernelRemap, program);
+      program.functions.push_back(builder.build());
+      scratch.push_back({program.functions.size() - 1, builder.scratchArgs});
+    }
+  } catch (const BuildError &e) {
+    e.op->emitError(e.message);
+    return failure();
+  }
+  // One arena: the largest function's plan, then the kernels' scratch.
+  uint64_t arena = 0, scratchBytes = 0;
+  for (const runtime::Function &fn : program.functions)
+    arena = std::max(arena, fn.arenaBytes);
+  for (const runtime::Kernel &k : program.kernels)
+    scratchBytes = std::max(scratchBytes, k.scratchBytes);
+  program.scratchOffset = (arena + 255) / 256 * 256;
+  program.arenaBytes = program.scratchOffset + scratchBytes;
+  for (auto &[fn, args] : scratch)
+    for (auto [stepIndex, argIndex] : args)
+      program.functions[fn].steps[stepIndex].args[argIndex].buffer.byteOffset =
+          program.scratchOffset;
+  return program;
+}
+
+} // namespace ls2c::codegen
