@@ -6,12 +6,32 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
 using namespace mlir;
 
 namespace ls2c::codegen {
+
+std::string atom(const std::string &text) {
+  // Already one parenthesized group?
+  if (text.size() > 1 && text.front() == '(') {
+    int depth = 0;
+    size_t i = 0;
+    for (; i < text.size(); ++i) {
+      depth += text[i] == '(' ? 1 : text[i] == ')' ? -1 : 0;
+      if (depth == 0)
+        break;
+    }
+    if (i == text.size() - 1)
+      return text;
+  }
+  for (char c : text)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
+      return "(" + text + ")";
+  return text;
+}
 
 namespace {
 
@@ -51,7 +71,7 @@ std::string mulText(const std::string &a, const std::string &b) {
     return b;
   if (b == "1")
     return a;
-  return "(" + a + ") * " + b;
+  return atom(a) + " * " + atom(b);
 }
 
 std::string addText(const std::string &a, const std::string &b) {
@@ -208,9 +228,10 @@ Index ElementalEmitter::delinearize(Value value, const IndexExpr &flat) {
   Index out(sizes.size());
   std::string stride = "1";
   for (size_t d = sizes.size(); d-- > 0;) {
-    std::string q = stride == "1" ? flat.text : "(" + flat.text + " / " + stride + ")";
+    // The stride may be a product: it divides as a whole.
+    std::string q = stride == "1" ? flat.text : "(" + flat.text + " / " + atom(stride) + ")";
     // The outermost dim needs no modulo: the flat offset is in range.
-    out[d].text = d == 0 ? q : "(" + q + " % " + sizes[d] + ")";
+    out[d].text = d == 0 ? q : "(" + q + " % " + atom(sizes[d]) + ")";
     if (sizes[d] == "1")
       out[d].text = "0";
     out[d].level = flat.level;
@@ -242,10 +263,18 @@ ElementalEmitter::operandIndices(Operation *op, const Index &index) {
     return out;
   }
   if (auto b = dyn_cast<ls2::BroadcastOp>(op)) {
-    Index in;
-    for (int64_t d : b.getDims())
-      in.push_back(index[d]);
-    out.push_back(in);
+    // Operand dim k is result dim dims[k]; a size-1 operand dim is
+    // stretched, so it is read at 0.
+    auto in = tensorType(b.getInput());
+    auto res = tensorType(b.getResult());
+    Index operand;
+    for (auto [k, d] : llvm::enumerate(b.getDims())) {
+      if (in.getDimSize(k) == 1 && res.getDimSize(d) != 1)
+        operand.push_back(IndexExpr{"0", kKernelLevel});
+      else
+        operand.push_back(index[d]);
+    }
+    out.push_back(operand);
     return out;
   }
   if (auto t = dyn_cast<ls2::TransposeOp>(op)) {

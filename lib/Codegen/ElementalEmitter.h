@@ -147,6 +147,10 @@ private:
   operandIndices(mlir::Operation *op, const Index &index);
 };
 
+/// `text` as one operand of / or %: parenthesized unless it is a number or
+/// a name.
+std::string atom(const std::string &text);
+
 /// The maximum level of an index's components.
 int levelOfIndex(const Index &index);
 

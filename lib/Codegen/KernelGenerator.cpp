@@ -88,8 +88,9 @@ Index KernelContext::delinearize(const std::vector<std::string> &sizes,
   Index out(sizes.size());
   std::string stride = "1";
   for (size_t d = sizes.size(); d-- > 0;) {
-    std::string q = stride == "1" ? flat : "(" + flat + " / " + stride + ")";
-    out[d].text = d == 0 ? q : "(" + q + " % " + sizes[d] + ")";
+    // The stride may be a product: it divides as a whole.
+    std::string q = stride == "1" ? flat : "(" + flat + " / " + atom(stride) + ")";
+    out[d].text = d == 0 ? q : "(" + q + " % " + atom(sizes[d]) + ")";
     if (sizes[d] == "1")
       out[d].text = "0";
     out[d].level = level;

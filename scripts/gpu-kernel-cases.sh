@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Prepares the GPU check of generated kernels: builds ls2c-kernel-cases and
+# ls2c-kernel-check, writes a case (cubin, random inputs, the reference
+# interpreter's outputs) for every distinct kernel of the tiny presets and
+# of the size variants in test/gpu/Inputs (hidden 20 with 70,000 rows, 100
+# in bf16 with a 50,257 vocabulary, 384 in fp16, 767), under .gpu-run/.
+# On the GPU machine (no MLIR there) run:
+#   .gpu-run/bin/ls2c-kernel-check .gpu-run/<set>...
+# Each call to the device tool carries at most 64 MiB: pass a set name to
+# write only that set (tiny, sizes).
+# Usage: scripts/gpu-kernel-cases.sh [tiny|sizes]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SET=${1:-tiny}
+cmake --build build --target ls2c-kernel-cases ls2c-kernel-check
+CASES=build/test/gpu/ls2c-kernel-cases
+rm -rf .gpu-run
+mkdir -p .gpu-run/bin
+cp build/test/gpu/ls2c-kernel-check .gpu-run/bin/
+grep -qx '/.gpu-run/' "$(git rev-parse --git-path info/exclude)" 2>/dev/null ||
+  { mkdir -p "$(dirname "$(git rev-parse --git-path info/exclude)")";
+    echo '/.gpu-run/' >> "$(git rev-parse --git-path info/exclude)"; }
+case "$SET" in
+tiny)
+  for m in tiny-bert tiny-gpt tiny-transformer tiny-vit; do
+    "$CASES" "examples/$m.json" ".gpu-run/$m" --tokens 19
+  done ;;
+sizes)
+  "$CASES" test/gpu/Inputs/sizes-h100-bf16-v50257.json .gpu-run/sizes-h100-bf16-v50257 \
+    --tokens 19 --max-case-bytes 8000000
+  "$CASES" test/gpu/Inputs/sizes-h384-fp16.json .gpu-run/sizes-h384-fp16 \
+    --tokens 19 --max-case-bytes 3000000
+  "$CASES" test/gpu/Inputs/sizes-h767.json .gpu-run/sizes-h767 --tokens 19 \
+    --max-case-bytes 3000000
+  "$CASES" test/gpu/Inputs/sizes-h20-rows70000.json .gpu-run/rows70000 --tokens 70000 \
+    --only forward_embedding_layer_norm ;;
+*)
+  echo "usage: $0 [tiny|sizes]" >&2
+  exit 2 ;;
+esac
+du -sh .gpu-run

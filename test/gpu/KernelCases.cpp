@@ -1,0 +1,422 @@
+//===- KernelCases.cpp - generated kernels with reference results ---------===//
+//
+// ls2c-kernel-cases MODEL.json OUTDIR [--tokens N] [--arch sm_90] [--seed S]
+//                   [--only NAME-PART] [--max-case-bytes N]
+//
+// Writes one case per distinct generated kernel of the model: the cubin,
+// its launch config, random inputs (ids within their tables) and the
+// outputs the CPU reference interpreter (F32 mode) computes for the same
+// fusion group, with dynamic sizes set from --tokens (default 37, not a
+// multiple of any tile). ls2c-kernel-check runs them on a GPU, where there
+// is no MLIR. Files: OUTDIR/<kernel>/case.json (format in KernelCheck.cpp)
+// and raw little-endian tensors in their storage types.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FloatFormats.h"
+
+#include "ls2c/Analysis/ShapeBounds.h"
+#include "ls2c/Analysis/SymbolicDims.h"
+#include "ls2c/Codegen/ModuleKernels.h"
+#include "ls2c/Frontend/Frontend.h"
+#include "ls2c/JIT/KernelCompiler.h"
+#include "ls2c/Model/ModelDescription.h"
+#include "ls2c/Reference/Interpreter.h"
+#include "ls2c/Support/AtomicFile.h"
+#include "ls2c/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+
+using namespace mlir;
+using namespace ls2c;
+using reference::ElementType;
+using reference::HostTensor;
+
+namespace {
+
+struct Options {
+  std::string model, outDir, arch = "sm_90";
+  int64_t tokens = 37;
+  uint64_t seed = 1;
+  std::string only; ///< keep kernels whose name contains this
+  int64_t maxCaseBytes = 0; ///< skip cases whose data is larger (0: no limit)
+};
+
+std::string storageBytes(const HostTensor &t) {
+  std::string out;
+  auto put = [&](const void *p, size_t n) { out.append(static_cast<const char *>(p), n); };
+  int64_t n = t.numElements();
+  for (int64_t i = 0; i < n; ++i) {
+    switch (t.type) {
+    case ElementType::F32: {
+      float x = static_cast<float>(t.floats[i]);
+      put(&x, 4);
+      break;
+    }
+    case ElementType::F16: {
+      uint16_t x = reference::toF16Bits(t.floats[i]);
+      put(&x, 2);
+      break;
+    }
+    case ElementType::BF16: {
+      uint16_t x = reference::toBF16Bits(t.floats[i]);
+      put(&x, 2);
+      break;
+    }
+    case ElementType::I32: {
+      int32_t x = static_cast<int32_t>(t.ints[i]);
+      put(&x, 4);
+      break;
+    }
+    case ElementType::I64: {
+      int64_t x = t.ints[i];
+      put(&x, 8);
+      break;
+    }
+    case ElementType::I1: {
+      uint8_t x = t.ints[i] ? 1 : 0;
+      put(&x, 1);
+      break;
+    }
+    }
+  }
+  return out;
+}
+
+double tolerance(ElementType t) {
+  switch (t) {
+  case ElementType::F16:
+    return 5e-3;
+  case ElementType::BF16:
+    return 2e-2;
+  default:
+    return 1e-5;
+  }
+}
+
+/// Table rows of the gathers (and embedding gradients) that read `v` as
+/// ids; 0 when none does.
+int64_t idRange(Value v) {
+  int64_t rows = 0;
+  for (OpOperand &use : v.getUses()) {
+    if (auto g = dyn_cast<ls2::GatherOp>(use.getOwner()); g && use.getOperandNumber() == 1)
+      rows = rows ? std::min(rows, cast<RankedTensorType>(g.getTable().getType()).getDimSize(0))
+                  : cast<RankedTensorType>(g.getTable().getType()).getDimSize(0);
+    if (auto s = dyn_cast<ls2::ScatterAddOp>(use.getOwner()); s && use.getOperandNumber() == 1)
+      rows = cast<RankedTensorType>(s.getType()).getDimSize(0);
+  }
+  return rows;
+}
+
+int run(const Options &o) {
+  MLIRContext context;
+  ModelDescription desc = loadModelDescription(o.model);
+  OwningOpRef<ModuleOp> module = buildForwardModule(context, desc);
+  if (!module)
+    return 1;
+  PassManager pm(&context);
+  addCompilePipeline(pm, CompileStage::Planned, false);
+  if (failed(pm.run(*module)))
+    return 1;
+  FailureOr<codegen::ModuleKernels> kernels = codegen::generateModuleKernels(*module);
+  if (failed(kernels))
+    return 1;
+  std::vector<jit::KernelSource> sources;
+  for (const runtime::Kernel &k : kernels->kernels)
+    sources.push_back({k.name, k.source});
+  jit::CompileOptions jo;
+  jo.arch = o.arch;
+  std::vector<jit::CompiledKernel> cubins = jit::compileKernels(sources, jo);
+
+  std::mt19937_64 rng(o.seed);
+  std::set<unsigned> done;
+  std::map<std::string, SymbolicDims> dimsOf;
+  std::map<std::string, ShapeBounds> boundsOf;
+  int written = 0, skipped = 0, tooLarge = 0;
+  for (const codegen::ModuleKernels::Use &use : kernels->uses) {
+    if (!done.insert(use.kernel).second)
+      continue;
+    const runtime::Kernel &kernel = kernels->kernels[use.kernel];
+    if (!o.only.empty() && kernel.name.find(o.only) == std::string::npos)
+      continue;
+    Operation *op = use.op;
+    auto function = op->getParentOfType<func::FuncOp>();
+    std::string fname = function.getName().str();
+    if (!dimsOf.count(fname)) {
+      dimsOf.emplace(fname, *SymbolicDims::compute(function));
+      boundsOf.emplace(fname, *ShapeBounds::compute(function));
+    }
+    const SymbolicDims &dims = dimsOf.at(fname);
+    const ShapeBounds &bounds = boundsOf.at(fname);
+
+    // Concrete sizes: every dynamic base dim at --tokens (within its
+    // bound), a multiple of the divisors it is used with.
+    std::map<std::pair<int32_t, int32_t>, int64_t> divisor;
+    auto note = [&](const runtime::Dim &d) {
+      if (d.isStatic())
+        return;
+      int64_t &l = divisor[{d.argument, d.axis}];
+      l = l ? std::lcm(l, d.divisor) : d.divisor;
+    };
+    for (Value v : op->getOperands())
+      if (isa<RankedTensorType>(v.getType()))
+        for (const runtime::Dim &d : dims.shape(v))
+          note(d);
+      else
+        note(dims.index(v));
+    for (Value v : op->getResults())
+      for (const runtime::Dim &d : dims.shape(v))
+        note(d);
+    std::map<std::pair<int32_t, int32_t>, int64_t> base;
+    for (auto &[key, div] : divisor) {
+      int64_t bound = bounds.shape(function.getArgument(key.first))[key.second];
+      int64_t v = std::min(o.tokens, bound);
+      v = std::max(div, v / div * div);
+      base[key] = v;
+    }
+    auto value = [&](const runtime::Dim &d) {
+      return d.isStatic() ? d.size : base.at({d.argument, d.axis}) * d.multiplier / d.divisor;
+    };
+    auto concrete = [&](Value v) {
+      std::vector<int64_t> shape;
+      for (const runtime::Dim &d : dims.shape(v))
+        shape.push_back(value(d));
+      return shape;
+    };
+
+    // A function of the op alone: tensor operands are its arguments, sizes
+    // are read from the first of them that has the same dim.
+    OpBuilder b(&context);
+    OwningOpRef<ModuleOp> wrapper = ModuleOp::create(op->getLoc());
+    b.setInsertionPointToEnd(wrapper->getBody());
+    SmallVector<Type> argTypes;
+    SmallVector<unsigned> tensorOperands;
+    for (auto [i, v] : llvm::enumerate(op->getOperands()))
+      if (isa<RankedTensorType>(v.getType())) {
+        argTypes.push_back(v.getType());
+        tensorOperands.push_back(static_cast<unsigned>(i));
+      }
+    auto f = b.create<func::FuncOp>(op->getLoc(), "case",
+                                    b.getFunctionType(argTypes, op->getResultTypes()));
+    Block *entry = f.addEntryBlock();
+    b.setInsertionPointToEnd(entry);
+    IRMapping map;
+    bool ok = true;
+    for (auto [k, i] : llvm::enumerate(tensorOperands))
+      map.map(op->getOperand(i), entry->getArgument(k));
+    for (Value v : op->getOperands()) {
+      if (isa<RankedTensorType>(v.getType()))
+        continue;
+      runtime::Dim want = dims.index(v);
+      bool found = false;
+      for (auto [k, i] : llvm::enumerate(tensorOperands)) {
+        ArrayRef<runtime::Dim> s = dims.shape(op->getOperand(i));
+        for (auto [axis, d] : llvm::enumerate(s))
+          if (!found && sameDim(d, want)) {
+            map.map(v, b.create<ls2::DimOp>(op->getLoc(), entry->getArgument(k),
+                                            static_cast<int64_t>(axis)));
+            found = true;
+          }
+      }
+      ok &= found;
+    }
+    if (!ok) {
+      std::fprintf(stderr, "skip %s: a size no tensor operand carries\n", kernel.name.c_str());
+      ++skipped;
+      continue;
+    }
+    Operation *clone = b.clone(*op, map);
+    b.create<func::ReturnOp>(op->getLoc(), clone->getResults());
+
+    // Inputs.
+    std::vector<HostTensor> args;
+    std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+    for (unsigned i : tensorOperands) {
+      Value v = op->getOperand(i);
+      auto type = cast<RankedTensorType>(v.getType());
+      ElementType et = *reference::elementTypeFromMLIR(type.getElementType());
+      std::vector<int64_t> shape = concrete(v);
+      HostTensor t = HostTensor::zeros(et, shape);
+      Value inBody = isa<ls2::FusionOp>(op)
+                         ? cast<ls2::FusionOp>(op).getBody().front().getArgument(i)
+                         : v;
+      int64_t ids = isa<ls2::FusionOp>(op) ? idRange(inBody) : (i == 1 ? idRange(v) : 0);
+      if (isa<ls2::ScatterAddOp>(op) && i == 1)
+        ids = cast<RankedTensorType>(op->getResult(0).getType()).getDimSize(0);
+      for (int64_t e = 0; e < t.numElements(); ++e) {
+        if (reference::isFloat(et)) {
+          t.floats[e] = reference::roundTo(et, uniform(rng));
+        } else if (et == ElementType::I1) {
+          t.ints[e] = rng() & 1;
+        } else if (type.getRank() == 0) {
+          t.ints[e] = static_cast<int64_t>(rng() >> 1);
+        } else if (ids > 0) {
+          t.ints[e] = static_cast<int64_t>(rng() % static_cast<uint64_t>(ids));
+        } else {
+          // Small values, one in ten the ignore index -100.
+          t.ints[e] = rng() % 10 == 0 ? -100 : static_cast<int64_t>(rng() % 8);
+        }
+      }
+      args.push_back(std::move(t));
+    }
+    std::vector<HostTensor> expected;
+    try {
+      reference::Interpreter interpreter(reference::Precision::F32);
+      expected = interpreter.run(f, args);
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "skip %s: the reference failed: %s\n", kernel.name.c_str(), e.what());
+      ++skipped;
+      continue;
+    }
+
+    double caseTolerance = 0;
+    for (const HostTensor &t : args)
+      if (reference::isFloat(t.type))
+        caseTolerance = std::max(caseTolerance, tolerance(t.type));
+    for (const HostTensor &t : expected)
+      if (reference::isFloat(t.type))
+        caseTolerance = std::max(caseTolerance, tolerance(t.type));
+    int64_t caseBytes = 0;
+    for (const HostTensor &t : args)
+      caseBytes += static_cast<int64_t>(storageBytes(t).size());
+    for (const HostTensor &t : expected)
+      caseBytes += static_cast<int64_t>(storageBytes(t).size());
+    if (o.maxCaseBytes > 0 && caseBytes > o.maxCaseBytes) {
+      ++tooLarge;
+      continue;
+    }
+
+    // The case.
+    std::filesystem::path dir = std::filesystem::path(o.outDir) / kernel.name;
+    std::filesystem::create_directories(dir);
+    nlohmann::json c;
+    c["kernel"] = kernel.name;
+    c["group"] = isa<ls2::FusionOp>(op) ? cast<ls2::FusionOp>(op).getGroupName().str()
+                                         : std::string("scatter_add");
+    c["function"] = fname;
+    c["cubin"] = "kernel.cubin";
+    writeFileAtomically((dir / "kernel.cubin").string(), cubins[use.kernel].cubin);
+    writeFileAtomically((dir / "kernel.cu").string(), kernel.source);
+    int64_t work = 1;
+    for (const runtime::Dim &d : kernel.launch.work)
+      work *= value(d);
+    int64_t blocks = work == 0 ? 0
+                               : std::min<int64_t>(kernel.launch.maxBlocks,
+                                                   (work + static_cast<int64_t>(kernel.launch.workPerBlock) - 1) /
+                                                       static_cast<int64_t>(kernel.launch.workPerBlock));
+    c["block"] = kernel.launch.blockThreads;
+    c["grid"] = blocks;
+    c["shared_bytes"] = kernel.launch.dynamicSharedBytes;
+    nlohmann::json params = nlohmann::json::array();
+    for (const codegen::ParamBinding &pb : use.bindings) {
+      nlohmann::json p;
+      switch (pb.kind) {
+      case codegen::ParamBinding::Kind::Operand: {
+        Value v = op->getOperand(pb.index);
+        if (!isa<RankedTensorType>(v.getType())) {
+          p["kind"] = "int64";
+          p["value"] = value(dims.index(v));
+          break;
+        }
+        unsigned k = static_cast<unsigned>(
+            std::find(tensorOperands.begin(), tensorOperands.end(), pb.index) -
+            tensorOperands.begin());
+        std::string file = "in" + std::to_string(pb.index) + ".bin";
+        std::string bytes = storageBytes(args[k]);
+        writeFileAtomically((dir / file).string(), bytes);
+        p["kind"] = "pointer";
+        p["role"] = "input";
+        p["file"] = file;
+        p["bytes"] = bytes.size();
+        break;
+      }
+      case codegen::ParamBinding::Kind::Result: {
+        // Held to the tolerance of the narrowest float the kernel reads or
+        // writes: an f32 output computed from bf16 values carries bf16
+        // rounding (the kernel computes in f32, the reference rounds every
+        // bf16 op as the IR types say).
+        std::string file = "out" + std::to_string(pb.index) + ".expected";
+        std::string bytes = storageBytes(expected[pb.index]);
+        writeFileAtomically((dir / file).string(), bytes);
+        p["kind"] = "pointer";
+        p["role"] = "output";
+        p["file"] = file;
+        p["bytes"] = bytes.size();
+        p["dtype"] = reference::toString(expected[pb.index].type);
+        p["tolerance"] = caseTolerance;
+        break;
+      }
+      case codegen::ParamBinding::Kind::Size:
+        p["kind"] = "int64";
+        p["value"] = value(pb.size);
+        break;
+      case codegen::ParamBinding::Kind::Constant:
+        p["kind"] = "int64";
+        p["value"] = pb.value;
+        break;
+      case codegen::ParamBinding::Kind::Scratch:
+        p["kind"] = "pointer";
+        p["role"] = "scratch";
+        p["bytes"] = kernel.scratchBytes;
+        break;
+      }
+      params.push_back(p);
+    }
+    c["params"] = params;
+    writeFileAtomically((dir / "case.json").string(), c.dump(1) + "\n");
+    ++written;
+  }
+  std::printf("%s: %d cases written to %s (%d skipped, %d over --max-case-bytes), "
+              "sizes at %lld\n",
+              o.model.c_str(), written, o.outDir.c_str(), skipped, tooLarge,
+              static_cast<long long>(o.tokens));
+  return skipped ? 1 : 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--tokens" && i + 1 < argc)
+      o.tokens = std::stoll(argv[++i]);
+    else if (a == "--arch" && i + 1 < argc)
+      o.arch = argv[++i];
+    else if (a == "--max-case-bytes" && i + 1 < argc)
+      o.maxCaseBytes = std::stoll(argv[++i]);
+    else if (a == "--only" && i + 1 < argc)
+      o.only = argv[++i];
+    else if (a == "--seed" && i + 1 < argc)
+      o.seed = std::stoull(argv[++i]);
+    else
+      positional.push_back(a);
+  }
+  if (positional.size() != 2) {
+    std::fprintf(stderr, "usage: ls2c-kernel-cases MODEL.json OUTDIR [--tokens N] "
+                         "[--arch sm_90] [--seed S] [--only NAME-PART] [--max-case-bytes N]\n");
+    return 2;
+  }
+  o.model = positional[0];
+  o.outDir = positional[1];
+  try {
+    return run(o);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "ls2c-kernel-cases: error: %s\n", e.what());
+    return 1;
+  }
+}
