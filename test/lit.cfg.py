@@ -24,6 +24,9 @@ config.substitutions.append(("%ls2c_obj_root", config.ls2c_binary_dir))
 config.substitutions.append(("%examples", os.path.join(config.ls2c_source_dir, "examples")))
 config.substitutions.append(("%shared", os.path.join(config.ls2c_source_dir, "..", "shared")))
 
+# Tests that compile kernels (NVRTC, no device) need `REQUIRES: nvrtc`.
+if config.have_cuda:
+    config.available_features.add("nvrtc")
 # GPU tests under test/gpu need `REQUIRES: cuda`: a toolkit to build with and a device to run on.
 if config.have_cuda and shutil.which("nvidia-smi"):
     config.available_features.add("cuda")

@@ -231,6 +231,32 @@ generateFusionKernel(ls2::FusionOp fusion, const SymbolicDims &dims,
     out.bindings.push_back({ParamBinding::Kind::Scratch, 0, {}});
   }
 
+  // Dynamic work dims name the kernel's own int64 parameter that holds the
+  // size (the kernel is shared by launches in several functions).
+  for (runtime::Dim &w : k.launch.work) {
+    if (w.isStatic())
+      continue;
+    runtime::Dim base = w;
+    base.multiplier = base.divisor = 1;
+    int param = -1;
+    for (size_t i = 0; i < out.bindings.size() && param < 0; ++i) {
+      const ParamBinding &b = out.bindings[i];
+      if (b.kind == ParamBinding::Kind::Size && sameDim(b.size, base))
+        param = static_cast<int>(i);
+      if (b.kind == ParamBinding::Kind::Operand &&
+          isa<IndexType>(body.getArgument(b.index).getType()) &&
+          sameDim(dims.index(body.getArgument(b.index)), base))
+        param = static_cast<int>(i);
+    }
+    if (param < 0) {
+      fusion.emitError("the kernel's work size is no parameter of it (generating kernel ")
+          << kernelName << ")";
+      return failure();
+    }
+    w.argument = param;
+    w.axis = 0;
+  }
+
   std::string kind = fusion.getKind() == ls2::FusionKind::Loop ? "loop"
                      : fusion.getKind() == ls2::FusionKind::RowReduction
                          ? "row_reduction"

@@ -425,7 +425,9 @@ FailureOr<runtime::Program> buildProgram(ModuleOp module, const ModelDescription
   runtime::Program program;
   program.modelName = desc.name;
   program.description = descriptionText;
-  program.computeDType = std::string(toString(desc.dtype));
+  program.computeDType = desc.dtype == DType::F16    ? "f16"
+                         : desc.dtype == DType::BF16 ? "bf16"
+                                                     : "f32";
   ParameterLayout layout = buildParameterLayout(desc);
   WorkspaceLayout workspace = planWorkspace(layout);
   program.workspaceElements = static_cast<uint64_t>(workspace.totalElements);

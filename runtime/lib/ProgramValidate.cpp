@@ -153,8 +153,8 @@ private:
   void checkFunction(size_t index);
   void checkTensorStructure(const TensorSpec &t, const std::string &path);
   void checkTensorDims(const TensorSpec &t, const std::string &path);
-  void checkDim(const Dim &d, const std::string &path,
-                const std::string &context = "") const;
+  void checkDim(const Dim &d, const std::string &path) const;
+  void checkFraction(const Dim &d, const std::string &path) const;
   uint64_t bound(const Dim &d) const {
     return static_cast<uint64_t>(dimBound(d, *fn));
   }
@@ -295,15 +295,34 @@ void Validator::checkKernel(size_t index) {
     fail(at(lp, "maxBlocks"), "0: must be >= 1");
   if (l.workPerBlock < 1)
     fail(at(lp, "workPerBlock"), "0: must be >= 1");
-  // Dynamic work dims name arguments of the launching function: checked
-  // against it at each launch (checkLaunch); here only what needs no context.
+  // A dynamic work dim names an int64 parameter of this kernel (its value at
+  // a launch is that launch's argument); the bound is checked per launch
+  // (checkLaunch).
   for (size_t i = 0; i < l.work.size(); ++i) {
     const Dim &d = l.work[i];
     std::string dp = at(at(lp, "work"), i);
-    if (d.isStatic() && d.size < 0)
-      fail(dp, std::to_string(d.size) + ": a static size must be >= 0");
-    if (!d.isStatic() && d.axis < 0)
-      fail(at(dp, "axis"), std::to_string(d.axis) + ": must be >= 0");
+    if (d.isStatic()) {
+      if (d.size < 0)
+        fail(dp, std::to_string(d.size) + ": a static size must be >= 0");
+      continue;
+    }
+    if (static_cast<size_t>(d.argument) >= k.params.size())
+      fail(at(dp, "argument"),
+           std::to_string(d.argument) + ": kernel " + quoted(k.name) + " has " +
+               std::to_string(k.params.size()) +
+               " parameters (a dynamic work dim names an int64 parameter "
+               "of its kernel)");
+    if (k.params[static_cast<size_t>(d.argument)] != ParamKind::Int64)
+      fail(at(dp, "argument"),
+           std::to_string(d.argument) + ": parameter " +
+               std::to_string(d.argument) + " of kernel " + quoted(k.name) +
+               " is a pointer (a dynamic work dim names an int64 parameter)");
+    if (d.axis != 0)
+      fail(at(dp, "axis"),
+           std::to_string(d.axis) +
+               ": must be 0 (a dynamic work dim is the value of an int64 "
+               "parameter, a scalar)");
+    checkFraction(d, dp);
   }
   uint64_t end = add(p.scratchOffset, k.scratchBytes, at(path, "scratchBytes"));
   if (end > p.arenaBytes)
@@ -374,26 +393,7 @@ void Validator::checkTensorDims(const TensorSpec &t, const std::string &path) {
   }
 }
 
-void Validator::checkDim(const Dim &d, const std::string &path,
-                         const std::string &context) const {
-  if (d.isStatic()) {
-    if (d.size < 0)
-      fail(path, std::to_string(d.size) + ": a static size must be >= 0");
-    return;
-  }
-  const auto &args = fn->arguments;
-  if (static_cast<size_t>(d.argument) >= args.size())
-    fail(at(path, "argument"), std::to_string(d.argument) + ": function " +
-                                   quoted(fn->name) + context + " has " +
-                                   std::to_string(args.size()) + " arguments");
-  const TensorSpec &a = args[static_cast<size_t>(d.argument)];
-  if (d.axis < 0)
-    fail(at(path, "axis"), std::to_string(d.axis) + ": must be >= 0");
-  if (static_cast<size_t>(d.axis) >= a.shape.size())
-    fail(at(path, "axis"),
-         std::to_string(d.axis) + ": argument " + std::to_string(d.argument) +
-             " " + quoted(a.name) + " of function " + quoted(fn->name) +
-             context + " has rank " + std::to_string(a.shape.size()));
+void Validator::checkFraction(const Dim &d, const std::string &path) const {
   if (d.multiplier < 1)
     fail(at(path, "multiplier"),
          std::to_string(d.multiplier) + ": must be >= 1");
@@ -403,6 +403,28 @@ void Validator::checkDim(const Dim &d, const std::string &path,
     fail(at(path, "divisor"),
          std::to_string(d.divisor) + ": not coprime with the multiplier " +
              std::to_string(d.multiplier) + " (write the reduced fraction)");
+}
+
+void Validator::checkDim(const Dim &d, const std::string &path) const {
+  if (d.isStatic()) {
+    if (d.size < 0)
+      fail(path, std::to_string(d.size) + ": a static size must be >= 0");
+    return;
+  }
+  const auto &args = fn->arguments;
+  if (static_cast<size_t>(d.argument) >= args.size())
+    fail(at(path, "argument"), std::to_string(d.argument) + ": function " +
+                                   quoted(fn->name) + " has " +
+                                   std::to_string(args.size()) + " arguments");
+  const TensorSpec &a = args[static_cast<size_t>(d.argument)];
+  if (d.axis < 0)
+    fail(at(path, "axis"), std::to_string(d.axis) + ": must be >= 0");
+  if (static_cast<size_t>(d.axis) >= a.shape.size())
+    fail(at(path, "axis"),
+         std::to_string(d.axis) + ": argument " + std::to_string(d.argument) +
+             " " + quoted(a.name) + " of function " + quoted(fn->name) +
+             " has rank " + std::to_string(a.shape.size()));
+  checkFraction(d, path);
   // The bound (dimBound) must not overflow.
   uint64_t scaled =
       mul(static_cast<uint64_t>(a.maxShape[static_cast<size_t>(d.axis)]),
@@ -560,11 +582,37 @@ void Validator::checkLaunch(const Step &s, const std::string &path) {
     else
       checkDim(a.value, at(ap, "value"));
   }
-  // The kernel's work dims, in the context of this function.
-  for (size_t i = 0; i < k.launch.work.size(); ++i)
-    checkDim(k.launch.work[i],
-             at(at(at(at("kernels", s.kernel), "launch"), "work"), i),
-             " (which launches it at " + path + ")");
+  // The work at this launch: a dynamic work dim's bound is the bound of
+  // the int64 argument it names (checkKernel made sure it names one) times
+  // multiplier / divisor; each bound and their product fit 63 bits, so the
+  // runtime's grid computation cannot overflow.
+  constexpr auto kMax =
+      static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  std::string wp = at(at(at("kernels", s.kernel), "launch"), "work");
+  uint64_t work = 1;
+  for (size_t i = 0; i < k.launch.work.size(); ++i) {
+    const Dim &d = k.launch.work[i];
+    uint64_t b;
+    if (d.isStatic()) {
+      b = static_cast<uint64_t>(d.size);
+    } else {
+      std::string vp =
+          at(at(at(path, "args"), static_cast<size_t>(d.argument)), "value");
+      uint64_t v = bound(s.args[static_cast<size_t>(d.argument)].value);
+      uint64_t scaled;
+      if (__builtin_mul_overflow(v, static_cast<uint64_t>(d.multiplier),
+                                 &scaled) ||
+          scaled > kMax)
+        fail(at(at(wp, i), "multiplier"),
+             std::to_string(d.multiplier) + ": times the bound " +
+                 std::to_string(v) + " of " + vp +
+                 " (the launch's int64 argument) overflows 63 bits");
+      b = scaled / static_cast<uint64_t>(d.divisor);
+    }
+    if (__builtin_mul_overflow(work, b, &work) || work > kMax)
+      fail(wp, "the product of the work dims' bounds at the launch at " + path +
+                   " overflows 63 bits");
+  }
 }
 
 void Validator::checkGemm(const Gemm &g, const std::string &path) {

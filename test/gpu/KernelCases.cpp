@@ -310,9 +310,20 @@ int run(const Options &o) {
     c["cubin"] = "kernel.cubin";
     writeFileAtomically((dir / "kernel.cubin").string(), cubins[use.kernel].cubin);
     writeFileAtomically((dir / "kernel.cu").string(), kernel.source);
+    // Dynamic work dims are the values of the kernel's int64 parameters.
+    auto paramValue = [&](size_t i) -> int64_t {
+      const codegen::ParamBinding &pb = use.bindings[i];
+      if (pb.kind == codegen::ParamBinding::Kind::Size)
+        return value(pb.size);
+      if (pb.kind == codegen::ParamBinding::Kind::Constant)
+        return pb.value;
+      return value(dims.index(op->getOperand(pb.index)));
+    };
     int64_t work = 1;
     for (const runtime::Dim &d : kernel.launch.work)
-      work *= value(d);
+      work *= d.isStatic() ? d.size
+                           : paramValue(static_cast<size_t>(d.argument)) * d.multiplier /
+                                 d.divisor;
     int64_t blocks = work == 0 ? 0
                                : std::min<int64_t>(kernel.launch.maxBlocks,
                                                    (work + static_cast<int64_t>(kernel.launch.workPerBlock) - 1) /

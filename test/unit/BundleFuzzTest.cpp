@@ -81,7 +81,8 @@ Program seedProgram() {
   k0.name = "scale_0";
   k0.source = "extern \"C\" __global__ void scale_0(float *x, long long n) {}";
   k0.params = {ParamKind::Pointer, ParamKind::Int64};
-  k0.launch = {128, 0, {dyn(0, 0), stat(32)}, 512, 256};
+  // Work: the int64 parameter 1 (n, T tokens at the launch) times 32.
+  k0.launch = {128, 0, {dyn(1, 0), stat(32)}, 512, 256};
   k0.cubins["sm_80"] = std::string("\x7f"
                                    "ELF\x01\0\0",
                                    7);

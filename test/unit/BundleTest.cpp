@@ -131,7 +131,9 @@ Program makeProgram() {
              "const int *ids, const __half *w, __half *x, "
              "long long T");
   embed.launch.blockThreads = 256;
-  embed.launch.work = {dyn(0, 0), stat(H)};
+  // Dynamic work dims name the kernel's own int64 parameters: T tokens
+  // (parameter 3) times H columns.
+  embed.launch.work = {dyn(3, 0), stat(H)};
   embed.launch.workPerBlock = 256;
   embed.launch.maxBlocks = 65535;
   Kernel norm =
@@ -140,7 +142,7 @@ Program makeProgram() {
              "long long T");
   norm.launch.blockThreads = 128;
   norm.launch.dynamicSharedBytes = 512;
-  norm.launch.work = {dyn(0, 0)};
+  norm.launch.work = {dyn(3, 0, 1, H)}; // rows: parameter 3 is T * H
   norm.launch.workPerBlock = 4;
   norm.launch.maxBlocks = 1024;
   norm.scratchBytes = kScratch;
@@ -479,6 +481,8 @@ TEST(BundleTest, LayoutMatchesTheDocumentation) {
   EXPECT_EQ(m["functions"][0]["steps"][1]["gemm"]["m"],
             json({{"argument", 0}, {"axis", 0}}));
   EXPECT_EQ(m["functions"][0]["steps"][1]["gemm"]["n"], 192);
+  EXPECT_EQ(m["kernels"][1]["launch"]["work"],
+            json::array({{{"argument", 3}, {"axis", 0}, {"divisor", 64}}}));
   EXPECT_EQ(m["functions"][0]["steps"][3]["args"][3]["value"],
             json({{"argument", 0}, {"axis", 0}, {"multiplier", 64}}));
   EXPECT_EQ(m["functions"][0]["results"][0]["kind"], "output");
@@ -603,13 +607,35 @@ std::vector<Rule> rules() {
       {"WorkStaticNegative",
        [](Program &p) { p.kernels[2].launch.work[0] = stat(-1); },
        {"kernels[2].launch.work[0]: -1", ">= 0"}},
-      {"WorkArgumentMissing",
-       [](Program &p) { p.kernels[0].launch.work[0] = dyn(7, 0); },
-       {"kernels[0].launch.work[0].argument: 7", "function 'forward'",
-        "functions[0].steps[0]", "has 5 arguments"}},
-      {"WorkAxisPastRank",
-       [](Program &p) { p.kernels[0].launch.work[0] = dyn(0, 1); },
-       {"kernels[0].launch.work[0].axis: 1", "'input_ids'", "rank 1"}},
+      {"WorkArgumentPastParams",
+       [](Program &p) { p.kernels[0].launch.work[0] = dyn(4, 0); },
+       {"kernels[0].launch.work[0].argument: 4",
+        "kernel 'embedding_0' has 4 parameters", "int64 parameter"}},
+      {"WorkArgumentNamesPointer",
+       [](Program &p) { p.kernels[0].launch.work[0] = dyn(1, 0); },
+       {"kernels[0].launch.work[0].argument: 1",
+        "parameter 1 of kernel 'embedding_0' is a pointer"}},
+      {"WorkAxisNotZero",
+       [](Program &p) { p.kernels[0].launch.work[0] = dyn(3, 1); },
+       {"kernels[0].launch.work[0].axis: 1", "must be 0"}},
+      {"WorkDivisorNotReduced",
+       [](Program &p) { p.kernels[1].launch.work[0] = dyn(3, 0, 2, H); },
+       {"kernels[1].launch.work[0].divisor: 64", "not coprime",
+        "multiplier 2"}},
+      {"WorkMultiplierZero",
+       [](Program &p) { p.kernels[1].launch.work[0].multiplier = 0; },
+       {"kernels[1].launch.work[0].multiplier: 0", ">= 1"}},
+      {"WorkBoundOverflow",
+       [](Program &p) {
+         // T = 2^8 tokens times 2^60.
+         p.kernels[0].launch.work[0].multiplier = int64_t(1) << 60;
+       },
+       {"kernels[0].launch.work[0].multiplier", "the bound 256",
+        "functions[0].steps[0].args[3].value", "overflows 63 bits"}},
+      {"WorkProductOverflow",
+       [](Program &p) { p.kernels[0].launch.work[1] = stat(int64_t(1) << 56); },
+       {"kernels[0].launch.work", "product", "functions[0].steps[0]",
+        "overflows 63 bits"}},
       {"CubinArchName",
        [](Program &p) { p.kernels[0].cubins["compute_90"] = cubin("x"); },
        {"kernels[0].cubins: 'compute_90'", "not an arch name"}},

@@ -1,12 +1,15 @@
 //===- CodegenCompileTest.cpp - every generated kernel compiles -----------===//
 //
 // Every kernel of every preset (tiny and full size) compiles through NVRTC
-// to an sm_90 cubin, and the tiny presets' also for sm_80. No GPU needed.
+// to an sm_90 cubin, and the tiny presets' also for sm_80; the tiny presets
+// go through the whole path to bundles and back. No GPU needed.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ls2c/Codegen/ModuleKernels.h"
 #include "ls2c/Frontend/Frontend.h"
+#include "ls2c/JIT.h"
+#include "ls2c/Runtime/Bundle.h"
 #include "ls2c/JIT/KernelCompiler.h"
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Transforms/Passes.h"
@@ -96,6 +99,58 @@ INSTANTIATE_TEST_SUITE_P(Presets, EveryPreset,
 TEST(TinyPresets, CompileForSm80) {
   for (const char *preset : {"tiny-bert", "tiny-gpt", "tiny-transformer", "tiny-vit"})
     compileAll(preset, "sm_80");
+}
+
+} // namespace
+
+namespace {
+
+// The whole path: description -> program with cubins -> bundle bytes ->
+// loader. Every fusion group and embedding gradient of the three training
+// functions is one launch step, every matmul a GEMM step, every attention
+// (and its gradient) an attention step; the loader reads back the same
+// program and its validator accepts it.
+TEST(ProgramBundle, TinyPresetsRoundTrip) {
+  for (const char *preset : {"tiny-bert", "tiny-gpt", "tiny-transformer", "tiny-vit"}) {
+    std::string path = LS2C_SOURCE_DIR "/examples/" + std::string(preset) + ".json";
+    ls2c::ProgramOptions options;
+    options.archs = {"sm_90"};
+    options.compile.useDiskCache = false;
+    ls2c::runtime::Program program = ls2c::compileProgram(path, options);
+
+    Compiled c = generate(preset);
+    for (const ls2c::runtime::Function &f : program.functions) {
+      auto func = c.module->lookupSymbol<mlir::func::FuncOp>(f.name);
+      ASSERT_TRUE(func) << f.name;
+      size_t kernels = 0, gemms = 0, attention = 0;
+      func.walk([&](mlir::Operation *op) {
+        kernels += mlir::isa<ls2c::ls2::FusionOp, ls2c::ls2::ScatterAddOp>(op);
+        gemms += mlir::isa<ls2c::ls2::MatmulOp>(op) &&
+                 !op->getParentOfType<ls2c::ls2::FusionOp>();
+        attention += mlir::isa<ls2c::ls2::AttentionOp, ls2c::ls2::AttentionGradOp>(op);
+      });
+      size_t launches = 0, gemmSteps = 0, attentionSteps = 0;
+      for (const ls2c::runtime::Step &s : f.steps) {
+        launches += s.kind == ls2c::runtime::Step::Kind::Launch;
+        gemmSteps += s.kind == ls2c::runtime::Step::Kind::Gemm;
+        attentionSteps += s.kind == ls2c::runtime::Step::Kind::Attention;
+      }
+      EXPECT_EQ(launches, kernels) << preset << " @" << f.name;
+      EXPECT_EQ(gemmSteps, gemms) << preset << " @" << f.name;
+      EXPECT_EQ(attentionSteps, attention) << preset << " @" << f.name;
+    }
+    for (const ls2c::runtime::Kernel &k : program.kernels)
+      EXPECT_EQ(k.cubins.at("sm_90").compare(0, 4, "\x7f" "ELF"), 0) << k.name;
+
+    std::string bytes;
+    try {
+      bytes = ls2c::runtime::serializeBundle(program);
+      ls2c::runtime::Program loaded = ls2c::runtime::parseBundle(bytes, preset);
+      EXPECT_TRUE(loaded == program) << preset;
+    } catch (const ls2c::runtime::BundleError &e) {
+      FAIL() << preset << ": " << e.what();
+    }
+  }
 }
 
 } // namespace

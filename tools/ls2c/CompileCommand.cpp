@@ -4,6 +4,10 @@
 #include "ls2c/Analysis/ProgramStats.h"
 #include "ls2c/Analysis/ShapeBounds.h"
 #include "ls2c/Codegen/ModuleKernels.h"
+#if LS2C_HAVE_CUDA
+#include "ls2c/JIT.h"
+#include "ls2c/Runtime/Bundle.h"
+#endif
 #include "ls2c/Frontend/Frontend.h"
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Model/ParameterLayout.h"
@@ -18,9 +22,12 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <cstdio>
+#include <fstream>
 #include <optional>
+#include <sstream>
 
 namespace ls2c::cli {
 
@@ -29,7 +36,8 @@ namespace {
 constexpr const char *kCompileUsage =
     "usage: ls2c compile MODEL.json [--emit=mlir|cuda] "
     "[--stage=forward|train-step|fused|planned] [--stats] [--fusion-report] "
-    "[-o FILE]";
+    "[-o FILE]\n"
+    "       ls2c compile MODEL.json --arch=sm_90[,sm_80...] -o MODEL.ls2b";
 
 struct CompileOptions {
   std::string model;
@@ -38,6 +46,7 @@ struct CompileOptions {
   bool stats = false;
   bool fusionReport = false;
   std::optional<std::string> output;
+  std::vector<std::string> archs; ///< --arch: write a bundle
 };
 
 /// Parses the options; returns an error message or "".
@@ -54,6 +63,28 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
       o.stats = true;
     } else if (a == "--fusion-report") {
       o.fusionReport = true;
+    } else if (a.rfind("--arch=", 0) == 0 || a == "--arch") {
+      std::string list;
+      if (a == "--arch") {
+        if (i + 1 == args.size())
+          return "--arch needs a value (sm_80, sm_90, ...)";
+        list = args[++i];
+      } else {
+        list = a.substr(7);
+      }
+      for (size_t pos = 0; pos <= list.size();) {
+        size_t end = list.find(',', pos);
+        if (end == std::string::npos)
+          end = list.size();
+        std::string arch = list.substr(pos, end - pos);
+        bool valid = arch.size() > 3 && arch.rfind("sm_", 0) == 0 &&
+                     std::all_of(arch.begin() + 3, arch.end(),
+                                 [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+        if (!valid)
+          return "--arch: '" + arch + "' is not a GPU architecture (sm_80, sm_90, ...)";
+        o.archs.push_back(arch);
+        pos = end + 1;
+      }
     } else if (a == "--emit" || a == "--stage" || a == "-o") {
       if (i + 1 == args.size())
         return a + " needs a value";
@@ -83,8 +114,17 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
       o.stage != "planned")
     return "--emit=cuda needs the fused program (--stage=fused, planned or "
            "no --stage)";
+  if (!o.archs.empty()) {
+    if (!o.emit.empty() || o.stats || o.fusionReport || !o.stage.empty())
+      return "--arch writes a bundle; it takes no --emit, --stage, --stats or "
+             "--fusion-report";
+    if (!o.output || *o.output == "-")
+      return "--arch writes a bundle: name its file with -o MODEL.ls2b";
+    return "";
+  }
   if (o.emit.empty() && !o.stats && !o.fusionReport)
-    return "compile needs --emit=mlir, --stats or --fusion-report";
+    return "compile needs --emit=mlir, --emit=cuda, --stats, --fusion-report "
+           "or --arch";
   if (o.stats && !o.stage.empty() && o.stage != "planned")
     return "--stats needs the planned program (--stage=planned or no --stage)";
   if (o.fusionReport && (o.stage == "forward" || o.stage == "train-step"))
@@ -184,8 +224,9 @@ std::string kernelListing(const codegen::ModuleKernels &kernels) {
     for (const runtime::Dim &d : kernel.launch.work)
       work += (work.empty() ? "" : " x ") +
               (d.isStatic() ? std::to_string(d.size)
-                            : "arg" + std::to_string(d.argument) + ".dim" +
-                                  std::to_string(d.axis));
+                            : "param" + std::to_string(d.argument) +
+                                  (d.multiplier != 1 ? " * " + std::to_string(d.multiplier) : "") +
+                                  (d.divisor != 1 ? " / " + std::to_string(d.divisor) : ""));
     text += "// ===== kernel " + kernel.name + ": block " +
             std::to_string(kernel.launch.blockThreads) + ", grid min(" +
             std::to_string(kernel.launch.maxBlocks) + ", ceil(" +
@@ -195,6 +236,57 @@ std::string kernelListing(const codegen::ModuleKernels &kernels) {
     text += kernel.source;
   }
   return text;
+}
+
+/// --arch: the whole program, compiled for each architecture, as a bundle.
+int writeBundleFile(const CompileOptions &options, const ModelDescription &desc,
+                    mlir::ModuleOp module, double frontendSeconds) {
+#if LS2C_HAVE_CUDA
+  std::ifstream in(options.model, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  ProgramOptions po;
+  po.archs = options.archs;
+  CompileReport stats;
+  try {
+    runtime::Program program = compileModule(module, desc, text.str(), po, &stats);
+    stats.pipelineSeconds += frontendSeconds;
+    runtime::writeBundle(program, *options.output);
+  } catch (const ProgramError &e) {
+    std::fprintf(stderr, "ls2c: internal error: %s\n", e.what());
+    return kExitInternal;
+  } catch (const jit::CompileError &e) {
+    std::fprintf(stderr, "ls2c: internal error: a generated kernel does not compile: %s\n",
+                 e.what());
+    return kExitInternal;
+  } catch (const runtime::BundleError &e) {
+    std::fprintf(stderr, "ls2c: internal error: the program is not a valid bundle: %s\n",
+                 e.what());
+    return kExitInternal;
+  } catch (const FileWriteError &e) {
+    std::fprintf(stderr, "ls2c: error: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const std::runtime_error &e) {
+    // No device to pick an architecture from, an unwritable cache, ...
+    std::fprintf(stderr, "ls2c: error: %s\n", e.what());
+    return kExitBadInput;
+  }
+  std::string archs;
+  for (const std::string &a : options.archs)
+    archs += (archs.empty() ? "" : ",") + a;
+  std::printf("%s: %zu kernels for %s; compiler %.2f s, NVRTC %.2f s (%zu of %zu from "
+              "the cache)\n",
+              options.output->c_str(), stats.kernels, archs.c_str(), stats.pipelineSeconds,
+              stats.nvrtcSeconds, stats.fromCache, stats.kernels * options.archs.size());
+  return kExitOk;
+#else
+  (void)desc;
+  (void)module;
+  (void)frontendSeconds;
+  std::fprintf(stderr, "ls2c: error: --arch: this ls2c was built without the CUDA "
+                       "toolkit, so it cannot compile kernels\n");
+  return kExitBadInput;
+#endif
 }
 
 } // namespace
@@ -216,7 +308,15 @@ int runCompile(const std::vector<std::string> &args) {
                 "lower bound and the estimated peak\ndevice memory of a train "
                 "step at max_batch_tokens. --fusion-report prints every\n"
                 "fusion group (with its layer scope) and every refused fusion "
-                "with its reason.\n");
+                "with its reason.\n"
+                "--emit=cuda prints the generated CUDA C++ kernel of every "
+                "fusion group (of the\nplanned program) with its launch "
+                "config.\n"
+                "--arch=sm_90[,sm_80...] -o MODEL.ls2b compiles the whole "
+                "program, each kernel\nthrough NVRTC for each architecture "
+                "(the program cache, $LS2C_CACHE_DIR or\n~/.cache/ls2c, "
+                "serves kernels compiled before), and writes a bundle\n"
+                "(docs/bundle-format.md) atomically.\n");
     return kExitOk;
   }
   CompileOptions options;
@@ -230,6 +330,7 @@ int runCompile(const std::vector<std::string> &args) {
     return kExitBadInput;
   }
 
+  auto start = std::chrono::steady_clock::now();
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module = buildForwardModule(context, desc);
   if (!module) {
@@ -238,6 +339,11 @@ int runCompile(const std::vector<std::string> &args) {
                  options.model.c_str());
     return kExitInternal;
   }
+  if (!options.archs.empty())
+    return writeBundleFile(options, desc, *module,
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                         start)
+                               .count());
   mlir::PassManager pm(&context);
   addCompilePipeline(pm, stageOf(options), options.fusionReport);
   if (mlir::failed(pm.run(*module))) {

@@ -33,6 +33,13 @@ enum class CompileStage {
 /// `fusionReport`, ls2-fuse prints its groups and refusals to stdout.
 void addCompilePipeline(mlir::OpPassManager &pm, CompileStage stage,
                         bool fusionReport = false);
+/// Adds the passes that take a module at stage `from` to stage `to`
+/// (nothing when `to` is not later).
+void addCompilePipeline(mlir::OpPassManager &pm, CompileStage from,
+                        CompileStage to, bool fusionReport = false);
+/// The stage a module is at: planned functions (ls2.arena_bytes), fusion
+/// groups, a train step (@accumulate_gradients), else the frontend's.
+CompileStage moduleStage(mlir::ModuleOp module);
 
 } // namespace ls2c
 

@@ -81,10 +81,19 @@ enum class ParamKind : uint8_t { Pointer, Int64 };
 
 /// The launch config the generator chose. Kernels with more than 48 KiB of
 /// dynamic shared memory need cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_
-/// BYTES) once. The grid is computed per call:
-///   blocks = min(maxBlocks, ceil(work / workPerBlock)), work = product of
-///   `work` dims; a launch whose work is 0 is skipped. Kernels loop
-///   grid-stride, so any grid size is correct; only gridDim.x is used.
+/// BYTES) once. The grid is computed per launch:
+///   gridDim.x = min(maxBlocks, ceil(work / workPerBlock)),
+///   work = product of the `work` dims (1 when there are none);
+/// a launch whose work is 0 is skipped. Kernels loop grid-stride, so any
+/// grid size is correct; only gridDim.x is used.
+///
+/// A static work dim is its size (>= 0). Unlike every other Dim, a dynamic
+/// work dim names one of the kernel's own parameters, not an argument of a
+/// function (one kernel is launched from several functions, whose argument
+/// numbering differs): `argument` is an index into Kernel::params and that
+/// parameter is ParamKind::Int64; `axis` is 0; its value at a launch is that
+/// launch's int64 argument (Step::args[argument].value, a Dim evaluated in
+/// the launching function) times multiplier / divisor, an exact quotient.
 struct LaunchConfig {
   uint32_t blockThreads = 0;
   uint32_t dynamicSharedBytes = 0;
