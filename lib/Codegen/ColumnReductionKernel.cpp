@@ -22,15 +22,6 @@ namespace ls2c::codegen {
 
 namespace {
 
-bool sameDims(ArrayRef<runtime::Dim> a, ArrayRef<runtime::Dim> b) {
-  if (a.size() != b.size())
-    return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (!sameDim(a[i], b[i]))
-      return false;
-  return true;
-}
-
 constexpr int64_t kBlock = 256;
 constexpr int64_t kTargetBlocks = 2 * 132; // two waves' worth on an H200
 

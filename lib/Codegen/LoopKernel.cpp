@@ -23,8 +23,6 @@ namespace {
 constexpr unsigned kBlock = 256;
 constexpr uint32_t kMaxBlocks = 8192;
 
-int64_t elementBytesOf(Type t) { return t.isInteger(1) ? 1 : (t.getIntOrFloatBitWidth() + 7) / 8; }
-
 } // namespace
 
 void emitLoopKernel(KernelContext &ctx) {
@@ -56,7 +54,7 @@ void emitLoopKernel(KernelContext &ctx) {
   for (unsigned i = 0; i < numYields; ++i) {
     Type et = cast<RankedTensorType>(ctx.yieldValue(i).getType()).getElementType();
     if (isa<FloatType>(et))
-      narrowest = std::min(narrowest, elementBytesOf(et));
+      narrowest = std::min(narrowest, elementBytes(et));
   }
   int vec = static_cast<int>(16 / narrowest);
   // The index of flat offset i in a value's own shape.
@@ -74,7 +72,7 @@ void emitLoopKernel(KernelContext &ctx) {
     return "ls2_vec<" + storageType(et) + ", " + std::to_string(vec) + ">";
   };
   auto vectorizable = [&](Type et) {
-    return (vec * elementBytesOf(et)) % 16 == 0;
+    return (vec * elementBytes(et)) % 16 == 0;
   };
   em.leafHook = [&](BlockArgument arg, const Index &index,
                     const IndexExpr &) -> std::optional<std::string> {

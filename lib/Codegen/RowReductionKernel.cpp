@@ -25,19 +25,6 @@ namespace ls2c::codegen {
 
 namespace {
 
-int64_t elementBytesOf(Type t) {
-  return t.isInteger(1) ? 1 : (t.getIntOrFloatBitWidth() + 7) / 8;
-}
-
-bool sameDims(ArrayRef<runtime::Dim> a, ArrayRef<runtime::Dim> b) {
-  if (a.size() != b.size())
-    return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (!sameDim(a[i], b[i]))
-      return false;
-  return true;
-}
-
 constexpr uint32_t kMaxBlocks = 8192;
 
 } // namespace
@@ -94,11 +81,11 @@ void emitRowReductionKernel(KernelContext &ctx) {
   for (BlockArgument arg : body.getArguments())
     if (auto t = dyn_cast<RankedTensorType>(arg.getType()))
       if (isa<FloatType>(t.getElementType()) && sameDims(ctx.dims.shape(arg), full))
-        narrowest = std::min(narrowest, elementBytesOf(t.getElementType()));
+        narrowest = std::min(narrowest, elementBytes(t.getElementType()));
   for (unsigned i = 0; i < ctx.numYields(); ++i)
     if (!perRow[i])
       narrowest = std::min(narrowest,
-                           elementBytesOf(cast<RankedTensorType>(
+                           elementBytes(cast<RankedTensorType>(
                                               ctx.yieldValue(i).getType())
                                               .getElementType()));
   int64_t vec = 16 / narrowest;
@@ -160,8 +147,8 @@ void emitRowReductionKernel(KernelContext &ctx) {
       std::string ct = computeType(et);
       std::string fill = ct + " " + name + "[" + std::to_string(chunks * vec) + "];\n";
       bool contiguous = sameIndex(index, elementIndex) && vec > 1 &&
-                        (vec * elementBytesOf(et)) % 16 == 0 &&
-                        (h * elementBytesOf(et)) % 16 == 0;
+                        (vec * elementBytes(et)) % 16 == 0 &&
+                        (h * elementBytes(et)) % 16 == 0;
       std::string scalarFill = name + "[c * " + V + " + u] = j < " + H +
                                " ? ls2_load(" + p + ", " + flat.text + ") : " +
                                ct + "(0);";
@@ -252,7 +239,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
         continue;
       std::string v = em.emit(ctx.yieldValue(i), yieldIndex(i));
       Type et = cast<RankedTensorType>(ctx.yieldValue(i).getType()).getElementType();
-      if (registers && vec > 1 && (vec * elementBytesOf(et)) % 16 == 0) {
+      if (registers && vec > 1 && (vec * elementBytes(et)) % 16 == 0) {
         std::string name = "ov" + std::to_string(i);
         vectors[i] = name;
         em.line("ls2_put(" + name + ".v[u], " + v + ");");

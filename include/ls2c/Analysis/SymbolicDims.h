@@ -48,6 +48,16 @@ inline bool sameDim(const runtime::Dim &a, const runtime::Dim &b) {
                             a.multiplier == b.multiplier && a.divisor == b.divisor;
 }
 
+/// True when both shapes have the same rank and the same dims.
+inline bool sameDims(llvm::ArrayRef<runtime::Dim> a, llvm::ArrayRef<runtime::Dim> b) {
+  if (a.size() != b.size())
+    return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!sameDim(a[i], b[i]))
+      return false;
+  return true;
+}
+
 } // namespace ls2c
 
 #endif // LS2C_ANALYSIS_SYMBOLICDIMS_H
