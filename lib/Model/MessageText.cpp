@@ -7,6 +7,7 @@
 #include "MessageText.h"
 
 #include "ls2c/Model/ModelDescription.h"
+#include "ls2c/Support/Utf8.h"
 
 #include <fmt/format.h>
 
@@ -19,47 +20,13 @@ namespace ls2c::detail {
 
 namespace {
 
-// Length of the well-formed UTF-8 sequence at the start of `s` (Unicode
-// Table 3-7: no overlongs, no surrogates, nothing above U+10FFFF), or 0.
-size_t sequenceLength(std::string_view s) {
-  auto at = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
-  const unsigned char c = at(0);
-  if (c < 0x80)
-    return 1;
-  size_t n;
-  unsigned char lo = 0x80, hi = 0xBF; // range of the second byte
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0)
-      lo = 0xA0;
-    else if (c == 0xED)
-      hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0)
-      lo = 0x90;
-    else if (c == 0xF4)
-      hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (s.size() < n || at(1) < lo || at(1) > hi)
-    return 0;
-  for (size_t i = 2; i < n; ++i)
-    if (at(i) < 0x80 || at(i) > 0xBF)
-      return 0;
-  return n;
-}
-
 // Calls emit(piece) for the printable form of each character of `s`, in
 // order, until emit returns false.
 template <typename Emit> void forEachPiece(std::string_view s, Emit emit) {
   char buf[8];
   size_t i = 0;
   while (i < s.size()) {
-    const size_t n = sequenceLength(s.substr(i));
+    const size_t n = utf8SequenceLength(s.substr(i));
     const auto c = static_cast<unsigned char>(s[i]);
     std::string_view piece;
     if (n == 0 || (n == 1 && (c < 0x20 || c == 0x7F))) {

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "ls2c/Runtime/ProgramValidate.h"
 
+#include "ls2c/Support/Utf8.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -56,47 +58,6 @@ bool isArchName(const std::string &s) {
                      [](char c) { return c >= '0' && c <= '9'; });
 }
 
-/// Well-formed UTF-8 (Unicode table 3-7: no overlong forms, no surrogates,
-/// nothing above U+10FFFF), which is what JSON text must be.
-bool isUtf8(const std::string &s) {
-  size_t i = 0, n = s.size();
-  while (i < n) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      if (c == 0xE0)
-        lo = 0xA0;
-      else if (c == 0xED)
-        hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      if (c == 0xF0)
-        lo = 0x90;
-      else if (c == 0xF4)
-        hi = 0x8F;
-    } else {
-      return false;
-    }
-    if (n - i < len)
-      return false;
-    for (size_t k = 1; k < len; ++k) {
-      auto d = static_cast<unsigned char>(s[i + k]);
-      if (d < (k == 1 ? lo : 0x80) || d > (k == 1 ? hi : 0xBF))
-        return false;
-    }
-    i += len;
-  }
-  return true;
-}
-
 bool validDType(DType t) { return dtypeBytes(t) != 0; }
 bool isFloatStorage(DType t) {
   return t == DType::F32 || t == DType::F16 || t == DType::BF16;
@@ -138,7 +99,7 @@ private:
     return r;
   }
   void utf8(const std::string &s, const std::string &where) const {
-    if (!isUtf8(s))
+    if (!isValidUtf8(s))
       fail(where, "not valid UTF-8 (manifest strings are JSON text)");
   }
   void dtype(DType t, const std::string &where, bool floatOnly) const {

@@ -22,6 +22,8 @@
 #include "ls2c/Runtime/Bundle.h"
 #include "ls2c/Runtime/ProgramValidate.h"
 
+#include "BundleTestUtil.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -35,6 +37,7 @@
 #include <set>
 
 using namespace ls2c::runtime;
+using namespace ls2c::testing;
 using json = nlohmann::json;
 
 namespace {
@@ -46,17 +49,6 @@ namespace {
 // a dim scaled by a fraction.
 //===----------------------------------------------------------------------===//
 
-Dim stat(int64_t size) {
-  Dim d;
-  d.size = size;
-  return d;
-}
-Dim dyn(int32_t argument, int32_t axis) {
-  Dim d;
-  d.argument = argument;
-  d.axis = axis;
-  return d;
-}
 BufferRef ref(BufferRef::Space space, uint32_t index, uint64_t offset,
               uint64_t bytes) {
   return {space, index, offset, bytes};
@@ -301,36 +293,6 @@ uint64_t interesting(std::mt19937 &rng, uint64_t current) {
   }
 }
 
-void putU32(std::string &b, size_t at, uint32_t v) {
-  for (int i = 0; i < 4; ++i)
-    b[at + i] = static_cast<char>(v >> (8 * i));
-}
-void putU64(std::string &b, size_t at, uint64_t v) {
-  for (int i = 0; i < 8; ++i)
-    b[at + i] = static_cast<char>(v >> (8 * i));
-}
-uint32_t getU32(const std::string &b, size_t at) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i)
-    v = (v << 8) | static_cast<uint8_t>(b[at + i]);
-  return v;
-}
-uint64_t getU64(const std::string &b, size_t at) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i)
-    v = (v << 8) | static_cast<uint8_t>(b[at + i]);
-  return v;
-}
-/// Recomputes the table checksum (when the table is within the file).
-void resealTable(std::string &b) {
-  if (b.size() < 56)
-    return;
-  uint64_t end = 56 + uint64_t(getU32(b, 12)) * 56;
-  if (end > b.size())
-    return;
-  auto h = bundleSha256(std::string_view(b).substr(56, end - 56));
-  std::memcpy(&b[24], h.data(), 32);
-}
 void fixFileSize(std::string &b) {
   if (b.size() >= 56)
     putU64(b, 16, b.size());

@@ -14,6 +14,8 @@
 #include "ls2c/Runtime/ProgramValidate.h"
 #include "ls2c/Support/AtomicFile.h"
 
+#include "BundleTestUtil.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -30,6 +32,7 @@
 #include <sstream>
 
 using namespace ls2c::runtime;
+using namespace ls2c::testing;
 using json = nlohmann::json;
 
 namespace {
@@ -42,20 +45,6 @@ namespace {
 // sequences, f16 compute.
 constexpr int64_t T = 256, H = 64, B1 = 9;
 
-Dim stat(int64_t size) {
-  Dim d;
-  d.size = size;
-  return d;
-}
-Dim dyn(int32_t argument, int32_t axis, int64_t multiplier = 1,
-        int64_t divisor = 1) {
-  Dim d;
-  d.argument = argument;
-  d.axis = axis;
-  d.multiplier = multiplier;
-  d.divisor = divisor;
-  return d;
-}
 BufferRef arena(uint64_t offset, uint64_t bytes) {
   return {BufferRef::Space::Arena, 0, offset, bytes};
 }
@@ -293,33 +282,6 @@ std::string readFile(const std::string &path) {
 }
 void writeRaw(const std::string &path, const std::string &bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
-}
-
-uint32_t getU32(const std::string &b, size_t at) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i)
-    v = (v << 8) | static_cast<uint8_t>(b[at + i]);
-  return v;
-}
-uint64_t getU64(const std::string &b, size_t at) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i)
-    v = (v << 8) | static_cast<uint8_t>(b[at + i]);
-  return v;
-}
-void putU32(std::string &b, size_t at, uint32_t v) {
-  for (int i = 0; i < 4; ++i)
-    b[at + i] = static_cast<char>(v >> (8 * i));
-}
-void putU64(std::string &b, size_t at, uint64_t v) {
-  for (int i = 0; i < 8; ++i)
-    b[at + i] = static_cast<char>(v >> (8 * i));
-}
-/// Recomputes the section table's checksum after an edit of the table.
-void resealTable(std::string &b) {
-  uint64_t count = getU32(b, 12);
-  auto h = bundleSha256(std::string_view(b).substr(56, count * 56));
-  std::memcpy(&b[24], h.data(), 32);
 }
 
 /// Expects `f` to throw a BundleError whose message contains every one of
