@@ -69,6 +69,7 @@ public:
     {
       PassSplit split = splitPasses(func, rematerialize);
       backward = std::move(split.backward);
+      recomputed = std::move(split.recomputed);
       recomputedOps = split.recomputedOps;
       rematerialized = split.duplicatedCasts;
       rematerializedValues = std::move(split.narrowedCasts);
@@ -237,6 +238,8 @@ private:
   SmallVector<Value> rematerializedValues; // the forward casts now stored narrow
 
   llvm::DenseSet<Operation *> backward;
+  llvm::DenseSet<Operation *> recomputed; ///< backward copies of forward ops
+  llvm::DenseMap<Operation *, bool> rowFed; ///< feedsBackwardRowReduction
   func::FuncOp func;
   ShapeBounds boundsStorage;
   const ShapeBounds &bounds = boundsStorage;
@@ -326,6 +329,14 @@ private:
       // output computes the producers of its operands too.
       if (c && isa<ls2::ConcatOp>(c) && edge && a.outer == numel(edge) &&
           b.outer >= a.outer) {
+        m = b;
+        return m;
+      }
+      // Per-row statistics recomputed for the backward (a row's mean and
+      // rstd from its sums) cost a few operations: the loop over the rows'
+      // elements recomputes them where it reads them.
+      if (a.outer > 0 && b.outer % a.outer == 0 &&
+          llvm::all_of(a.ops, [&](Operation *op) { return recomputed.contains(op); })) {
         m = b;
         return m;
       }
@@ -428,6 +439,48 @@ private:
     return fwd && bwd;
   }
 
+  /// A value recomputed for the backward that a backward row reduction
+  /// reads (through elementwise ops): a layer norm's normalized row and
+  /// rstd, which its backward reduces per row. Fused into the forward
+  /// kernel they would be stored until then, which is what recomputing
+  /// avoids. (A softmax recomputed for cross-entropy's gradient feeds no row
+  /// reduction: forward and backward stay one pass over the logits.)
+  bool feedsBackwardRowReduction(Operation *op) {
+    if (auto it = rowFed.find(op); it != rowFed.end())
+      return it->second;
+    rowFed[op] = false; // no cycles in a block; a guard all the same
+    bool result = false;
+    for (Operation *user : op->getUsers()) {
+      if (!backward.contains(user))
+        continue;
+      if (isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(user)) {
+        ArrayRef<int64_t> axes = isa<ls2::ReduceSumOp>(user)
+                                     ? cast<ls2::ReduceSumOp>(user).getAxes()
+                                     : cast<ls2::ReduceMaxOp>(user).getAxes();
+        result |= !axes.empty() && axes.front() != 0;
+      } else if (cls.lookup(user) == OpClass::Elementwise ||
+                 cls.lookup(user) == OpClass::Clonable) {
+        result |= feedsBackwardRowReduction(user);
+      }
+      if (result)
+        break;
+    }
+    return rowFed[op] = result;
+  }
+
+  /// One group holds forward ops and the other such recomputed values.
+  bool pullsRecomputedForward(int a, int b) {
+    auto has = [&](int g, auto pred) {
+      return llvm::any_of(groups[g].ops, pred);
+    };
+    auto isForward = [&](Operation *op) { return !backward.contains(op); };
+    auto isKeptOut = [&](Operation *op) {
+      return recomputed.contains(op) && feedsBackwardRowReduction(op);
+    };
+    return (has(a, isForward) && has(b, isKeptOut)) ||
+           (has(b, isForward) && has(a, isKeptOut));
+  }
+
   bool createsCycle(int a, int b) { return pathOutside(a, b) || pathOutside(b, a); }
 
   /// Moves group `from`'s ops into group `into`, which now also saves
@@ -455,6 +508,11 @@ private:
       refuse(p, c, "a loop would compute backward values during the forward "
                    "pass and store them until the backward; they are "
                    "recomputed there from what is saved instead");
+      return;
+    }
+    if (rematerialize && pullsRecomputedForward(a, b)) {
+      refuse(p, c, "values recomputed for the backward would be computed by a "
+                   "forward kernel and stored until the backward");
       return;
     }
     if (createsCycle(a, b)) {

@@ -110,6 +110,16 @@ private:
     if (!def || isa<ls2::ConstantOp, ls2::IotaOp, ls2::RandomUniformOp>(def) ||
         isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(def))
       return true;
+    // A broadcast is never worth storing: the backward reading it (a row's
+    // rstd over [T, H]) recomputes it from its input ([T]) for free.
+    if (isa<ls2::BroadcastOp>(def))
+      return false;
+    // What autodiff saved for the backward (a layer norm's input) is where
+    // recomputation stops: the backward recomputes the normalized row from
+    // it and the row statistics instead of storing that row and a
+    // broadcast rstd in f32.
+    if (def->hasAttr("ls2.saved"))
+      return true;
     auto type = dyn_cast<RankedTensorType>(v.getType());
     if (!type || (isa<FloatType>(type.getElementType()) &&
                   type.getElementType().getIntOrFloatBitWidth() < 32))
@@ -149,6 +159,7 @@ private:
         map.map(o, copyFor(o, b, depth + 1));
       Operation *copy = b.clone(*def, map);
       split.backward.insert(copy);
+      split.recomputed.insert(copy);
       ++split.recomputedOps;
       copies[v] = copy->getResult(0);
       return copy->getResult(0);

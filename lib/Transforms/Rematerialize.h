@@ -24,6 +24,9 @@ namespace ls2c::fusion {
 
 struct PassSplit {
   llvm::DenseSet<mlir::Operation *> backward; ///< empty without a loss
+  /// The backward copies of forward ops (recomputed there): they must not
+  /// be fused back into a forward kernel, which would store their values.
+  llvm::DenseSet<mlir::Operation *> recomputed;
   int64_t recomputedOps = 0;   ///< forward ops cloned into the backward
   int64_t duplicatedCasts = 0; ///< widening casts given a backward copy
   /// The forward casts whose backward copies were made (their inputs, half
