@@ -21,6 +21,15 @@ std::string dedupKey(const runtime::Kernel &k) {
   return s;
 }
 
+/// One kernel as an op's list of kernels.
+FailureOr<std::vector<GeneratedKernel>> one(FailureOr<GeneratedKernel> kernel) {
+  if (failed(kernel))
+    return failure();
+  std::vector<GeneratedKernel> kernels;
+  kernels.push_back(std::move(*kernel));
+  return kernels;
+}
+
 } // namespace
 
 FailureOr<ModuleKernels> generateModuleKernels(ModuleOp module) {
@@ -34,30 +43,38 @@ FailureOr<ModuleKernels> generateModuleKernels(ModuleOp module) {
       failed = true;
       continue;
     }
-    int scatters = 0;
+    int scatters = 0, attentions = 0, attentionGrads = 0;
     for (Operation &op : function.getBody().front()) {
-      FailureOr<GeneratedKernel> kernel = failure();
+      // The kernels of one op, in launch order (attention_grad has two).
+      FailureOr<std::vector<GeneratedKernel>> generated = failure();
+      std::string prefix = function.getName().str() + "_";
       if (auto fusion = dyn_cast<ls2::FusionOp>(op)) {
-        kernel = generateFusionKernel(
-            fusion, *dims, *bounds,
-            function.getName().str() + "_" + fusion.getGroupName().str());
+        generated = one(generateFusionKernel(fusion, *dims, *bounds,
+                                             prefix + fusion.getGroupName().str()));
       } else if (auto scatter = dyn_cast<ls2::ScatterAddOp>(op)) {
-        kernel = generateScatterAddKernel(
-            scatter, *dims,
-            function.getName().str() + "_scatter_add_" + std::to_string(scatters++));
+        generated = one(generateScatterAddKernel(
+            scatter, *dims, prefix + "scatter_add_" + std::to_string(scatters++)));
+      } else if (auto attention = dyn_cast<ls2::AttentionOp>(op)) {
+        generated = one(generateAttentionKernel(
+            attention, *dims, prefix + "attention_" + std::to_string(attentions++)));
+      } else if (auto grad = dyn_cast<ls2::AttentionGradOp>(op)) {
+        generated = generateAttentionGradKernels(
+            grad, *dims, prefix + "attention_grad_" + std::to_string(attentionGrads++));
       } else {
         continue;
       }
-      if (mlir::failed(kernel)) {
+      if (mlir::failed(generated)) {
         failed = true;
         continue;
       }
-      auto [it, inserted] = seen.try_emplace(dedupKey(kernel->kernel),
-                                             static_cast<unsigned>(out.kernels.size()));
-      if (inserted)
-        out.kernels.push_back(std::move(kernel->kernel));
-      out.uses.push_back({function.getName().str(), &op, it->second,
-                          std::move(kernel->bindings)});
+      for (GeneratedKernel &kernel : *generated) {
+        auto [it, inserted] = seen.try_emplace(dedupKey(kernel.kernel),
+                                               static_cast<unsigned>(out.kernels.size()));
+        if (inserted)
+          out.kernels.push_back(std::move(kernel.kernel));
+        out.uses.push_back({function.getName().str(), &op, it->second,
+                            std::move(kernel.bindings)});
+      }
     }
   }
   if (failed)

@@ -60,7 +60,7 @@ class FunctionBuilder {
 public:
   FunctionBuilder(func::FuncOp f, const SymbolicDims &dims, const ShapeBounds &bounds,
                   const ModuleKernels &kernels,
-                  const std::map<Operation *, const ModuleKernels::Use *> &uses,
+                  const std::map<Operation *, std::vector<const ModuleKernels::Use *>> &uses,
                   std::map<unsigned, unsigned> &kernelRemap, runtime::Program &program)
       : f(f), dims(dims), bounds(bounds), kernels(kernels), uses(uses),
         kernelRemap(kernelRemap), program(program) {}
@@ -101,7 +101,7 @@ private:
   const SymbolicDims &dims;
   const ShapeBounds &bounds;
   const ModuleKernels &kernels;
-  const std::map<Operation *, const ModuleKernels::Use *> &uses;
+  const std::map<Operation *, std::vector<const ModuleKernels::Use *>> &uses;
   std::map<unsigned, unsigned> &kernelRemap;
   runtime::Program &program;
   DenseMap<Value, unsigned> returned;
@@ -123,14 +123,21 @@ private:
 
   uint64_t bytes(Value v) { return static_cast<uint64_t>(bounds.bytes(v)); }
 
+  /// The elements of one row of `v` ([rows, ...] with static inner dims).
+  int64_t rowWidth(Value v) {
+    auto type = tensorType(v);
+    int64_t width = 1;
+    for (int64_t d = 1; d < type.getRank(); ++d)
+      width *= type.getDimSize(d);
+    return width;
+  }
+
   /// The bytes a strided [rows, ...] value spans: every row but the last
   /// a full stride, the last its own width.
   uint64_t stridedExtent(Value v, int64_t rowStride) {
     auto type = tensorType(v);
     int64_t rows = bounds.shape(v)[0];
-    int64_t width = 1;
-    for (int64_t d = 1; d < type.getRank(); ++d)
-      width *= type.getDimSize(d);
+    int64_t width = rowWidth(v);
     int64_t eb = elementBytes(type.getElementType());
     return rows == 0 ? 0 : static_cast<uint64_t>(((rows - 1) * rowStride + width) * eb);
   }
@@ -213,19 +220,35 @@ private:
   BufferRef contiguous(Operation *op, Value v) {
     Resolved r = resolve(v);
     if (r.rowStride != 0)
-      throw BuildError{op, "reads a strided view where only attention takes one"};
+      throw BuildError{op, "reads a strided view, but only kernels that take a row "
+                           "stride (attention) accept one"};
     return r.ref;
   }
 
+  /// One launch per kernel the op uses (attention_grad has two), in order.
   void launch(Operation *op, runtime::Function &out) {
     auto it = uses.find(op);
     if (it == uses.end())
       throw BuildError{op, "has no generated kernel"};
-    const ModuleKernels::Use &use = *it->second;
+    for (const ModuleKernels::Use *use : it->second)
+      launch(op, *use, out);
+  }
+
+  void launch(Operation *op, const ModuleKernels::Use &use, runtime::Function &out) {
     auto [remap, inserted] =
         kernelRemap.try_emplace(use.kernel, static_cast<unsigned>(program.kernels.size()));
     if (inserted)
       program.kernels.push_back(kernels.kernels[use.kernel]);
+    // A tensor whose row stride the kernel takes may be a strided view.
+    auto takesStride = [&](unsigned index, bool ofResult) {
+      return llvm::any_of(use.bindings, [&](const ParamBinding &b) {
+        return b.kind == ParamBinding::Kind::RowStride && b.index == index &&
+               b.ofResult == ofResult;
+      });
+    };
+    auto buffer = [&](Value v, unsigned index, bool ofResult) {
+      return takesStride(index, ofResult) ? resolve(v).ref : contiguous(op, v);
+    };
     runtime::Step s;
     s.kind = runtime::Step::Kind::Launch;
     s.kernel = remap->second;
@@ -238,12 +261,12 @@ private:
           a.kind = runtime::ParamKind::Int64;
           a.value = dims.index(v);
         } else {
-          a.buffer = contiguous(op, v);
+          a.buffer = buffer(v, b.index, false);
         }
         break;
       }
       case ParamBinding::Kind::Result:
-        a.buffer = contiguous(op, op->getResult(b.index));
+        a.buffer = buffer(op->getResult(b.index), b.index, true);
         break;
       case ParamBinding::Kind::Size:
         a.kind = runtime::ParamKind::Int64;
@@ -253,6 +276,13 @@ private:
         a.kind = runtime::ParamKind::Int64;
         a.value = runtime::Dim{b.value, -1, 0};
         break;
+      case ParamBinding::Kind::RowStride: {
+        Value v = b.ofResult ? op->getResult(b.index) : op->getOperand(b.index);
+        int64_t stride = resolve(v).rowStride;
+        a.kind = runtime::ParamKind::Int64;
+        a.value = runtime::Dim{stride ? stride : rowWidth(v), -1, 0};
+        break;
+      }
       case ParamBinding::Kind::Scratch:
         // Bound to Program::scratchOffset once every arena is known.
         a.buffer = {BufferRef::Space::Arena, 0, 0, kernels.kernels[use.kernel].scratchBytes};
@@ -320,84 +350,13 @@ private:
     out.steps.push_back(std::move(s));
   }
 
-  template <typename AttentionLike>
-  void attentionCommon(AttentionLike op, runtime::Attention &a) {
-    auto q = tensorType(op.getQuery()), k = tensorType(op.getKey());
-    a.dtype = dtypeOrThrow(op, q.getElementType());
-    a.heads = static_cast<uint32_t>(q.getDimSize(1));
-    a.kvHeads = static_cast<uint32_t>(k.getDimSize(1));
-    a.headDim = static_cast<uint32_t>(q.getDimSize(2));
-    a.causal = op.getCausal();
-    a.scale = op.getEffectiveScale();
-    a.dropoutRate = op.getDropoutRate().convertToFloat();
-    a.stream = static_cast<uint32_t>(op.getStream());
-    a.tokensQ = dims.shape(op.getQuery())[0];
-    a.tokensK = dims.shape(op.getKey())[0];
-    a.batchPlusOne = dims.shape(op.getCuSeqlensQ())[0];
-    auto strided = [&](Value v, BufferRef &ref, int64_t &stride) {
-      Resolved r = resolve(v);
-      ref = r.ref;
-      auto t = tensorType(v);
-      stride = r.rowStride ? r.rowStride : t.getDimSize(1) * t.getDimSize(2);
-    };
-    strided(op.getQuery(), a.q, a.strideQ);
-    strided(op.getKey(), a.k, a.strideK);
-    strided(op.getValue(), a.v, a.strideV);
-    a.cuSeqlensQ = contiguous(op, op.getCuSeqlensQ());
-    a.cuSeqlensK = contiguous(op, op.getCuSeqlensK());
-    if (op.getSeed()) {
-      a.seed = contiguous(op, op.getSeed());
-      a.offset = contiguous(op, op.getOffset());
-    }
-  }
-
-  void attention(ls2::AttentionOp op, runtime::Function &out) {
-    runtime::Attention a;
-    attentionCommon(op, a);
-    Resolved o = resolve(op.getResult());
-    a.out = o.ref;
-    a.strideO = o.rowStride ? o.rowStride : a.heads * a.headDim;
-    a.lse = contiguous(op, op.getLse());
-    runtime::Step s;
-    s.kind = runtime::Step::Kind::Attention;
-    s.attention = a;
-    out.steps.push_back(std::move(s));
-  }
-
-  void attentionGrad(ls2::AttentionGradOp op, runtime::Function &out) {
-    runtime::Attention a;
-    a.backward = true;
-    attentionCommon(op, a);
-    Resolved o = resolve(op.getOut());
-    a.out = o.ref;
-    a.strideO = o.rowStride ? o.rowStride : a.heads * a.headDim;
-    a.lse = contiguous(op, op.getLse());
-    Resolved dout = resolve(op.getDout());
-    a.dout = dout.ref;
-    a.strideDO = dout.rowStride ? dout.rowStride : a.heads * a.headDim;
-    auto grad = [&](Value v, BufferRef &ref, int64_t &stride, int64_t heads) {
-      Resolved r = resolve(v);
-      ref = r.ref;
-      stride = r.rowStride ? r.rowStride : heads * a.headDim;
-    };
-    grad(op.getResult(0), a.dq, a.strideDQ, a.heads);
-    grad(op.getResult(1), a.dk, a.strideDK, a.kvHeads);
-    grad(op.getResult(2), a.dv, a.strideDV, a.kvHeads);
-    runtime::Step s;
-    s.kind = runtime::Step::Kind::Attention;
-    s.attention = a;
-    out.steps.push_back(std::move(s));
-  }
-
   void step(Operation *op, runtime::Function &out) {
-    if (isa<ls2::FusionOp, ls2::ScatterAddOp>(op))
+    // Attention runs as generated kernels (the Attention step kind waits
+    // for a cuDNN path).
+    if (isa<ls2::FusionOp, ls2::ScatterAddOp, ls2::AttentionOp, ls2::AttentionGradOp>(op))
       return launch(op, out);
     if (auto m = dyn_cast<ls2::MatmulOp>(op))
       return gemm(m, out);
-    if (auto a = dyn_cast<ls2::AttentionOp>(op))
-      return attention(a, out);
-    if (auto g = dyn_cast<ls2::AttentionGradOp>(op))
-      return attentionGrad(g, out);
     if (isa<ls2::DimOp, func::ReturnOp>(op) || fusion::isView(op))
       return;
     if (auto c = dyn_cast<ls2::ConcatOp>(op); c && c->hasAttr("ls2.in_place"))
@@ -418,9 +377,9 @@ FailureOr<runtime::Program> buildProgram(ModuleOp module, const ModelDescription
   FailureOr<ModuleKernels> kernels = generateModuleKernels(module);
   if (failed(kernels))
     return failure();
-  std::map<Operation *, const ModuleKernels::Use *> uses;
+  std::map<Operation *, std::vector<const ModuleKernels::Use *>> uses;
   for (const ModuleKernels::Use &u : kernels->uses)
-    uses[u.op] = &u;
+    uses[u.op].push_back(&u);
 
   runtime::Program program;
   program.modelName = desc.name;

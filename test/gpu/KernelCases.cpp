@@ -4,12 +4,15 @@
 //                   [--only NAME-PART] [--max-case-bytes N]
 //
 // Writes one case per distinct generated kernel of the model: the cubin,
-// its launch config, random inputs (ids within their tables) and the
-// outputs the CPU reference interpreter (F32 mode) computes for the same
-// fusion group, with dynamic sizes set from --tokens (default 37, not a
-// multiple of any tile). ls2c-kernel-check runs them on a GPU, where there
-// is no MLIR. Files: OUTDIR/<kernel>/case.json (format in KernelCheck.cpp)
-// and raw little-endian tensors in their storage types.
+// its launch config, random inputs (ids within their tables; attention's
+// cu_seqlens a random packing into a few sequences, one empty and one of
+// length 1) and the outputs the CPU reference interpreter (F32 mode)
+// computes for the same op (fusion group, attention, ...), with dynamic sizes
+// set from --tokens (default 37, not a multiple of any tile). Tensors a
+// kernel reads or writes through a row stride are laid out with padded rows.
+// ls2c-kernel-check runs them on a GPU, where there is no MLIR. Files:
+// OUTDIR/<kernel>/case.json (format in KernelCheck.cpp) and raw
+// little-endian tensors in their storage types.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,8 +40,8 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <random>
-#include <set>
 
 using namespace mlir;
 using namespace ls2c;
@@ -121,6 +124,79 @@ int64_t idRange(Value v) {
   return rows;
 }
 
+/// The operands of an attention op or its gradient the cases shape.
+struct AttentionOperands {
+  Value query, key, cuQ, cuK;
+  bool forward = true;
+};
+
+std::optional<AttentionOperands> attentionOperands(Operation *op) {
+  if (auto a = dyn_cast<ls2::AttentionOp>(op))
+    return AttentionOperands{a.getQuery(), a.getKey(), a.getCuSeqlensQ(), a.getCuSeqlensK(),
+                             true};
+  if (auto g = dyn_cast<ls2::AttentionGradOp>(op))
+    return AttentionOperands{g.getQuery(), g.getKey(), g.getCuSeqlensQ(), g.getCuSeqlensK(),
+                             false};
+  return std::nullopt;
+}
+
+/// Random lengths of `count` packed sequences over `tokens`: sequence
+/// `empty` has none and `single` one token where there are enough
+/// sequences, every other at least one where the tokens allow.
+std::vector<int64_t> randomLengths(int64_t tokens, int64_t count, int64_t empty, int64_t single,
+                                   std::mt19937_64 &rng) {
+  std::vector<int64_t> length(static_cast<size_t>(count), 0);
+  if (count == 1) {
+    length[0] = tokens;
+    return length;
+  }
+  std::vector<int64_t> rest;
+  for (int64_t b = 0; b < count; ++b)
+    if (b != empty && b != single)
+      rest.push_back(b);
+  int64_t left = tokens;
+  if (single != empty && left > 0 && !rest.empty()) {
+    length[static_cast<size_t>(single)] = 1;
+    --left;
+  } else if (single != empty) {
+    rest.push_back(single);
+  }
+  for (int64_t b : rest)
+    if (left > 0) {
+      length[static_cast<size_t>(b)] = 1;
+      --left;
+    }
+  for (; left > 0; --left)
+    ++length[static_cast<size_t>(rest[rng() % rest.size()])];
+  return length;
+}
+
+/// cu_seqlens of `lengths`: [0, l0, l0 + l1, ...].
+void fillCuSeqlens(HostTensor &cu, const std::vector<int64_t> &lengths) {
+  cu.ints.assign(1, 0);
+  for (int64_t l : lengths)
+    cu.ints.push_back(cu.ints.back() + l);
+}
+
+/// Storage of [rows, ...] tensor `t` with rows `stride` elements apart, the
+/// gaps 0xFF (NaN for floats: a kernel that reads them spreads NaN, one
+/// that writes them leaves no NaN where the expected output has one).
+std::string stridedBytes(const HostTensor &t, int64_t stride) {
+  std::string packed = storageBytes(t);
+  int64_t rows = t.shape.empty() ? 1 : t.shape[0];
+  if (rows == 0)
+    return packed;
+  size_t rowBytes = packed.size() / static_cast<size_t>(rows);
+  size_t elementBytes = rowBytes / static_cast<size_t>(t.numElements() / rows);
+  size_t gap = static_cast<size_t>(stride) * elementBytes - rowBytes;
+  std::string out;
+  for (int64_t r = 0; r < rows; ++r) {
+    out.append(packed, static_cast<size_t>(r) * rowBytes, rowBytes);
+    out.append(gap, '\xff');
+  }
+  return out;
+}
+
 int run(const Options &o) {
   MLIRContext context;
   ModelDescription desc = loadModelDescription(o.model);
@@ -142,12 +218,24 @@ int run(const Options &o) {
   std::vector<jit::CompiledKernel> cubins = jit::compileKernels(sources, jo);
 
   std::mt19937_64 rng(o.seed);
-  std::set<unsigned> done;
+  // One case per kernel, from its first use; an attention kernel's from a
+  // use with separately packed queries and keys (cross-attention) if any,
+  // which exercises more than self-attention.
+  std::map<unsigned, const codegen::ModuleKernels::Use *> caseUse;
+  auto cross = [](const codegen::ModuleKernels::Use *u) {
+    std::optional<AttentionOperands> a = attentionOperands(u->op);
+    return a && a->cuQ != a->cuK;
+  };
+  for (const codegen::ModuleKernels::Use &use : kernels->uses) {
+    auto [it, inserted] = caseUse.try_emplace(use.kernel, &use);
+    if (!inserted && cross(&use) && !cross(it->second))
+      it->second = &use;
+  }
   std::map<std::string, SymbolicDims> dimsOf;
   std::map<std::string, ShapeBounds> boundsOf;
   int written = 0, skipped = 0, tooLarge = 0;
   for (const codegen::ModuleKernels::Use &use : kernels->uses) {
-    if (!done.insert(use.kernel).second)
+    if (caseUse.at(use.kernel) != &use)
       continue;
     const runtime::Kernel &kernel = kernels->kernels[use.kernel];
     if (!o.only.empty() && kernel.name.find(o.only) == std::string::npos)
@@ -186,6 +274,25 @@ int run(const Options &o) {
       int64_t v = std::min(o.tokens, bound);
       v = std::max(div, v / div * div);
       base[key] = v;
+    }
+    // Attention: a few sequences (batch + 1 offsets), and when queries and
+    // keys count different tokens (cross-attention), different counts.
+    std::optional<AttentionOperands> attention = attentionOperands(op);
+    if (attention) {
+      auto keyOf = [](const runtime::Dim &d) { return std::make_pair(d.argument, d.axis); };
+      runtime::Dim tq = dims.shape(attention->query)[0], tk = dims.shape(attention->key)[0];
+      for (Value cu : {attention->cuQ, attention->cuK}) {
+        runtime::Dim d = dims.shape(cu)[0];
+        if (d.isStatic() || d.multiplier != 1 || d.divisor != 1 || sameDim(d, tq) ||
+            sameDim(d, tk))
+          continue;
+        int64_t bound = bounds.shape(function.getArgument(d.argument))[d.axis];
+        base[keyOf(d)] = std::min<int64_t>(bound, 6);
+      }
+      if (!tk.isStatic() && !tq.isStatic() && keyOf(tk) != keyOf(tq)) {
+        int64_t div = divisor.at(keyOf(tk));
+        base[keyOf(tk)] = std::max(div, base.at(keyOf(tk)) * 2 / 3 / div * div);
+      }
     }
     auto value = [&](const runtime::Dim &d) {
       return d.isStatic() ? d.size : base.at({d.argument, d.axis}) * d.multiplier / d.divisor;
@@ -272,6 +379,46 @@ int run(const Options &o) {
       }
       args.push_back(std::move(t));
     }
+    if (attention) {
+      // cu_seqlens: a random partition of the tokens into the batch's
+      // sequences, one of them empty and one of length 1. Forward cases
+      // empty the same query and key sequence, so no query row is left
+      // without keys (lse = -inf, which ls2c-kernel-check cannot compare
+      // yet; causal cross-attention with more queries than keys would
+      // still have some); gradient cases empty different ones (dq = 0 for
+      // rows without keys, dk = dv = 0 for keys without queries).
+      auto argOf = [&](Value v) -> HostTensor & {
+        size_t k = 0;
+        while (op->getOperand(tensorOperands[k]) != v)
+          ++k;
+        return args[k];
+      };
+      HostTensor &cuQ = argOf(attention->cuQ);
+      int64_t batch = cuQ.shape[0] - 1;
+      if (batch >= 1) {
+        auto pick = [&](int64_t avoid) {
+          if (batch < 2)
+            return int64_t{0};
+          int64_t b = static_cast<int64_t>(rng() % static_cast<uint64_t>(batch - 1));
+          return b >= avoid ? b + 1 : b;
+        };
+        int64_t empty = static_cast<int64_t>(rng() % static_cast<uint64_t>(batch));
+        int64_t tq = concrete(attention->query)[0], tk = concrete(attention->key)[0];
+        fillCuSeqlens(cuQ, randomLengths(tq, batch, empty, pick(empty), rng));
+        if (attention->cuK != attention->cuQ) {
+          int64_t emptyK = attention->forward ? empty : pick(empty);
+          fillCuSeqlens(argOf(attention->cuK),
+                        randomLengths(tk, batch, emptyK, pick(emptyK), rng));
+        }
+      }
+    }
+    // An operand used twice (self-attention's cu_seqlens) is one tensor.
+    for (size_t k = 0; k < tensorOperands.size(); ++k)
+      for (size_t first = 0; first < k; ++first)
+        if (op->getOperand(tensorOperands[first]) == op->getOperand(tensorOperands[k])) {
+          args[k] = args[first];
+          break;
+        }
     std::vector<HostTensor> expected;
     try {
       reference::Interpreter interpreter(reference::Precision::F32);
@@ -305,7 +452,7 @@ int run(const Options &o) {
     nlohmann::json c;
     c["kernel"] = kernel.name;
     c["group"] = isa<ls2::FusionOp>(op) ? cast<ls2::FusionOp>(op).getGroupName().str()
-                                         : std::string("scatter_add");
+                                         : op->getName().stripDialect().str();
     c["function"] = fname;
     c["cubin"] = "kernel.cubin";
     writeFileAtomically((dir / "kernel.cubin").string(), cubins[use.kernel].cubin);
@@ -331,6 +478,25 @@ int run(const Options &o) {
     c["block"] = kernel.launch.blockThreads;
     c["grid"] = blocks;
     c["shared_bytes"] = kernel.launch.dynamicSharedBytes;
+    // Tensors whose row stride the kernel takes are laid out with 8 more
+    // elements a row than they hold (strided views of fused projections,
+    // in-place concat pieces).
+    auto rowStride = [&](unsigned index, bool ofResult) -> int64_t {
+      for (const codegen::ParamBinding &pb : use.bindings)
+        if (pb.kind == codegen::ParamBinding::Kind::RowStride && pb.index == index &&
+            pb.ofResult == ofResult) {
+          auto type = cast<RankedTensorType>(ofResult ? op->getResult(index).getType()
+                                                      : op->getOperand(index).getType());
+          int64_t width = 1;
+          for (int64_t d = 1; d < type.getRank(); ++d)
+            width *= type.getDimSize(d);
+          return width + 8;
+        }
+      return 0;
+    };
+    auto layout = [&](const HostTensor &t, int64_t stride) {
+      return stride ? stridedBytes(t, stride) : storageBytes(t);
+    };
     nlohmann::json params = nlohmann::json::array();
     for (const codegen::ParamBinding &pb : use.bindings) {
       nlohmann::json p;
@@ -346,7 +512,7 @@ int run(const Options &o) {
             std::find(tensorOperands.begin(), tensorOperands.end(), pb.index) -
             tensorOperands.begin());
         std::string file = "in" + std::to_string(pb.index) + ".bin";
-        std::string bytes = storageBytes(args[k]);
+        std::string bytes = layout(args[k], rowStride(pb.index, false));
         writeFileAtomically((dir / file).string(), bytes);
         p["kind"] = "pointer";
         p["role"] = "input";
@@ -360,7 +526,7 @@ int run(const Options &o) {
         // rounding (the kernel computes in f32, the reference rounds every
         // bf16 op as the IR types say).
         std::string file = "out" + std::to_string(pb.index) + ".expected";
-        std::string bytes = storageBytes(expected[pb.index]);
+        std::string bytes = layout(expected[pb.index], rowStride(pb.index, true));
         writeFileAtomically((dir / file).string(), bytes);
         p["kind"] = "pointer";
         p["role"] = "output";
@@ -377,6 +543,10 @@ int run(const Options &o) {
       case codegen::ParamBinding::Kind::Constant:
         p["kind"] = "int64";
         p["value"] = pb.value;
+        break;
+      case codegen::ParamBinding::Kind::RowStride:
+        p["kind"] = "int64";
+        p["value"] = rowStride(pb.index, pb.ofResult);
         break;
       case codegen::ParamBinding::Kind::Scratch:
         p["kind"] = "pointer";

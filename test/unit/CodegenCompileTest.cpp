@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ls2c/Codegen/ModuleKernels.h"
+#include "ls2c/Codegen/ProgramBuilder.h"
 #include "ls2c/Frontend/Frontend.h"
 #include "ls2c/JIT.h"
 #include "ls2c/Runtime/Bundle.h"
@@ -30,6 +31,15 @@ struct Compiled {
   ls2c::codegen::ModuleKernels kernels;
 };
 
+/// The kernel launches an op of a planned module becomes.
+size_t launchesOf(mlir::Operation *op) {
+  if (mlir::isa<ls2c::ls2::FusionOp, ls2c::ls2::ScatterAddOp, ls2c::ls2::AttentionOp>(op))
+    return 1;
+  if (mlir::isa<ls2c::ls2::AttentionGradOp>(op))
+    return 2;
+  return 0;
+}
+
 Compiled generate(const std::string &preset) {
   Compiled c;
   c.context = std::make_unique<mlir::MLIRContext>();
@@ -51,12 +61,14 @@ Compiled generate(const std::string &preset) {
 void compileAll(const std::string &preset, const std::string &arch) {
   Compiled c = generate(preset);
   ASSERT_FALSE(c.kernels.kernels.empty()) << preset;
-  // Every fusion group and embedding gradient has a kernel.
-  int fusions = 0;
-  c.module->walk([&](mlir::Operation *op) {
-    fusions += mlir::isa<ls2c::ls2::FusionOp, ls2c::ls2::ScatterAddOp>(op);
-  });
-  EXPECT_EQ(static_cast<size_t>(fusions), c.kernels.uses.size()) << preset;
+  // Every fusion group, embedding gradient and attention has its kernel
+  // uses: one each, two for an attention gradient (dq, then dk and dv).
+  size_t expectedUses = 0;
+  c.module->walk([&](mlir::Operation *op) { expectedUses += launchesOf(op); });
+  EXPECT_EQ(expectedUses, c.kernels.uses.size()) << preset;
+  for (const ls2c::codegen::ModuleKernels::Use &use : c.kernels.uses)
+    EXPECT_EQ(use.bindings.size(), c.kernels.kernels[use.kernel].params.size())
+        << c.kernels.kernels[use.kernel].name;
 
   std::vector<ls2c::jit::KernelSource> sources;
   for (const ls2c::runtime::Kernel &k : c.kernels.kernels)
@@ -73,7 +85,7 @@ void compileAll(const std::string &preset, const std::string &arch) {
   }
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%s: %zu kernels (%zu fusion groups) compiled for %s in %.2f s\n",
+  std::printf("%s: %zu kernels (%zu uses) compiled for %s in %.2f s\n",
               preset.c_str(), sources.size(), c.kernels.uses.size(), arch.c_str(),
               seconds);
   ASSERT_EQ(compiled.size(), sources.size());
@@ -106,10 +118,11 @@ TEST(TinyPresets, CompileForSm80) {
 namespace {
 
 // The whole path: description -> program with cubins -> bundle bytes ->
-// loader. Every fusion group and embedding gradient of the three training
-// functions is one launch step, every matmul a GEMM step, every attention
-// (and its gradient) an attention step; the loader reads back the same
-// program and its validator accepts it.
+// loader. Every fusion group, embedding gradient and attention of the three
+// training functions is one launch step (an attention gradient two), every
+// matmul a GEMM step, and no attention step remains (attention runs as
+// generated kernels); the loader reads back the same program and its
+// validator accepts it.
 TEST(ProgramBundle, TinyPresetsRoundTrip) {
   for (const char *preset : {"tiny-bert", "tiny-gpt", "tiny-transformer", "tiny-vit"}) {
     std::string path = LS2C_SOURCE_DIR "/examples/" + std::string(preset) + ".json";
@@ -119,16 +132,18 @@ TEST(ProgramBundle, TinyPresetsRoundTrip) {
     ls2c::runtime::Program program = ls2c::compileProgram(path, options);
 
     Compiled c = generate(preset);
+    size_t attentionOps = 0;
     for (const ls2c::runtime::Function &f : program.functions) {
       auto func = c.module->lookupSymbol<mlir::func::FuncOp>(f.name);
       ASSERT_TRUE(func) << f.name;
       size_t kernels = 0, gemms = 0, attention = 0;
       func.walk([&](mlir::Operation *op) {
-        kernels += mlir::isa<ls2c::ls2::FusionOp, ls2c::ls2::ScatterAddOp>(op);
+        kernels += launchesOf(op);
         gemms += mlir::isa<ls2c::ls2::MatmulOp>(op) &&
                  !op->getParentOfType<ls2c::ls2::FusionOp>();
         attention += mlir::isa<ls2c::ls2::AttentionOp, ls2c::ls2::AttentionGradOp>(op);
       });
+      attentionOps += attention;
       size_t launches = 0, gemmSteps = 0, attentionSteps = 0;
       for (const ls2c::runtime::Step &s : f.steps) {
         launches += s.kind == ls2c::runtime::Step::Kind::Launch;
@@ -137,8 +152,10 @@ TEST(ProgramBundle, TinyPresetsRoundTrip) {
       }
       EXPECT_EQ(launches, kernels) << preset << " @" << f.name;
       EXPECT_EQ(gemmSteps, gemms) << preset << " @" << f.name;
-      EXPECT_EQ(attentionSteps, attention) << preset << " @" << f.name;
+      EXPECT_EQ(attentionSteps, 0u) << preset << " @" << f.name;
     }
+    // Every tiny preset has attention, so its launches are counted above.
+    EXPECT_GT(attentionOps, 0u) << preset;
     for (const ls2c::runtime::Kernel &k : program.kernels)
       EXPECT_EQ(k.cubins.at("sm_90").compare(0, 4, "\x7f" "ELF"), 0) << k.name;
 
@@ -151,6 +168,48 @@ TEST(ProgramBundle, TinyPresetsRoundTrip) {
       FAIL() << preset << ": " << e.what();
     }
   }
+}
+
+// Attention reads q, k and v as strided views of tiny-gpt's fused [T, 3 x
+// 64] projection and its gradient writes dq, dk and dv into the in-place
+// concat of their gradients (the same width): each such launch argument is
+// the row stride 192, while out, dout (and the forward's out) are rows of
+// 64. Launch steps pair with the kernel uses of their function in order.
+TEST(AttentionLaunches, TinyGptBindsRowStrides) {
+  Compiled c = generate("tiny-gpt");
+  ls2c::ModelDescription desc =
+      ls2c::loadModelDescription(LS2C_SOURCE_DIR "/examples/tiny-gpt.json");
+  mlir::FailureOr<ls2c::runtime::Program> program =
+      ls2c::codegen::buildProgram(*c.module, desc, "");
+  ASSERT_TRUE(mlir::succeeded(program));
+  size_t strides = 0;
+  for (const ls2c::runtime::Function &f : program->functions) {
+    std::vector<const ls2c::codegen::ModuleKernels::Use *> uses;
+    for (const ls2c::codegen::ModuleKernels::Use &u : c.kernels.uses)
+      if (u.function == f.name)
+        uses.push_back(&u);
+    size_t next = 0;
+    for (const ls2c::runtime::Step &step : f.steps) {
+      if (step.kind != ls2c::runtime::Step::Kind::Launch)
+        continue;
+      ASSERT_LT(next, uses.size()) << f.name;
+      const ls2c::codegen::ModuleKernels::Use &use = *uses[next++];
+      bool grad = mlir::isa<ls2c::ls2::AttentionGradOp>(use.op);
+      for (auto [i, b] : llvm::enumerate(use.bindings)) {
+        if (b.kind != ls2c::codegen::ParamBinding::Kind::RowStride)
+          continue;
+        // q, k, v (operands 1-3 of the gradient, after dout) and the
+        // gradient's results; not out or dout.
+        bool fused = b.ofResult ? grad : (grad ? b.index >= 1 && b.index <= 3 : b.index <= 2);
+        ASSERT_TRUE(step.args[i].value.isStatic());
+        EXPECT_EQ(step.args[i].value.size, fused ? 192 : 64)
+            << f.name << " " << use.op->getName().getStringRef().str() << " binding " << i;
+        ++strides;
+      }
+    }
+    EXPECT_EQ(next, uses.size()) << f.name;
+  }
+  EXPECT_GT(strides, 0u);
 }
 
 } // namespace

@@ -34,11 +34,16 @@ namespace ls2c::codegen {
 
 /// What binds to each kernel parameter, in order.
 struct ParamBinding {
-  enum class Kind { Operand, Result, Size, Constant, Scratch };
+  /// RowStride: the row stride in elements of operand or result `index` (a
+  /// strided view or an in-place concat piece; its row width when the rows
+  /// are contiguous). A kernel that takes a tensor's row stride reads it
+  /// through that stride, so the tensor's pointer may be to such a view.
+  enum class Kind { Operand, Result, Size, Constant, Scratch, RowStride };
   Kind kind = Kind::Operand;
-  unsigned index = 0; ///< fusion operand or result index
+  unsigned index = 0; ///< operand or result index
   runtime::Dim size;  ///< Kind::Size: the dynamic dim passed
   int64_t value = 0;  ///< Kind::Constant: the integer passed (a Philox stream)
+  bool ofResult = false; ///< Kind::RowStride: of result `index`, else operand
 };
 
 struct GeneratedKernel {
@@ -60,6 +65,24 @@ generateFusionKernel(ls2::FusionOp fusion, const SymbolicDims &dims,
 mlir::FailureOr<GeneratedKernel>
 generateScatterAddKernel(ls2::ScatterAddOp op, const SymbolicDims &dims,
                          const std::string &kernelName);
+
+/// Generates the forward kernel of ls2.attention: one warp per (packed query
+/// row, query head), an online softmax over the row's visible keys, dropout
+/// regenerated from Philox. Binds q, k, v, cu_seqlens_q/k, (seed, offset),
+/// out, lse, the query token count, batch + 1, the row strides of q, k, v
+/// and out, and (with dropout) the Philox stream.
+mlir::FailureOr<GeneratedKernel>
+generateAttentionKernel(ls2::AttentionOp op, const SymbolicDims &dims,
+                        const std::string &kernelName);
+
+/// Generates the two kernels of ls2.attention_grad, launched in this order:
+/// "<kernelName>_dq" (one warp per query row and head: D_i and dq) and
+/// "<kernelName>_dkdv" (one warp per key row and kv head: dk and dv summed
+/// over the queries and the query heads that share it, in a fixed order, no
+/// atomics). Results may be strided (in-place concat pieces).
+mlir::FailureOr<std::vector<GeneratedKernel>>
+generateAttentionGradKernels(ls2::AttentionGradOp op, const SymbolicDims &dims,
+                             const std::string &kernelName);
 
 } // namespace ls2c::codegen
 

@@ -1,0 +1,594 @@
+//===- AttentionKernel.cpp - ls2.attention and its gradient, simple kernels -===//
+//
+// Direct kernels for packed variable-length attention, correct on every
+// shape before fast (FlashAttention-style kernels replace them later):
+//   forward  one warp per (packed query row, query head): the row's sequence
+//            by binary search in cu_seqlens_q, then one pass over its
+//            visible keys with an online softmax (running max and sum in
+//            f32); dropout scales each probability after the sum, so lse is
+//            taken before dropout as the op says;
+//   dq       one warp per (query row, head): D_i = dout_i . out_i, then
+//            dq_i = scale * sum_j dS_ij k_j with P rebuilt from lse;
+//   dk, dv   one warp per (key row, kv head): every query of the key's
+//            sequence that sees it, times every query head sharing the kv
+//            head (GQA), in a fixed order, so no atomics and the same bits
+//            run to run.
+// Each lane holds head-dim elements lane, lane + 32, ...; dot products are
+// butterfly sums, so every lane has the same bits and branches alike. Dropout
+// masks are regenerated from Philox at the op's attention counter layout.
+// Head dim, heads, causal, scale, dropout rate and dtypes are in the source;
+// token counts, row strides (views of fused projections, in-place concat
+// pieces) and the Philox stream are parameters, so layers share kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ls2c/Codegen/KernelGenerator.h"
+
+#include "ElementalEmitter.h"
+#include "Prelude.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <cstdio>
+#include <map>
+#include <type_traits>
+
+using namespace mlir;
+
+namespace ls2c::codegen {
+
+namespace {
+
+constexpr int kWarpsPerBlock = 4;
+constexpr uint32_t kMaxBlocks = 65536;
+
+std::string floatLiteral(float x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(x));
+  std::string s = buf;
+  if (s.find_first_of(".eE") == std::string::npos)
+    s += ".0";
+  return s + "f";
+}
+
+/// `text` with every ${KEY} replaced by its value.
+std::string substitute(std::string text, const std::map<std::string, std::string> &values) {
+  for (const auto &[key, value] : values) {
+    std::string pattern = "${" + key + "}";
+    for (size_t pos = 0; (pos = text.find(pattern, pos)) != std::string::npos;
+         pos += value.size())
+      text.replace(pos, pattern.size(), value);
+  }
+  return text;
+}
+
+/// Device helpers the attention kernels share (after the prelude).
+std::string attentionHelpers(bool dropout) {
+  std::string s = R"cuda(
+// The sequence holding packed row `row`: the last b with cu[b] <= row
+// (an empty sequence starts where the next one does).
+__device__ __forceinline__ int ls2_sequence_of(const int *cu, long long entries,
+                                               long long row) {
+  int lo = 0, hi = (int)entries - 1;
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (cu[mid] <= row) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+)cuda";
+  if (dropout)
+    s += R"cuda(
+// Attention dropout: Philox-4x32-10 at counter (key / 4, row * heads + head,
+// stream, lo(offset)), key (lo(seed), hi(seed)); key j's number is word j % 4.
+__device__ __forceinline__ uint4 ls2_attention_philox(long long seed, long long offset,
+                                                      unsigned stream, unsigned rowHead,
+                                                      unsigned keyBlock) {
+  unsigned x0 = keyBlock, x1 = rowHead, x2 = stream,
+           x3 = (unsigned)(unsigned long long)offset;
+  unsigned k0 = (unsigned)(unsigned long long)seed,
+           k1 = (unsigned)((unsigned long long)seed >> 32);
+#pragma unroll
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }
+    unsigned hi0 = __umulhi(0xD2511F53u, x0), lo0 = 0xD2511F53u * x0;
+    unsigned hi1 = __umulhi(0xCD9E8D57u, x2), lo1 = 0xCD9E8D57u * x2;
+    unsigned y0 = hi1 ^ x1 ^ k0, y2 = hi0 ^ x3 ^ k1;
+    x0 = y0; x1 = lo1; x2 = y2; x3 = lo0;
+  }
+  return make_uint4(x0, x1, x2, x3);
+}
+// Whether key j survives dropout at `rate`: its number (word >> 8) * 2^-24 >= rate.
+__device__ __forceinline__ bool ls2_attention_keep(uint4 words, long long j, float rate) {
+  const unsigned w = (j & 3) == 0 ? words.x : (j & 3) == 1 ? words.y
+                   : (j & 3) == 2 ? words.z : words.w;
+  return (float)(w >> 8) * (1.0f / 16777216.0f) >= rate;
+}
+)cuda";
+  return s;
+}
+
+/// What the three kernels are specialized to, read from either op.
+struct AttentionSpec {
+  int64_t heads = 0, kvHeads = 0, headDim = 0;
+  bool causal = false, dropout = false;
+  float scale = 0, rate = 0;
+  int64_t stream = 0;
+  std::string storage; ///< C storage type of q, k, v, out and the gradients
+  runtime::Dim tokensQ, tokensK, entriesQ, entriesK;
+  // Operand indices (the ops' ODS segments resolved).
+  unsigned query = 0, key = 0, value = 0, cuQ = 0, cuK = 0, seed = 0, offset = 0;
+};
+
+template <typename AttentionLike>
+FailureOr<AttentionSpec> readSpec(AttentionLike op, const SymbolicDims &dims,
+                                  const std::string &kernelName) {
+  AttentionSpec s;
+  auto q = cast<RankedTensorType>(op.getQuery().getType());
+  auto k = cast<RankedTensorType>(op.getKey().getType());
+  s.heads = q.getDimSize(1);
+  s.kvHeads = k.getDimSize(1);
+  s.headDim = q.getDimSize(2);
+  s.causal = op.getCausal();
+  s.scale = op.getEffectiveScale();
+  s.rate = op.getDropoutRate().convertToFloat();
+  s.dropout = s.rate > 0.0f;
+  s.stream = static_cast<int64_t>(op.getStream());
+  s.storage = storageType(q.getElementType());
+  // Math is in f32; f64 would need a double variant.
+  if (!isa<Float32Type, Float16Type, BFloat16Type>(q.getElementType()))
+    return op.emitError("attention kernels take f32, f16 or bf16, not ")
+           << q.getElementType() << " (generating kernel " << kernelName << ")";
+  if (s.dropout && !op.getSeed())
+    return op.emitError("dropout_rate > 0 needs the seed and offset operands (generating kernel ")
+           << kernelName << ")";
+  s.tokensQ = dims.shape(op.getQuery())[0];
+  s.tokensK = dims.shape(op.getKey())[0];
+  s.entriesQ = dims.shape(op.getCuSeqlensQ())[0];
+  s.entriesK = dims.shape(op.getCuSeqlensK())[0];
+  auto index = [&](unsigned odsIndex) {
+    return static_cast<unsigned>(op.getODSOperandIndexAndLength(odsIndex).first);
+  };
+  // ODS operand order differs between the ops by the leading dout of the
+  // gradient; the names are the same.
+  unsigned first = std::is_same_v<AttentionLike, ls2::AttentionGradOp> ? 1 : 0;
+  s.query = index(first);
+  s.key = index(first + 1);
+  s.value = index(first + 2);
+  unsigned cu = std::is_same_v<AttentionLike, ls2::AttentionGradOp> ? 6 : 3;
+  s.cuQ = index(cu);
+  s.cuK = index(cu + 1);
+  s.seed = index(cu + 2);
+  s.offset = index(cu + 3);
+  return s;
+}
+
+/// A kernel's parameters as they are declared: C text, runtime kind and
+/// what binds to each.
+class Params {
+public:
+  explicit Params(GeneratedKernel &out) : out(out) {}
+
+  void pointer(const std::string &decl, ParamBinding::Kind kind, unsigned index) {
+    add(decl, runtime::ParamKind::Pointer, {kind, index, {}});
+  }
+  /// An int64 size; returns its parameter index.
+  unsigned size(const std::string &name, const runtime::Dim &d) {
+    return add("const long long " + name, runtime::ParamKind::Int64,
+               {ParamBinding::Kind::Size, 0, d});
+  }
+  void rowStride(const std::string &name, unsigned index, bool ofResult) {
+    ParamBinding b{ParamBinding::Kind::RowStride, index, {}};
+    b.ofResult = ofResult;
+    add("const long long " + name, runtime::ParamKind::Int64, b);
+  }
+  void constant(const std::string &name, int64_t value) {
+    ParamBinding b{ParamBinding::Kind::Constant, 0, {}};
+    b.value = value;
+    add("const long long " + name, runtime::ParamKind::Int64, b);
+  }
+  std::string declarations() const {
+    std::string s;
+    for (size_t i = 0; i < decls.size(); ++i)
+      s += (i ? ",\n    " : "") + decls[i];
+    return s;
+  }
+
+private:
+  unsigned add(const std::string &decl, runtime::ParamKind kind, const ParamBinding &b) {
+    decls.push_back(decl);
+    out.kernel.params.push_back(kind);
+    out.bindings.push_back(b);
+    return static_cast<unsigned>(decls.size() - 1);
+  }
+  GeneratedKernel &out;
+  std::vector<std::string> decls;
+};
+
+/// One warp per unit of `work` ([tokens, heads]): the tokens' parameter and
+/// a static head count.
+runtime::LaunchConfig warpPerUnit(const runtime::Dim &tokens, unsigned tokensParam,
+                                  int64_t heads) {
+  runtime::LaunchConfig l;
+  l.blockThreads = 32 * kWarpsPerBlock;
+  l.workPerBlock = kWarpsPerBlock;
+  l.maxBlocks = kMaxBlocks;
+  runtime::Dim t = tokens;
+  if (!t.isStatic())
+    t = runtime::Dim{0, static_cast<int32_t>(tokensParam), 0};
+  l.work = {t, runtime::Dim{heads, -1, 0}};
+  return l;
+}
+
+/// The substitutions every kernel uses.
+std::map<std::string, std::string> commonValues(const AttentionSpec &s,
+                                                const std::string &kernelName) {
+  int64_t perLane = (s.headDim + 31) / 32;
+  return {{"NAME", kernelName},
+          {"D", std::to_string(s.headDim)},
+          {"HQ", std::to_string(s.heads)},
+          {"HKV", std::to_string(s.kvHeads)},
+          {"GROUP", std::to_string(s.heads / s.kvHeads)},
+          {"E", std::to_string(perLane)},
+          {"WARPS", std::to_string(kWarpsPerBlock)},
+          {"SCALE", floatLiteral(s.scale)},
+          {"RATE", floatLiteral(s.rate)},
+          {"KEEP_SCALE", floatLiteral(static_cast<float>(1.0 / (1.0 - s.rate)))},
+          // Lanes past the head dim hold zeros (only when D % 32 != 0).
+          {"IN_DIM", s.headDim % 32 == 0 ? "true" : "c < D"}};
+}
+
+std::string header(Operation *op, const AttentionSpec &s, const std::string &what) {
+  std::string text = "// Generated by ls2c: " + what + " of ls2." +
+                     op->getName().stripDialect().str() + " in @" +
+                     op->getParentOfType<func::FuncOp>().getName().str() + " (" +
+                     std::to_string(s.heads) + " heads, " + std::to_string(s.kvHeads) +
+                     " kv heads, head dim " + std::to_string(s.headDim) +
+                     (s.causal ? ", causal" : "");
+  if (s.dropout) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, ", dropout %g, stream %lld", static_cast<double>(s.rate),
+                  static_cast<long long>(s.stream));
+    text += buf;
+  }
+  return text + ").\n";
+}
+
+/// Keys query i of a sequence sees: all lk, or under causal j <= i + (lk -
+/// lq) (bottom-right alignment).
+std::string visibleText(const AttentionSpec &s, const std::string &i) {
+  return s.causal ? "min(lk, max(0LL, " + i + " + lk - lq + 1))" : "lk";
+}
+
+/// The warp loop over (row, head) units and the row's sequence.
+const char *kRowLoop = R"cuda(
+  for (long long w = (long long)blockIdx.x * ${WARPS} + threadIdx.x / 32; w < tokens_q * HQ;
+       w += (long long)gridDim.x * ${WARPS}) {
+    const long long row = w / HQ;
+    const int h = (int)(w % HQ), g = h / GROUP;
+    const int b = ls2_sequence_of(cu_seqlens_q, entries, row);
+    const long long q0 = cu_seqlens_q[b], k0 = cu_seqlens_k[b];
+    const long long lq = cu_seqlens_q[b + 1] - q0, lk = cu_seqlens_k[b + 1] - k0;
+    const long long visible = ${VISIBLE};
+)cuda";
+
+const char *kConstants = R"cuda(  constexpr int D = ${D}, HQ = ${HQ}, GROUP = ${GROUP}, E = ${E};
+  constexpr float SCALE = ${SCALE};
+  const int lane = threadIdx.x % 32;
+  const float NEG_INF = __int_as_float(0xff800000);
+)cuda";
+
+const char *kDropoutConstants = R"cuda(  constexpr float RATE = ${RATE}, KEEP_SCALE = ${KEEP_SCALE};
+  const long long seed_value = *seed, offset_value = *offset;
+)cuda";
+
+void addDropoutParams(Params &p, const AttentionSpec &s) {
+  if (!s.dropout)
+    return;
+  p.pointer("const long long *seed", ParamBinding::Kind::Operand, s.seed);
+  p.pointer("const long long *offset", ParamBinding::Kind::Operand, s.offset);
+}
+
+/// The source up to the kernel body: the header line naming the op, the
+/// helpers, the signature.
+std::string kernelStart(const std::string &head, const AttentionSpec &s, const Params &p) {
+  return head + kernelPrelude() + attentionHelpers(s.dropout) +
+         "\nextern \"C\" __global__ void __launch_bounds__(" +
+         std::to_string(32 * kWarpsPerBlock) + ")\n${NAME}(" + p.declarations() + ") {\n";
+}
+
+} // namespace
+
+FailureOr<GeneratedKernel> generateAttentionKernel(ls2::AttentionOp op,
+                                                   const SymbolicDims &dims,
+                                                   const std::string &kernelName) {
+  FailureOr<AttentionSpec> spec = readSpec(op, dims, kernelName);
+  if (failed(spec))
+    return failure();
+  const AttentionSpec &s = *spec;
+  GeneratedKernel out;
+  out.kernel.name = kernelName;
+  Params p(out);
+  std::string t = s.storage;
+  p.pointer("const " + t + " *q", ParamBinding::Kind::Operand, s.query);
+  p.pointer("const " + t + " *k", ParamBinding::Kind::Operand, s.key);
+  p.pointer("const " + t + " *v", ParamBinding::Kind::Operand, s.value);
+  p.pointer("const int *cu_seqlens_q", ParamBinding::Kind::Operand, s.cuQ);
+  p.pointer("const int *cu_seqlens_k", ParamBinding::Kind::Operand, s.cuK);
+  addDropoutParams(p, s);
+  p.pointer(t + " *out", ParamBinding::Kind::Result, 0);
+  p.pointer("float *lse", ParamBinding::Kind::Result, 1);
+  unsigned tokens = p.size("tokens_q", s.tokensQ);
+  p.size("entries", s.entriesQ);
+  p.rowStride("stride_q", s.query, false);
+  p.rowStride("stride_k", s.key, false);
+  p.rowStride("stride_v", s.value, false);
+  p.rowStride("stride_out", 0, true);
+  if (s.dropout)
+    p.constant("stream", s.stream);
+  out.kernel.launch = warpPerUnit(s.tokensQ, tokens, s.heads);
+
+  std::map<std::string, std::string> values = commonValues(s, kernelName);
+  values["VISIBLE"] = visibleText(s, "(row - q0)");
+  std::string src = kernelStart(header(op, s, "forward"), s, p);
+  src += kConstants;
+  if (s.dropout)
+    src += kDropoutConstants;
+  src += kRowLoop;
+  src += R"cuda(    // Online softmax: m the running max, l the sum of exp(s - m) before
+    // dropout (lse is taken before it), acc the dropped-out weighted values.
+    float qv[E], acc[E];
+#pragma unroll
+    for (int t = 0; t < E; ++t) {
+      const int c = lane + 32 * t;
+      qv[t] = ${IN_DIM} ? ls2_load(q, row * stride_q + h * D + c) : 0.0f;
+      acc[t] = 0.0f;
+    }
+    float m = NEG_INF, l = 0.0f;
+)cuda";
+  if (s.dropout)
+    src += "    uint4 words = make_uint4(0u, 0u, 0u, 0u);\n";
+  src += R"cuda(    for (long long j = 0; j < visible; ++j) {
+      const long long kRow = (k0 + j) * stride_k + g * D, vRow = (k0 + j) * stride_v + g * D;
+      float dot = 0.0f;
+#pragma unroll
+      for (int t = 0; t < E; ++t) {
+        const int c = lane + 32 * t;
+        if (${IN_DIM}) dot += qv[t] * ls2_load(k, kRow + c);
+      }
+      const float s = SCALE * ls2_warp_sum(dot);
+      const float mNew = fmaxf(m, s);
+      const float correction = expf(m - mNew); // 0 at the first key (m = -inf)
+      const float p = expf(s - mNew);
+      l = l * correction + p;
+)cuda";
+  if (s.dropout)
+    src += R"cuda(      if ((j & 3) == 0)
+        words = ls2_attention_philox(seed_value, offset_value, (unsigned)stream,
+                                     (unsigned)(row * HQ + h), (unsigned)(j >> 2));
+      const float weight = ls2_attention_keep(words, j, RATE) ? p * KEEP_SCALE : 0.0f;
+)cuda";
+  else
+    src += "      const float weight = p;\n";
+  src += R"cuda(#pragma unroll
+      for (int t = 0; t < E; ++t) {
+        const int c = lane + 32 * t;
+        acc[t] = acc[t] * correction + (${IN_DIM} ? weight * ls2_load(v, vRow + c) : 0.0f);
+      }
+      m = mNew;
+    }
+    // A row that sees no key: out 0, lse -inf.
+#pragma unroll
+    for (int t = 0; t < E; ++t) {
+      const int c = lane + 32 * t;
+      if (${IN_DIM}) ls2_store(out, row * stride_out + h * D + c, visible > 0 ? acc[t] / l : 0.0f);
+    }
+    if (lane == 0) lse[row * HQ + h] = visible > 0 ? m + logf(l) : NEG_INF;
+  }
+}
+)cuda";
+  out.kernel.source = substitute(src, values);
+  return out;
+}
+
+FailureOr<std::vector<GeneratedKernel>>
+generateAttentionGradKernels(ls2::AttentionGradOp op, const SymbolicDims &dims,
+                             const std::string &kernelName) {
+  FailureOr<AttentionSpec> spec = readSpec(op, dims, kernelName);
+  if (failed(spec))
+    return failure();
+  const AttentionSpec &s = *spec;
+  std::string t = s.storage;
+  auto operand = [&](unsigned odsIndex) {
+    return static_cast<unsigned>(op.getODSOperandIndexAndLength(odsIndex).first);
+  };
+  // The operands both kernels read, in the op's order.
+  auto inputs = [&](Params &p) {
+    p.pointer("const " + t + " *dout", ParamBinding::Kind::Operand, operand(0));
+    p.pointer("const " + t + " *q", ParamBinding::Kind::Operand, s.query);
+    p.pointer("const " + t + " *k", ParamBinding::Kind::Operand, s.key);
+    p.pointer("const " + t + " *v", ParamBinding::Kind::Operand, s.value);
+    p.pointer("const " + t + " *out", ParamBinding::Kind::Operand, operand(4));
+    p.pointer("const float *lse", ParamBinding::Kind::Operand, operand(5));
+    p.pointer("const int *cu_seqlens_q", ParamBinding::Kind::Operand, s.cuQ);
+    p.pointer("const int *cu_seqlens_k", ParamBinding::Kind::Operand, s.cuK);
+    addDropoutParams(p, s);
+  };
+  auto strides = [&](Params &p) {
+    p.rowStride("stride_dout", operand(0), false);
+    p.rowStride("stride_q", s.query, false);
+    p.rowStride("stride_k", s.key, false);
+    p.rowStride("stride_v", s.value, false);
+    p.rowStride("stride_out", operand(4), false);
+  };
+  std::map<std::string, std::string> values = commonValues(s, kernelName + "_dq");
+  std::vector<GeneratedKernel> kernels(2);
+
+  // dq (and D_i) per (query row, head).
+  {
+    GeneratedKernel &dq = kernels[0];
+    dq.kernel.name = kernelName + "_dq";
+    Params p(dq);
+    inputs(p);
+    p.pointer(t + " *dq", ParamBinding::Kind::Result, 0);
+    unsigned tokens = p.size("tokens_q", s.tokensQ);
+    p.size("entries", s.entriesQ);
+    strides(p);
+    p.rowStride("stride_dq", 0, true);
+    if (s.dropout)
+      p.constant("stream", s.stream);
+    dq.kernel.launch = warpPerUnit(s.tokensQ, tokens, s.heads);
+    values["VISIBLE"] = visibleText(s, "(row - q0)");
+    std::string src = kernelStart(header(op, s, "dq"), s, p);
+    src += kConstants;
+    if (s.dropout)
+      src += kDropoutConstants;
+    src += kRowLoop;
+    src += R"cuda(    const float rowLse = lse[row * HQ + h];
+    float dqv[E];
+#pragma unroll
+    for (int t = 0; t < E; ++t) dqv[t] = 0.0f;
+    // A row that sees no key (lse -inf) has P = 0: dq stays 0.
+    if (visible > 0 && rowLse != NEG_INF) {
+      float qv[E], dov[E], di = 0.0f;
+#pragma unroll
+      for (int t = 0; t < E; ++t) {
+        const int c = lane + 32 * t;
+        qv[t] = ${IN_DIM} ? ls2_load(q, row * stride_q + h * D + c) : 0.0f;
+        dov[t] = ${IN_DIM} ? ls2_load(dout, row * stride_dout + h * D + c) : 0.0f;
+        if (${IN_DIM}) di += dov[t] * ls2_load(out, row * stride_out + h * D + c);
+      }
+      di = ls2_warp_sum(di);
+)cuda";
+    if (s.dropout)
+      src += "      uint4 words = make_uint4(0u, 0u, 0u, 0u);\n";
+    src += R"cuda(      for (long long j = 0; j < visible; ++j) {
+        const long long kRow = (k0 + j) * stride_k + g * D, vRow = (k0 + j) * stride_v + g * D;
+        float kv[E], dot = 0.0f, dp = 0.0f;
+#pragma unroll
+        for (int t = 0; t < E; ++t) {
+          const int c = lane + 32 * t;
+          kv[t] = ${IN_DIM} ? ls2_load(k, kRow + c) : 0.0f;
+          dot += qv[t] * kv[t];
+          if (${IN_DIM}) dp += dov[t] * ls2_load(v, vRow + c);
+        }
+        const float p = expf(SCALE * ls2_warp_sum(dot) - rowLse);
+)cuda";
+    if (s.dropout)
+      src += R"cuda(        if ((j & 3) == 0)
+          words = ls2_attention_philox(seed_value, offset_value, (unsigned)stream,
+                                       (unsigned)(row * HQ + h), (unsigned)(j >> 2));
+        const float mask = ls2_attention_keep(words, j, RATE) ? KEEP_SCALE : 0.0f;
+)cuda";
+    else
+      src += "        const float mask = 1.0f;\n";
+    src += R"cuda(        const float ds = p * (ls2_warp_sum(dp) * mask - di);
+#pragma unroll
+        for (int t = 0; t < E; ++t) dqv[t] += SCALE * ds * kv[t];
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < E; ++t) {
+      const int c = lane + 32 * t;
+      if (${IN_DIM}) ls2_store(dq, row * stride_dq + h * D + c, dqv[t]);
+    }
+  }
+}
+)cuda";
+    dq.kernel.source = substitute(src, values);
+  }
+
+  // dk and dv per (key row, kv head): the queries that see the key, for each
+  // query head of the group, in order.
+  {
+    GeneratedKernel &dkv = kernels[1];
+    dkv.kernel.name = kernelName + "_dkdv";
+    Params p(dkv);
+    inputs(p);
+    p.pointer(t + " *dk", ParamBinding::Kind::Result, 1);
+    p.pointer(t + " *dv", ParamBinding::Kind::Result, 2);
+    unsigned tokens = p.size("tokens_k", s.tokensK);
+    p.size("entries", s.entriesK);
+    strides(p);
+    p.rowStride("stride_dk", 1, true);
+    p.rowStride("stride_dv", 2, true);
+    if (s.dropout)
+      p.constant("stream", s.stream);
+    dkv.kernel.launch = warpPerUnit(s.tokensK, tokens, s.kvHeads);
+    values["NAME"] = kernelName + "_dkdv";
+    // Query i sees key j when j < visible(i): under causal i >= j - (lk - lq).
+    values["FIRST_QUERY"] = s.causal ? "max(0LL, j - (lk - lq))" : "0";
+    std::string src = kernelStart(header(op, s, "dk and dv"), s, p);
+    src += kConstants;
+    src += "  constexpr int HKV = ${HKV};\n";
+    if (s.dropout)
+      src += kDropoutConstants;
+    src += R"cuda(
+  for (long long w = (long long)blockIdx.x * ${WARPS} + threadIdx.x / 32; w < tokens_k * HKV;
+       w += (long long)gridDim.x * ${WARPS}) {
+    const long long keyRow = w / HKV;
+    const int g = (int)(w % HKV);
+    const int b = ls2_sequence_of(cu_seqlens_k, entries, keyRow);
+    const long long q0 = cu_seqlens_q[b], k0 = cu_seqlens_k[b];
+    const long long lq = cu_seqlens_q[b + 1] - q0, lk = cu_seqlens_k[b + 1] - k0;
+    const long long j = keyRow - k0;
+    float kj[E], vj[E], dkj[E], dvj[E];
+#pragma unroll
+    for (int t = 0; t < E; ++t) {
+      const int c = lane + 32 * t;
+      kj[t] = ${IN_DIM} ? ls2_load(k, keyRow * stride_k + g * D + c) : 0.0f;
+      vj[t] = ${IN_DIM} ? ls2_load(v, keyRow * stride_v + g * D + c) : 0.0f;
+      dkj[t] = 0.0f;
+      dvj[t] = 0.0f;
+    }
+    for (long long i = ${FIRST_QUERY}; i < lq; ++i) {
+      const long long row = q0 + i;
+      for (int h = g * GROUP; h < (g + 1) * GROUP; ++h) {
+        const float rowLse = lse[row * HQ + h];
+        if (rowLse == NEG_INF) continue; // P = 0: nothing flows back
+        float qv[E], dov[E], dot = 0.0f, dp = 0.0f, di = 0.0f;
+#pragma unroll
+        for (int t = 0; t < E; ++t) {
+          const int c = lane + 32 * t;
+          qv[t] = ${IN_DIM} ? ls2_load(q, row * stride_q + h * D + c) : 0.0f;
+          dov[t] = ${IN_DIM} ? ls2_load(dout, row * stride_dout + h * D + c) : 0.0f;
+          dot += qv[t] * kj[t];
+          dp += dov[t] * vj[t];
+          if (${IN_DIM}) di += dov[t] * ls2_load(out, row * stride_out + h * D + c);
+        }
+        const float p = expf(SCALE * ls2_warp_sum(dot) - rowLse);
+)cuda";
+    if (s.dropout)
+      src += R"cuda(        const uint4 words = ls2_attention_philox(
+            seed_value, offset_value, (unsigned)stream, (unsigned)(row * HQ + h),
+            (unsigned)(j >> 2));
+        const float mask = ls2_attention_keep(words, j, RATE) ? KEEP_SCALE : 0.0f;
+)cuda";
+    else
+      src += "        const float mask = 1.0f;\n";
+    src += R"cuda(        const float ds = p * (ls2_warp_sum(dp) * mask - ls2_warp_sum(di));
+#pragma unroll
+        for (int t = 0; t < E; ++t) {
+          dkj[t] += SCALE * ds * qv[t];
+          dvj[t] += p * mask * dov[t];
+        }
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < E; ++t) {
+      const int c = lane + 32 * t;
+      if (${IN_DIM}) {
+        ls2_store(dk, keyRow * stride_dk + g * D + c, dkj[t]);
+        ls2_store(dv, keyRow * stride_dv + g * D + c, dvj[t]);
+      }
+    }
+  }
+}
+)cuda";
+    dkv.kernel.source = substitute(src, values);
+  }
+  return kernels;
+}
+
+} // namespace ls2c::codegen
