@@ -1,0 +1,76 @@
+//===- GemmRunner.h - a Program's GEMM steps through cuBLASLt -------------===//
+//
+// Runs runtime::Gemm steps (Program.h) with cuBLASLt: row-major operands,
+// f32 accumulation (CUBLAS_COMPUTE_32F, no TF32, for every dtype), the bias
+// epilogue (CUBLASLT_EPILOGUE_BIAS; the bias has c's dtype, cuBLASLt's rule)
+// and the bias gradient of `a` (biasGrad[m] = sum_k op(a)[m, k]: BGRADA in
+// the program's row-major terms, cuBLASLt's BGRADB once the operands are
+// swapped for its column-major view; GemmRunner.cpp explains the mapping),
+// batched with strides. The algorithm cuBLASLt's heuristic picks is cached
+// per shape, dtypes, epilogue and operand alignment; the workspace is the
+// caller's (a slice of the arena). No MLIR; needs the CUDA runtime and
+// cuBLASLt. A runner is not thread-safe.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LS2C_RUNTIME_GEMMRUNNER_H
+#define LS2C_RUNTIME_GEMMRUNNER_H
+
+#include "ls2c/Runtime/Program.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+namespace ls2c::runtime {
+
+/// A cuBLASLt failure: the call, its status and the GEMM's shape.
+class GemmError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Device pointers of one GEMM step's operands (null when unused).
+struct GemmPointers {
+  const void *a = nullptr, *b = nullptr, *bias = nullptr;
+  void *c = nullptr, *biasGrad = nullptr;
+};
+
+/// The sizes of one call: m, n, k and batch with dynamic dims resolved.
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+};
+
+class GemmRunner {
+public:
+  /// `workspace` (device memory of `workspaceBytes`, 256-byte aligned)
+  /// lives as long as the runner.
+  GemmRunner(void *workspace, size_t workspaceBytes);
+  ~GemmRunner();
+  GemmRunner(const GemmRunner &) = delete;
+  GemmRunner &operator=(const GemmRunner &) = delete;
+
+  /// Enqueues C = op(A) op(B) (+ bias, or with the bias gradient) on
+  /// `stream`. A shape with m, n or batch 0 does nothing; k 0 writes zeros
+  /// (the bias broadcast with a bias epilogue, and a zero bias gradient).
+  /// The bias-gradient epilogue needs batch 1. Throws GemmError (the call,
+  /// cuBLASLt's status and the shape).
+  void run(const Gemm &gemm, const GemmShape &shape, const GemmPointers &p,
+           cudaStream_t stream);
+
+  /// Bytes of workspace a runner should get (cuBLASLt's recommendation for
+  /// Hopper: 32 MiB).
+  static constexpr size_t kRecommendedWorkspaceBytes = 32u << 20;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace ls2c::runtime
+
+#endif // LS2C_RUNTIME_GEMMRUNNER_H

@@ -1,0 +1,615 @@
+//===- GemmRunner.cpp - a Program's GEMM steps through cuBLASLt -----------===//
+//
+// Row-major to column-major. cuBLASLt is column-major; a row-major [R, C]
+// matrix with row length ld is, read column-major, its transpose [C, R] with
+// leading dimension ld. So the program's row-major C = op(A) op(B) is
+// computed as the column-major Cᵀ = op(B)ᵀ op(A)ᵀ: cuBLASLt's "A" operand is
+// the program's b (transa = transposeB), its "B" operand the program's a
+// (transb = transposeA), and its D is N x M with leading dimension ldc:
+//
+//   cuBLASLt m = N, n = M, k = K
+//   layout A (program b): !transposeB: N x K, ld ldb;  transposeB: K x N
+//   layout B (program a): !transposeA: K x M, ld lda;  transposeA: M x K
+//   layout C = D:         N x M, ld ldc
+//
+// Epilogues after that swap:
+//   Bias      -> CUBLASLT_EPILOGUE_BIAS: a vector of length "rows of D" = N,
+//                added to every column of D, i.e. bias[n] to every row of the
+//                program's C.
+//   BiasGradA -> CUBLASLT_EPILOGUE_BGRADB: the reduction over k of cuBLASLt's
+//                op(B) = the program's op(a)ᵀ, of length "columns of D" = M:
+//                biasGrad[m] = sum_k op(a)[m, k]; with transposeA (a stored
+//                [K, M], the weight-gradient dW = dYᵀ X) that is the column
+//                sums of the stored a (db = the sums of dY over tokens).
+//
+// The bias has c's dtype (cuBLASLt's rule; other combinations are refused).
+// Where cuBLASLt has no algorithm for BGRADB (seen on sm_90 with CUDA 13.0:
+// an f32 bias gradient with an f16 or bf16 c, and a without transposeA),
+// the bias gradient is computed as a second GEMM,
+// biasGrad[M, 1] = op(a)[M, K] ones[K, 1], after the plain product; the ones
+// live in a small device buffer the runner owns. k = 0 writes zeros with
+// memsets, and with a bias runs a K = 1 GEMM over zeros in the workspace so
+// C is the bias broadcast, rounded once, by the same epilogue.
+//
+// LS2C_GEMM_TRACE=1 in the environment prints each new plan (shape, the
+// epilogue used, the algorithm's workspace) to stderr.
+//
+//===----------------------------------------------------------------------===//
+#include "ls2c/Runtime/GemmRunner.h"
+
+#include <cublasLt.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+namespace ls2c::runtime {
+
+namespace {
+
+/// One GEMM with every size resolved and its device pointers.
+struct Desc {
+  DType aType = DType::F32, bType = DType::F32, cType = DType::F32,
+        biasType = DType::F32;
+  bool transposeA = false, transposeB = false;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t strideA = 0, strideB = 0, strideC = 0;
+  GemmEpilogue epilogue = GemmEpilogue::None;
+  const void *a = nullptr, *b = nullptr, *bias = nullptr;
+  void *c = nullptr, *biasGrad = nullptr;
+};
+
+const char *epilogueName(GemmEpilogue e) {
+  switch (e) {
+  case GemmEpilogue::None:
+    return "none";
+  case GemmEpilogue::Bias:
+    return "bias";
+  case GemmEpilogue::BiasGradA:
+    return "bias_grad_a";
+  }
+  return "?";
+}
+
+/// "gemm m=37 n=65 k=19 batch=1 a=f16[T] lda=37 b=f16 ldb=65 c=f32 ldc=65
+/// epilogue=bias(f32)" for error messages.
+std::string describe(const Desc &d) {
+  std::ostringstream s;
+  s << "gemm m=" << d.m << " n=" << d.n << " k=" << d.k
+    << " batch=" << d.batch << " a=" << dtypeName(d.aType)
+    << (d.transposeA ? "[T]" : "") << " lda=" << d.lda
+    << " b=" << dtypeName(d.bType) << (d.transposeB ? "[T]" : "")
+    << " ldb=" << d.ldb << " c=" << dtypeName(d.cType) << " ldc=" << d.ldc;
+  if (d.batch != 1)
+    s << " strides=" << d.strideA << "/" << d.strideB << "/" << d.strideC;
+  s << " epilogue=" << epilogueName(d.epilogue);
+  if (d.epilogue != GemmEpilogue::None)
+    s << "(" << dtypeName(d.biasType) << ")";
+  return s.str();
+}
+
+[[noreturn]] void fail(const std::string &what, const Desc &d) {
+  throw GemmError("GemmRunner: " + what + " (" + describe(d) + ")");
+}
+
+std::string statusText(cublasStatus_t st) {
+  return std::string(cublasLtGetStatusName(st)) + " (" +
+         cublasLtGetStatusString(st) + ")";
+}
+
+void checkLt(cublasStatus_t st, const char *call, const Desc &d) {
+  if (st != CUBLAS_STATUS_SUCCESS)
+    fail(std::string(call) + " failed: " + statusText(st), d);
+}
+
+void checkCuda(cudaError_t st, const char *call, const Desc &d) {
+  if (st != cudaSuccess)
+    fail(std::string(call) + " failed: " + cudaGetErrorName(st) + " (" +
+             cudaGetErrorString(st) + ")",
+         d);
+}
+
+bool isFloat(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+}
+
+cudaDataType_t cudaType(DType t) {
+  switch (t) {
+  case DType::F16:
+    return CUDA_R_16F;
+  case DType::BF16:
+    return CUDA_R_16BF;
+  default:
+    return CUDA_R_32F;
+  }
+}
+
+/// The largest power of two (at most 256) dividing the address.
+uint32_t alignmentOf(const void *p) {
+  auto v = reinterpret_cast<uintptr_t>(p);
+  if (v == 0)
+    return 256;
+  return static_cast<uint32_t>(std::min<uintptr_t>(256, v & (~v + 1)));
+}
+
+char *bytePtr(void *p) { return static_cast<char *>(p); }
+
+/// A cached plan: descriptors and the algorithm for one key.
+struct Plan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspaceBytes = 0;
+  /// False when cuBLASLt has no algorithm (only cached for BiasGradA, which
+  /// then takes the two-GEMM route).
+  bool supported = true;
+
+  Plan() = default;
+  Plan(const Plan &) = delete;
+  Plan &operator=(const Plan &) = delete;
+  ~Plan() {
+    if (la)
+      cublasLtMatrixLayoutDestroy(la);
+    if (lb)
+      cublasLtMatrixLayoutDestroy(lb);
+    if (lc)
+      cublasLtMatrixLayoutDestroy(lc);
+    if (op)
+      cublasLtMatmulDescDestroy(op);
+  }
+};
+
+using Key = std::array<int64_t, 22>;
+
+Key keyOf(const Desc &d, size_t workspaceBytes) {
+  return {static_cast<int64_t>(d.aType),
+          static_cast<int64_t>(d.bType),
+          static_cast<int64_t>(d.cType),
+          static_cast<int64_t>(d.biasType),
+          static_cast<int64_t>(d.epilogue),
+          d.transposeA,
+          d.transposeB,
+          d.m,
+          d.n,
+          d.k,
+          d.batch,
+          d.lda,
+          d.ldb,
+          d.ldc,
+          d.strideA,
+          d.strideB,
+          d.strideC,
+          alignmentOf(d.a),
+          alignmentOf(d.b),
+          alignmentOf(d.c),
+          alignmentOf(d.epilogue == GemmEpilogue::BiasGradA ? d.biasGrad
+                                                            : d.bias),
+          static_cast<int64_t>(workspaceBytes)};
+}
+
+struct Preference {
+  cublasLtMatmulPreference_t p = nullptr;
+  ~Preference() {
+    if (p)
+      cublasLtMatmulPreferenceDestroy(p);
+  }
+};
+
+} // namespace
+
+struct GemmRunner::Impl {
+  cublasLtHandle_t handle = nullptr;
+  void *workspace = nullptr;
+  size_t workspaceBytes = 0;
+  bool trace = false;
+  std::map<Key, std::unique_ptr<Plan>> plans;
+  /// Device vectors of ones per dtype (the bias-gradient fallback).
+  struct Ones {
+    void *ptr = nullptr;
+    int64_t count = 0;
+  };
+  std::map<DType, Ones> ones;
+
+  ~Impl() {
+    plans.clear();
+    for (auto &[t, o] : ones)
+      if (o.ptr)
+        cudaFree(o.ptr);
+    if (handle)
+      cublasLtDestroy(handle);
+  }
+
+  /// The plan for `d` with `wsBytes` of workspace; nullptr when cuBLASLt has
+  /// no algorithm and `allowUnsupported` (else GemmError).
+  Plan *plan(const Desc &d, size_t wsBytes, bool allowUnsupported);
+  /// Enqueues one cuBLASLt matmul for `d`; false when unsupported and
+  /// `allowUnsupported`.
+  bool matmul(const Desc &d, void *ws, size_t wsBytes, cudaStream_t stream,
+              bool allowUnsupported = false);
+  /// Writes zeros over C (every batch, respecting ldc and strideC).
+  void zeroC(const Desc &d, cudaStream_t stream);
+  /// A device vector of at least `count` ones of type `t`.
+  const void *onesOf(DType t, int64_t count, const Desc &d);
+};
+
+Plan *GemmRunner::Impl::plan(const Desc &d, size_t wsBytes,
+                             bool allowUnsupported) {
+  Key key = keyOf(d, wsBytes);
+  auto it = plans.find(key);
+  if (it != plans.end()) {
+    if (!it->second->supported) {
+      if (allowUnsupported)
+        return nullptr;
+      fail("no cuBLASLt algorithm (cached)", d);
+    }
+    return it->second.get();
+  }
+
+  auto p = std::make_unique<Plan>();
+  checkLt(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+          "cublasLtMatmulDescCreate", d);
+  // cuBLASLt's A is the program's b and its B the program's a (see above).
+  cublasOperation_t ta = d.transposeB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t tb = d.transposeA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  checkLt(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA,
+                                         &ta, sizeof(ta)),
+          "cublasLtMatmulDescSetAttribute(TRANSA)", d);
+  checkLt(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB,
+                                         &tb, sizeof(tb)),
+          "cublasLtMatmulDescSetAttribute(TRANSB)", d);
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const void *biasPtr = nullptr;
+  if (d.epilogue == GemmEpilogue::Bias) {
+    epilogue = CUBLASLT_EPILOGUE_BIAS;
+    biasPtr = d.bias;
+  } else if (d.epilogue == GemmEpilogue::BiasGradA) {
+    epilogue = CUBLASLT_EPILOGUE_BGRADB;
+    biasPtr = d.biasGrad;
+  }
+  checkLt(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                         &epilogue, sizeof(epilogue)),
+          "cublasLtMatmulDescSetAttribute(EPILOGUE)", d);
+  if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+    cudaDataType_t bt = cudaType(d.biasType);
+    checkLt(cublasLtMatmulDescSetAttribute(
+                p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)),
+            "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)", d);
+    // The heuristic reads the pointer's alignment (part of the key).
+    checkLt(cublasLtMatmulDescSetAttribute(
+                p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &biasPtr,
+                sizeof(biasPtr)),
+            "cublasLtMatmulDescSetAttribute(BIAS_POINTER)", d);
+  }
+
+  auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+  // Program b: row-major [K, N] (or [N, K] transposed) = column-major N x K
+  // (or K x N).
+  checkLt(cublasLtMatrixLayoutCreate(&p->la, cudaType(d.bType),
+                                     d.transposeB ? u(d.k) : u(d.n),
+                                     d.transposeB ? u(d.n) : u(d.k), d.ldb),
+          "cublasLtMatrixLayoutCreate(b)", d);
+  // Program a: row-major [M, K] (or [K, M]) = column-major K x M (or M x K).
+  checkLt(cublasLtMatrixLayoutCreate(&p->lb, cudaType(d.aType),
+                                     d.transposeA ? u(d.m) : u(d.k),
+                                     d.transposeA ? u(d.k) : u(d.m), d.lda),
+          "cublasLtMatrixLayoutCreate(a)", d);
+  checkLt(cublasLtMatrixLayoutCreate(&p->lc, cudaType(d.cType), u(d.n),
+                                     u(d.m), d.ldc),
+          "cublasLtMatrixLayoutCreate(c)", d);
+  if (d.batch != 1) {
+    int32_t count = static_cast<int32_t>(d.batch);
+    struct {
+      cublasLtMatrixLayout_t layout;
+      int64_t stride;
+    } batched[] = {{p->la, d.strideB}, {p->lb, d.strideA}, {p->lc, d.strideC}};
+    for (auto &b : batched) {
+      checkLt(cublasLtMatrixLayoutSetAttribute(
+                  b.layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                  sizeof(count)),
+              "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)", d);
+      checkLt(cublasLtMatrixLayoutSetAttribute(
+                  b.layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                  &b.stride, sizeof(b.stride)),
+              "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)", d);
+    }
+  }
+
+  Preference pref;
+  checkLt(cublasLtMatmulPreferenceCreate(&pref.p),
+          "cublasLtMatmulPreferenceCreate", d);
+  uint64_t maxWs = wsBytes;
+  checkLt(cublasLtMatmulPreferenceSetAttribute(
+              pref.p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &maxWs,
+              sizeof(maxWs)),
+          "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)", d);
+  struct {
+    cublasLtMatmulPreferenceAttributes_t attr;
+    uint32_t align;
+  } aligns[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignmentOf(d.b)},
+                {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignmentOf(d.a)},
+                {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignmentOf(d.c)},
+                {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignmentOf(d.c)}};
+  for (auto &a : aligns)
+    checkLt(cublasLtMatmulPreferenceSetAttribute(pref.p, a.attr, &a.align,
+                                                 sizeof(a.align)),
+            "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)", d);
+
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+      handle, p->op, p->la, p->lb, p->lc, p->lc, pref.p, 1, &result, &found);
+  bool ok = st == CUBLAS_STATUS_SUCCESS && found > 0 &&
+            result.state == CUBLAS_STATUS_SUCCESS;
+  if (!ok) {
+    cublasStatus_t why = st != CUBLAS_STATUS_SUCCESS ? st
+                         : found > 0 ? result.state
+                                     : CUBLAS_STATUS_NOT_SUPPORTED;
+    if (trace)
+      std::fprintf(stderr, "ls2c gemm: %s: no cuBLASLt algorithm: %s\n",
+                   describe(d).c_str(), statusText(why).c_str());
+    if (!allowUnsupported)
+      fail("cublasLtMatmulAlgoGetHeuristic found no algorithm: " +
+               statusText(why),
+           d);
+    p->supported = false;
+    plans.emplace(key, std::move(p));
+    return nullptr;
+  }
+  p->algo = result.algo;
+  p->workspaceBytes = result.workspaceSize;
+  if (trace)
+    std::fprintf(stderr,
+                 "ls2c gemm: %s: cuBLASLt epilogue %d, workspace %zu bytes, "
+                 "waves %.2f\n",
+                 describe(d).c_str(), static_cast<int>(epilogue),
+                 result.workspaceSize, static_cast<double>(result.wavesCount));
+  Plan *raw = p.get();
+  plans.emplace(key, std::move(p));
+  return raw;
+}
+
+bool GemmRunner::Impl::matmul(const Desc &d, void *ws, size_t wsBytes,
+                              cudaStream_t stream, bool allowUnsupported) {
+  Plan *p = plan(d, wsBytes, allowUnsupported);
+  if (!p)
+    return false;
+  if (d.epilogue != GemmEpilogue::None) {
+    const void *biasPtr =
+        d.epilogue == GemmEpilogue::Bias ? d.bias : d.biasGrad;
+    checkLt(cublasLtMatmulDescSetAttribute(
+                p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &biasPtr,
+                sizeof(biasPtr)),
+            "cublasLtMatmulDescSetAttribute(BIAS_POINTER)", d);
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  checkLt(cublasLtMatmul(handle, p->op, &alpha, d.b, p->la, d.a, p->lb, &beta,
+                         d.c, p->lc, d.c, p->lc, &p->algo, ws, p->workspaceBytes,
+                         stream),
+          "cublasLtMatmul", d);
+  return true;
+}
+
+void GemmRunner::Impl::zeroC(const Desc &d, cudaStream_t stream) {
+  size_t elt = dtypeBytes(d.cType);
+  size_t rowBytes = static_cast<size_t>(d.n) * elt;
+  size_t pitch = static_cast<size_t>(d.ldc) * elt;
+  if (d.batch == 1 || d.strideC == d.m * d.ldc) {
+    size_t rows = static_cast<size_t>(d.m * d.batch);
+    if (d.ldc == d.n)
+      checkCuda(cudaMemsetAsync(d.c, 0, rows * rowBytes, stream),
+                "cudaMemsetAsync(c)", d);
+    else
+      checkCuda(cudaMemset2DAsync(d.c, pitch, 0, rowBytes, rows, stream),
+                "cudaMemset2DAsync(c)", d);
+    return;
+  }
+  for (int64_t b = 0; b < d.batch; ++b)
+    checkCuda(cudaMemset2DAsync(bytePtr(d.c) + static_cast<size_t>(b * d.strideC) * elt,
+                                pitch, 0, rowBytes, static_cast<size_t>(d.m),
+                                stream),
+              "cudaMemset2DAsync(c)", d);
+}
+
+const void *GemmRunner::Impl::onesOf(DType t, int64_t count, const Desc &d) {
+  Ones &o = ones[t];
+  if (o.count >= count)
+    return o.ptr;
+  int64_t n = std::max<int64_t>(1024, o.count);
+  while (n < count)
+    n *= 2;
+  if (o.ptr) {
+    checkCuda(cudaFree(o.ptr), "cudaFree(ones)", d);
+    o = Ones{};
+  }
+  size_t elt = dtypeBytes(t);
+  std::vector<unsigned char> host(static_cast<size_t>(n) * elt);
+  for (int64_t i = 0; i < n; ++i) {
+    unsigned char *e = host.data() + static_cast<size_t>(i) * elt;
+    if (t == DType::F32) {
+      float one = 1.0f;
+      std::memcpy(e, &one, 4);
+    } else {
+      uint16_t one = t == DType::F16 ? 0x3C00 : 0x3F80;
+      std::memcpy(e, &one, 2);
+    }
+  }
+  void *ptr = nullptr;
+  checkCuda(cudaMalloc(&ptr, host.size()), "cudaMalloc(ones)", d);
+  cudaError_t st = cudaMemcpy(ptr, host.data(), host.size(),
+                              cudaMemcpyHostToDevice);
+  if (st != cudaSuccess) {
+    cudaFree(ptr);
+    checkCuda(st, "cudaMemcpy(ones)", d);
+  }
+  o.ptr = ptr;
+  o.count = n;
+  return ptr;
+}
+
+GemmRunner::GemmRunner(void *workspace, size_t workspaceBytes)
+    : impl(std::make_unique<Impl>()) {
+  impl->workspace = workspace;
+  impl->workspaceBytes = workspace ? workspaceBytes : 0;
+  const char *trace = std::getenv("LS2C_GEMM_TRACE");
+  impl->trace = trace && *trace && std::strcmp(trace, "0") != 0;
+  cublasStatus_t st = cublasLtCreate(&impl->handle);
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    impl->handle = nullptr;
+    throw GemmError("GemmRunner: cublasLtCreate failed: " + statusText(st));
+  }
+}
+
+GemmRunner::~GemmRunner() = default;
+
+void GemmRunner::run(const Gemm &gemm, const GemmShape &shape,
+                     const GemmPointers &p, cudaStream_t stream) {
+  Desc d;
+  d.aType = gemm.aType;
+  d.bType = gemm.bType;
+  d.cType = gemm.cType;
+  d.biasType = gemm.biasType;
+  d.transposeA = gemm.transposeA;
+  d.transposeB = gemm.transposeB;
+  d.m = shape.m;
+  d.n = shape.n;
+  d.k = shape.k;
+  d.batch = shape.batch;
+  d.lda = gemm.lda;
+  d.ldb = gemm.ldb;
+  d.ldc = gemm.ldc;
+  d.strideA = gemm.strideA;
+  d.strideB = gemm.strideB;
+  d.strideC = gemm.strideC;
+  d.epilogue = gemm.epilogue;
+  d.a = p.a;
+  d.b = p.b;
+  d.c = p.c;
+  d.bias = p.bias;
+  d.biasGrad = p.biasGrad;
+
+  if (d.m < 0 || d.n < 0 || d.k < 0 || d.batch < 0)
+    fail("negative size", d);
+  if (d.m == 0 || d.n == 0 || d.batch == 0)
+    return;
+  if (!isFloat(d.aType) || !isFloat(d.bType) || !isFloat(d.cType) ||
+      (d.epilogue != GemmEpilogue::None && !isFloat(d.biasType)))
+    fail("operands must be f32, f16 or bf16", d);
+  if (d.aType != d.bType)
+    fail("a and b must have one dtype", d);
+  if (d.cType != d.aType && d.cType != DType::F32)
+    fail("c must be f32 or a's dtype", d);
+  if (d.batch > INT32_MAX)
+    fail("batch exceeds cuBLASLt's int32 batch count", d);
+  if (!d.c)
+    fail("c is null", d);
+  if (d.k > 0 && (!d.a || !d.b))
+    fail("a or b is null", d);
+  if (d.epilogue == GemmEpilogue::Bias) {
+    if (!d.bias)
+      fail("bias epilogue without a bias pointer", d);
+    // cuBLASLt's rule (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE): the bias has
+    // D's dtype; on sm_90 with CUDA 13.0 an f32 bias with an f16 or bf16 c
+    // gets CUBLAS_STATUS_INVALID_VALUE. ls2.add's operands share a dtype,
+    // so the compiler's bias epilogues always satisfy it.
+    if (d.biasType != d.cType)
+      fail("the bias epilogue needs the bias in c's dtype (cuBLASLt's "
+           "CUBLASLT_EPILOGUE_BIAS rule)",
+           d);
+  }
+  if (d.epilogue == GemmEpilogue::BiasGradA) {
+    if (!d.biasGrad)
+      fail("bias-gradient epilogue without a bias-gradient pointer", d);
+    if (d.batch != 1)
+      fail("the bias-gradient epilogue needs batch 1", d);
+  }
+  if (d.ldc < d.n)
+    fail("ldc is less than n", d);
+  if (d.k > 0) {
+    if (d.lda < (d.transposeA ? d.m : d.k))
+      fail("lda is less than a's stored row length", d);
+    if (d.ldb < (d.transposeB ? d.k : d.n))
+      fail("ldb is less than b's stored row length", d);
+  }
+
+  if (d.k == 0) {
+    // The empty sum: zeros, plus the bias when there is one.
+    if (d.epilogue == GemmEpilogue::BiasGradA)
+      checkCuda(cudaMemsetAsync(d.biasGrad, 0,
+                                static_cast<size_t>(d.m) *
+                                    dtypeBytes(d.biasType),
+                                stream),
+                "cudaMemsetAsync(biasGrad)", d);
+    if (d.epilogue != GemmEpilogue::Bias) {
+      impl->zeroC(d, stream);
+      return;
+    }
+    // C = 0 * 0 + bias: a K = 1 GEMM over a zero vector at the front of the
+    // workspace (both a [M, 1] and b [1, N] read it; shared by the batches).
+    size_t zeroBytes =
+        (static_cast<size_t>(std::max(d.m, d.n)) * dtypeBytes(d.aType) + 255) &
+        ~size_t(255);
+    if (zeroBytes > impl->workspaceBytes)
+      fail("k == 0 with a bias needs " + std::to_string(zeroBytes) +
+               " bytes of workspace, the runner has " +
+               std::to_string(impl->workspaceBytes),
+           d);
+    checkCuda(cudaMemsetAsync(impl->workspace, 0, zeroBytes, stream),
+              "cudaMemsetAsync(workspace zeros)", d);
+    Desc z = d;
+    z.k = 1;
+    z.transposeA = z.transposeB = false;
+    z.lda = 1;
+    z.ldb = d.n;
+    z.strideA = z.strideB = 0;
+    z.a = z.b = impl->workspace;
+    impl->matmul(z, bytePtr(impl->workspace) + zeroBytes,
+                 impl->workspaceBytes - zeroBytes, stream);
+    return;
+  }
+
+  // A batch over one shared b whose a and c batches are consecutive rows is
+  // one GEMM with batch * m rows (a linear layer on [batch, m, K] input).
+  if (d.batch > 1 && d.strideB == 0 && !d.transposeA &&
+      d.strideA == d.m * d.lda && d.strideC == d.m * d.ldc &&
+      d.epilogue != GemmEpilogue::BiasGradA && d.m * d.batch <= INT32_MAX) {
+    d.m *= d.batch;
+    d.batch = 1;
+    d.strideA = d.strideB = d.strideC = 0;
+  }
+
+  if (d.epilogue != GemmEpilogue::BiasGradA) {
+    impl->matmul(d, impl->workspace, impl->workspaceBytes, stream);
+    return;
+  }
+  if (impl->matmul(d, impl->workspace, impl->workspaceBytes, stream,
+                   /*allowUnsupported=*/true))
+    return;
+
+  // No fused BGRADB here: the product, then biasGrad[M, 1] = op(a) ones[K, 1].
+  if (d.biasType != DType::F32 && d.biasType != d.aType)
+    fail("cuBLASLt has no fused bias gradient here and the fallback needs a "
+         "bias-gradient dtype of f32 or a's dtype",
+         d);
+  Desc plain = d;
+  plain.epilogue = GemmEpilogue::None;
+  plain.biasGrad = nullptr;
+  impl->matmul(plain, impl->workspace, impl->workspaceBytes, stream);
+  Desc sum = d;
+  sum.epilogue = GemmEpilogue::None;
+  sum.n = 1;
+  sum.b = impl->onesOf(d.aType, d.k, d);
+  sum.ldb = 1;
+  sum.transposeB = false;
+  sum.c = d.biasGrad;
+  sum.cType = d.biasType;
+  sum.ldc = 1;
+  sum.biasGrad = nullptr;
+  impl->matmul(sum, impl->workspace, impl->workspaceBytes, stream);
+}
+
+} // namespace ls2c::runtime
