@@ -1,0 +1,95 @@
+//===- Executor.h - run a compiled Program's functions on a GPU -----------===//
+//
+// The thin executor (docs/architecture.md, "Program and bundles"): one
+// device arena of Program::arenaBytes (kernel scratch zeroed once) plus the
+// cuBLASLt workspace, the kernels' cubins for the device's architecture
+// loaded through the driver API, and per call the steps of one function in
+// order on one stream: kernel launches (grid from the launch's sizes,
+// skipped when there is no work), cuBLASLt GEMMs, copies. The caller owns
+// the argument and result buffers (device memory, each at least its
+// TensorSpec's bytes at maxShape) and says the arguments' actual shapes,
+// which decide every dynamic size. No MLIR.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LS2C_RUNTIME_EXECUTOR_H
+#define LS2C_RUNTIME_EXECUTOR_H
+
+#include "ls2c/Runtime/Program.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ls2c::runtime {
+
+/// A refusal or a CUDA failure: what was asked, what the device said.
+class RuntimeError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Device memory freed with the object.
+class DeviceBuffer {
+public:
+  DeviceBuffer() = default;
+  /// Allocates `bytes` (at least 1); throws RuntimeError naming `what`, the
+  /// bytes asked and the bytes free when the device has too little.
+  DeviceBuffer(size_t bytes, const std::string &what);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer &&other) noexcept;
+  DeviceBuffer &operator=(DeviceBuffer &&other) noexcept;
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+
+  void *data() const { return ptr; }
+  size_t size() const { return bytes; }
+  void upload(const void *host, size_t n, size_t offset = 0);
+  void download(void *host, size_t n, size_t offset = 0) const;
+  void fill(int byte);
+
+private:
+  void *ptr = nullptr;
+  size_t bytes = 0;
+};
+
+class Executor {
+public:
+  /// Takes the program (its cubins for the current device's architecture,
+  /// "sm_<major><minor>", must be there), loads the kernels and allocates
+  /// the arena. Throws RuntimeError.
+  explicit Executor(Program program);
+  ~Executor();
+  Executor(const Executor &) = delete;
+  Executor &operator=(const Executor &) = delete;
+
+  const Program &program() const { return prog; }
+  /// The function called `name`; throws RuntimeError when there is none.
+  const Function &function(const std::string &name) const;
+
+  struct Call {
+    std::vector<void *> arguments;                   ///< device pointers
+    std::vector<std::vector<int64_t>> argumentShapes; ///< actual dims
+    std::vector<void *> results;                     ///< device pointers
+  };
+  /// Runs function `name` on `stream` (enqueued; the caller synchronizes).
+  /// Checks first that every argument has its spec's rank, static dims and
+  /// dynamic dims within maxShape (refused before any launch).
+  void run(const std::string &name, const Call &call, cudaStream_t stream = nullptr);
+
+  /// The architecture the kernels were loaded for.
+  const std::string &arch() const { return archName; }
+
+private:
+  struct Impl;
+  Program prog;
+  std::string archName;
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace ls2c::runtime
+
+#endif // LS2C_RUNTIME_EXECUTOR_H

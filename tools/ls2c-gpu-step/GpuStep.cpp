@@ -1,0 +1,363 @@
+//===- GpuStep.cpp - K train steps of a bundle on the GPU -----------------===//
+//
+// ls2c-gpu-step BUNDLE --params P.safetensors --batch B.safetensors -o OUT
+//               [--steps K] [--dropout-seed N]
+//
+// The GPU twin of `ls2c step` (lib/Trainer/ReferenceStep.cpp): the same
+// inputs and the same output file (per-step loss, grad_norm and lr; the
+// first step's unscaled gradients and the final parameters, by reference
+// name), computed by the runtime executing the bundle's @accumulate_gradients
+// and @optimizer_step. Comparing the two files checks the whole compiled
+// program on a GPU against the CPU reference. No MLIR: it runs on the GPU
+// machine.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FloatFormats.h"
+
+#include "ls2c/Runtime/Bundle.h"
+#include "ls2c/Runtime/Executor.h"
+#include "ls2c/Support/Safetensors.h"
+#include "ls2c/Training/Workspace.h"
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+using ls2c::readSafetensors;
+using ls2c::writeSafetensors;
+using ls2c::SafetensorsFile;
+using ls2c::floatTensor;
+using ls2c::floatValues;
+using ls2c::intValues;
+using ls2c::sinusoidalTable;
+using namespace ls2c::runtime;
+
+namespace {
+
+struct Options {
+  std::string bundle, params, batch, output;
+  int64_t steps = 1;
+  int64_t dropoutSeed = 0;
+};
+
+/// A named tensor on the device with its actual shape.
+struct DeviceTensor {
+  DeviceBuffer buffer;
+  std::vector<int64_t> shape;
+  DType dtype = DType::F32;
+};
+
+size_t numel(const std::vector<int64_t> &shape) {
+  size_t n = 1;
+  for (int64_t d : shape)
+    n *= static_cast<size_t>(d);
+  return n;
+}
+
+/// Host values (double or int64) as `dtype` bytes.
+std::vector<uint8_t> encode(const std::vector<double> &values, DType dtype) {
+  std::vector<uint8_t> out(values.size() * dtypeBytes(dtype));
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint8_t *p = out.data() + i * dtypeBytes(dtype);
+    switch (dtype) {
+    case DType::F32: {
+      float x = static_cast<float>(values[i]);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case DType::F64:
+      std::memcpy(p, &values[i], 8);
+      break;
+    case DType::F16: {
+      uint16_t x = ls2c::reference::toF16Bits(values[i]);
+      std::memcpy(p, &x, 2);
+      break;
+    }
+    case DType::BF16: {
+      uint16_t x = ls2c::reference::toBF16Bits(values[i]);
+      std::memcpy(p, &x, 2);
+      break;
+    }
+    case DType::I32: {
+      int32_t x = static_cast<int32_t>(values[i]);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case DType::I64: {
+      int64_t x = static_cast<int64_t>(values[i]);
+      std::memcpy(p, &x, 8);
+      break;
+    }
+    case DType::I1:
+      *p = values[i] != 0;
+      break;
+    }
+  }
+  return out;
+}
+
+std::vector<double> decode(const std::vector<uint8_t> &bytes, DType dtype) {
+  size_t n = bytes.size() / dtypeBytes(dtype);
+  std::vector<double> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t *p = bytes.data() + i * dtypeBytes(dtype);
+    switch (dtype) {
+    case DType::F32: {
+      float x;
+      std::memcpy(&x, p, 4);
+      out[i] = x;
+      break;
+    }
+    case DType::F64:
+      std::memcpy(&out[i], p, 8);
+      break;
+    case DType::F16: {
+      uint16_t x;
+      std::memcpy(&x, p, 2);
+      out[i] = ls2c::reference::fromF16Bits(x);
+      break;
+    }
+    case DType::BF16: {
+      uint16_t x;
+      std::memcpy(&x, p, 2);
+      out[i] = ls2c::reference::fromBF16Bits(x);
+      break;
+    }
+    case DType::I32: {
+      int32_t x;
+      std::memcpy(&x, p, 4);
+      out[i] = x;
+      break;
+    }
+    case DType::I64: {
+      int64_t x;
+      std::memcpy(&x, p, 8);
+      out[i] = static_cast<double>(x);
+      break;
+    }
+    case DType::I1:
+      out[i] = *p != 0;
+      break;
+    }
+  }
+  return out;
+}
+
+DeviceTensor upload(const std::vector<double> &values, const std::vector<int64_t> &shape,
+                    DType dtype, size_t capacityBytes, const std::string &what) {
+  DeviceTensor t;
+  t.shape = shape;
+  t.dtype = dtype;
+  std::vector<uint8_t> bytes = encode(values, dtype);
+  t.buffer = DeviceBuffer(std::max(capacityBytes, bytes.size()), what);
+  if (!bytes.empty())
+    t.buffer.upload(bytes.data(), bytes.size());
+  return t;
+}
+
+std::vector<double> download(const DeviceTensor &t) {
+  std::vector<uint8_t> bytes(numel(t.shape) * dtypeBytes(t.dtype));
+  if (!bytes.empty())
+    t.buffer.download(bytes.data(), bytes.size());
+  return decode(bytes, t.dtype);
+}
+
+size_t specBytes(const TensorSpec &s) {
+  return numel(s.maxShape) * dtypeBytes(s.dtype);
+}
+
+/// The shape of a result: its dims, dynamic ones from the call's arguments.
+std::vector<int64_t> resultShape(const TensorSpec &s, const Executor::Call &call) {
+  std::vector<int64_t> shape;
+  for (const Dim &d : s.shape)
+    shape.push_back(d.isStatic() ? d.size
+                                 : call.argumentShapes[d.argument][d.axis] * d.multiplier /
+                                       d.divisor);
+  return shape;
+}
+
+int run(const Options &o) {
+  Program program = readBundle(o.bundle);
+  Executor executor(program);
+  std::printf("%s: model %s on %s, %zu kernels\n", o.bundle.c_str(),
+              program.modelName.c_str(), executor.arch().c_str(), program.kernels.size());
+
+  // Parameters into the fp32 master workspace, by reference name.
+  SafetensorsFile params = readSafetensors(o.params);
+  std::vector<double> master(program.workspaceElements, 0.0);
+  for (const ParameterSlot &slot : program.parameters) {
+    auto it = params.tensors.find(slot.name);
+    if (it == params.tensors.end())
+      throw RuntimeError(o.params + ": missing parameter '" + slot.name + "'");
+    if (it->second.shape != slot.shape)
+      throw RuntimeError(o.params + ": parameter '" + slot.name + "' has the wrong shape");
+    std::vector<double> v = floatValues(it->second, o.params + ": " + slot.name);
+    std::copy(v.begin(), v.end(), master.begin() + static_cast<long>(slot.offset));
+  }
+  SafetensorsFile batch = readSafetensors(o.batch);
+
+  // The training state by name, as the functions take and return it.
+  const Function &accumulate = executor.function("accumulate_gradients");
+  const Function &optimizer = executor.function("optimizer_step");
+  std::map<std::string, DeviceTensor> state;
+  std::vector<int64_t> ws = {static_cast<int64_t>(program.workspaceElements)};
+  size_t wsBytes = program.workspaceElements * 4;
+  state["master_weights"] = upload(master, ws, DType::F32, wsBytes, "master weights");
+  state["exp_avg"] = upload(std::vector<double>(master.size(), 0.0), ws, DType::F32, wsBytes,
+                            "exp_avg");
+  state["exp_avg_sq"] = upload(std::vector<double>(master.size(), 0.0), ws, DType::F32,
+                               wsBytes, "exp_avg_sq");
+  state["loss_scale"] =
+      upload({program.computeDType == "f16" ? 65536.0 : 1.0}, {}, DType::F32, 4, "loss scale");
+  state["step"] = upload({0.0}, {}, DType::I64, 8, "step");
+  state["good_steps"] = upload({0.0}, {}, DType::I64, 8, "good steps");
+  state["micro_batches"] = upload({1.0}, {}, DType::F32, 4, "micro batches");
+  state["dropout_seed"] =
+      upload({static_cast<double>(o.dropoutSeed)}, {}, DType::I64, 8, "dropout seed");
+
+  // Batch inputs and buffers (sinusoidal tables) of @accumulate_gradients.
+  std::map<std::string, DeviceTensor> inputs;
+  for (const TensorSpec &spec : accumulate.arguments) {
+    if (spec.kind == ArgumentKind::Buffer) {
+      std::vector<double> table = sinusoidalTable(spec.maxShape[0], spec.maxShape[1]);
+      inputs[spec.name] = upload(table, spec.maxShape, spec.dtype, specBytes(spec), spec.name);
+    } else if (spec.kind == ArgumentKind::Input && !state.count(spec.name) &&
+               spec.name != "dropout_offset") {
+      auto it = batch.tensors.find(spec.name);
+      if (it == batch.tensors.end())
+        throw RuntimeError(o.batch + ": missing batch input '" + spec.name + "'");
+      std::string what = o.batch + ": " + spec.name;
+      std::vector<double> v;
+      if (spec.dtype == DType::F32 || spec.dtype == DType::F16 || spec.dtype == DType::BF16)
+        v = floatValues(it->second, what);
+      else
+        for (int64_t x : intValues(it->second, what))
+          v.push_back(static_cast<double>(x));
+      inputs[spec.name] = upload(v, it->second.shape, spec.dtype, specBytes(spec), spec.name);
+    }
+  }
+
+  // One call of `f`: arguments by name, fresh result buffers; results whose
+  // name is state replace it.
+  auto call = [&](const Function &f, std::map<std::string, DeviceTensor> &outputs) {
+    Executor::Call c;
+    for (const TensorSpec &spec : f.arguments) {
+      DeviceTensor *t = nullptr;
+      if (auto it = state.find(spec.name); it != state.end())
+        t = &it->second;
+      else if (auto jt = inputs.find(spec.name); jt != inputs.end())
+        t = &jt->second;
+      if (!t)
+        throw RuntimeError("no value for @" + f.name + " argument '" + spec.name + "'");
+      c.arguments.push_back(t->buffer.data());
+      c.argumentShapes.push_back(t->shape);
+    }
+    std::vector<DeviceTensor> results;
+    for (const TensorSpec &spec : f.results) {
+      DeviceTensor t;
+      t.shape = resultShape(spec, c);
+      t.dtype = spec.dtype;
+      t.buffer = DeviceBuffer(specBytes(spec), "result " + spec.name);
+      results.push_back(std::move(t));
+    }
+    for (DeviceTensor &t : results)
+      c.results.push_back(t.buffer.data());
+    executor.run(f.name, c);
+    if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
+      throw RuntimeError("@" + f.name + ": " + cudaGetErrorString(e));
+    for (size_t i = 0; i < results.size(); ++i) {
+      const std::string &name = f.results[i].name;
+      if (state.count(name))
+        state[name] = std::move(results[i]);
+      else
+        outputs[name] = std::move(results[i]);
+    }
+  };
+
+  std::vector<double> losses, norms, rates, firstGradients;
+  for (int64_t k = 0; k < o.steps; ++k) {
+    state["dropout_offset"] = upload({static_cast<double>(k)}, {}, DType::I64, 8, "offset");
+    state["gradients"] = upload(std::vector<double>(master.size(), 0.0), ws, DType::F32,
+                                wsBytes, "gradients");
+    std::map<std::string, DeviceTensor> out;
+    call(accumulate, out);
+    losses.push_back(download(out.at("loss"))[0]);
+    if (k == 0) {
+      firstGradients = download(state.at("gradients"));
+      double scale = download(state.at("loss_scale"))[0];
+      for (double &g : firstGradients)
+        g /= scale;
+    }
+    out.clear();
+    call(optimizer, out);
+    norms.push_back(download(out.at("grad_norm"))[0]);
+    rates.push_back(download(out.at("lr"))[0]);
+    std::printf("step %lld: loss %.6f, grad norm %.6f, lr %.3g\n",
+                static_cast<long long>(k + 1), losses.back(), norms.back(), rates.back());
+  }
+
+  std::vector<double> finalMaster = download(state.at("master_weights"));
+  SafetensorsFile file;
+  std::vector<int64_t> perStep = {o.steps};
+  size_t n = static_cast<size_t>(o.steps);
+  file.tensors["loss"] = floatTensor("F64", perStep, losses.data(), n);
+  file.tensors["grad_norm"] = floatTensor("F64", perStep, norms.data(), n);
+  file.tensors["lr"] = floatTensor("F64", perStep, rates.data(), n);
+  for (const ParameterSlot &slot : program.parameters) {
+    size_t count = numel(slot.shape);
+    file.tensors["grad/" + slot.name] =
+        floatTensor("F64", slot.shape, firstGradients.data() + slot.offset, count);
+    file.tensors["param/" + slot.name] =
+        floatTensor("F64", slot.shape, finalMaster.data() + slot.offset, count);
+  }
+  file.metadata = {{"ls2c.model", program.modelName},
+                   {"ls2c.device", executor.arch()},
+                   {"ls2c.steps", std::to_string(o.steps)}};
+  writeSafetensors(o.output, file);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "ls2c-gpu-step: error: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--params")
+      o.params = value();
+    else if (a == "--batch")
+      o.batch = value();
+    else if (a == "-o")
+      o.output = value();
+    else if (a == "--steps")
+      o.steps = std::stoll(value());
+    else if (a == "--dropout-seed")
+      o.dropoutSeed = std::stoll(value());
+    else
+      positional.push_back(a);
+  }
+  if (positional.size() != 1 || o.params.empty() || o.batch.empty() || o.output.empty() ||
+      o.steps < 1) {
+    std::fprintf(stderr, "usage: ls2c-gpu-step BUNDLE --params P.safetensors --batch "
+                         "B.safetensors -o OUT.safetensors [--steps K] [--dropout-seed N]\n");
+    return 2;
+  }
+  o.bundle = positional[0];
+  try {
+    return run(o);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "ls2c-gpu-step: error: %s\n", e.what());
+    return 1;
+  }
+}
