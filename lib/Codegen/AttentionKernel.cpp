@@ -81,29 +81,16 @@ __device__ __forceinline__ int ls2_sequence_of(const int *cu, long long entries,
   if (dropout)
     s += R"cuda(
 // Attention dropout: Philox-4x32-10 at counter (key / 4, row * heads + head,
-// stream, lo(offset)), key (lo(seed), hi(seed)); key j's number is word j % 4.
+// stream, lo(offset)) under the seed; key j's number is word j % 4.
 __device__ __forceinline__ uint4 ls2_attention_philox(long long seed, long long offset,
                                                       unsigned stream, unsigned rowHead,
                                                       unsigned keyBlock) {
-  unsigned x0 = keyBlock, x1 = rowHead, x2 = stream,
-           x3 = (unsigned)(unsigned long long)offset;
-  unsigned k0 = (unsigned)(unsigned long long)seed,
-           k1 = (unsigned)((unsigned long long)seed >> 32);
-#pragma unroll
-  for (int round = 0; round < 10; ++round) {
-    if (round > 0) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }
-    unsigned hi0 = __umulhi(0xD2511F53u, x0), lo0 = 0xD2511F53u * x0;
-    unsigned hi1 = __umulhi(0xCD9E8D57u, x2), lo1 = 0xCD9E8D57u * x2;
-    unsigned y0 = hi1 ^ x1 ^ k0, y2 = hi0 ^ x3 ^ k1;
-    x0 = y0; x1 = lo1; x2 = y2; x3 = lo0;
-  }
-  return make_uint4(x0, x1, x2, x3);
+  return ls2_philox(make_uint4(keyBlock, rowHead, stream, (unsigned)(unsigned long long)offset),
+                    seed);
 }
-// Whether key j survives dropout at `rate`: its number (word >> 8) * 2^-24 >= rate.
+// Whether key j survives dropout at `rate`: its number is at least the rate.
 __device__ __forceinline__ bool ls2_attention_keep(uint4 words, long long j, float rate) {
-  const unsigned w = (j & 3) == 0 ? words.x : (j & 3) == 1 ? words.y
-                   : (j & 3) == 2 ? words.z : words.w;
-  return (float)(w >> 8) * (1.0f / 16777216.0f) >= rate;
+  return ls2_word_uniform(words, j) >= rate;
 }
 )cuda";
   return s;

@@ -57,13 +57,10 @@ __device__ __forceinline__ long long ls2_wrap_add(long long a, long long b) { re
 __device__ __forceinline__ long long ls2_wrap_sub(long long a, long long b) { return (long long)((unsigned long long)a - (unsigned long long)b); }
 __device__ __forceinline__ long long ls2_wrap_mul(long long a, long long b) { return (long long)((unsigned long long)a * (unsigned long long)b); }
 
-// Philox-4x32-10: counter (lo(e / 4), hi(e / 4), stream, lo(offset)), key
-// (lo(seed), hi(seed)), output word e % 4 as (word >> 8) * 2^-24.
-__device__ __forceinline__ float ls2_uniform(long long seed, long long offset,
-                                             unsigned stream, long long e) {
-  unsigned long long block = (unsigned long long)e >> 2;
-  unsigned x0 = (unsigned)block, x1 = (unsigned)(block >> 32), x2 = stream,
-           x3 = (unsigned)(unsigned long long)offset;
+// Philox-4x32-10 (ten rounds) of `counter` under the key (lo(seed),
+// hi(seed)).
+__device__ __forceinline__ uint4 ls2_philox(uint4 counter, long long seed) {
+  unsigned x0 = counter.x, x1 = counter.y, x2 = counter.z, x3 = counter.w;
   unsigned k0 = (unsigned)(unsigned long long)seed,
            k1 = (unsigned)((unsigned long long)seed >> 32);
 #pragma unroll
@@ -74,8 +71,24 @@ __device__ __forceinline__ float ls2_uniform(long long seed, long long offset,
     unsigned y0 = hi1 ^ x1 ^ k0, y2 = hi0 ^ x3 ^ k1;
     x0 = y0; x1 = lo1; x2 = y2; x3 = lo0;
   }
-  unsigned w = (e & 3) == 0 ? x0 : (e & 3) == 1 ? x1 : (e & 3) == 2 ? x2 : x3;
+  return make_uint4(x0, x1, x2, x3);
+}
+
+// Word e % 4 of a Philox output as a float in [0, 1): (word >> 8) * 2^-24.
+__device__ __forceinline__ float ls2_word_uniform(uint4 words, long long e) {
+  unsigned w = (e & 3) == 0 ? words.x : (e & 3) == 1 ? words.y : (e & 3) == 2 ? words.z : words.w;
   return (float)(w >> 8) * (1.0f / 16777216.0f);
+}
+
+// ls2.random_uniform's element e: counter (lo(e / 4), hi(e / 4), stream,
+// lo(offset)), word e % 4.
+__device__ __forceinline__ float ls2_uniform(long long seed, long long offset,
+                                             unsigned stream, long long e) {
+  unsigned long long block = (unsigned long long)e >> 2;
+  uint4 words = ls2_philox(make_uint4((unsigned)block, (unsigned)(block >> 32), stream,
+                                      (unsigned)(unsigned long long)offset),
+                           seed);
+  return ls2_word_uniform(words, e);
 }
 
 __device__ __forceinline__ float ls2_warp_sum(float x) {
