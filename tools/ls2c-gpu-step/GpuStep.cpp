@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "FloatFormats.h"
+#include "DeviceTensors.h"
 
 #include "ls2c/Runtime/Bundle.h"
 #include "ls2c/Runtime/Executor.h"
@@ -34,6 +34,7 @@ using ls2c::floatValues;
 using ls2c::intValues;
 using ls2c::sinusoidalTable;
 using namespace ls2c::runtime;
+using namespace ls2c::tools;
 
 namespace {
 
@@ -43,141 +44,6 @@ struct Options {
   int64_t dropoutSeed = 0;
 };
 
-/// A named tensor on the device with its actual shape.
-struct DeviceTensor {
-  DeviceBuffer buffer;
-  std::vector<int64_t> shape;
-  DType dtype = DType::F32;
-};
-
-size_t numel(const std::vector<int64_t> &shape) {
-  size_t n = 1;
-  for (int64_t d : shape)
-    n *= static_cast<size_t>(d);
-  return n;
-}
-
-/// Host values (double or int64) as `dtype` bytes.
-std::vector<uint8_t> encode(const std::vector<double> &values, DType dtype) {
-  std::vector<uint8_t> out(values.size() * dtypeBytes(dtype));
-  for (size_t i = 0; i < values.size(); ++i) {
-    uint8_t *p = out.data() + i * dtypeBytes(dtype);
-    switch (dtype) {
-    case DType::F32: {
-      float x = static_cast<float>(values[i]);
-      std::memcpy(p, &x, 4);
-      break;
-    }
-    case DType::F64:
-      std::memcpy(p, &values[i], 8);
-      break;
-    case DType::F16: {
-      uint16_t x = ls2c::reference::toF16Bits(values[i]);
-      std::memcpy(p, &x, 2);
-      break;
-    }
-    case DType::BF16: {
-      uint16_t x = ls2c::reference::toBF16Bits(values[i]);
-      std::memcpy(p, &x, 2);
-      break;
-    }
-    case DType::I32: {
-      int32_t x = static_cast<int32_t>(values[i]);
-      std::memcpy(p, &x, 4);
-      break;
-    }
-    case DType::I64: {
-      int64_t x = static_cast<int64_t>(values[i]);
-      std::memcpy(p, &x, 8);
-      break;
-    }
-    case DType::I1:
-      *p = values[i] != 0;
-      break;
-    }
-  }
-  return out;
-}
-
-std::vector<double> decode(const std::vector<uint8_t> &bytes, DType dtype) {
-  size_t n = bytes.size() / dtypeBytes(dtype);
-  std::vector<double> out(n);
-  for (size_t i = 0; i < n; ++i) {
-    const uint8_t *p = bytes.data() + i * dtypeBytes(dtype);
-    switch (dtype) {
-    case DType::F32: {
-      float x;
-      std::memcpy(&x, p, 4);
-      out[i] = x;
-      break;
-    }
-    case DType::F64:
-      std::memcpy(&out[i], p, 8);
-      break;
-    case DType::F16: {
-      uint16_t x;
-      std::memcpy(&x, p, 2);
-      out[i] = ls2c::reference::fromF16Bits(x);
-      break;
-    }
-    case DType::BF16: {
-      uint16_t x;
-      std::memcpy(&x, p, 2);
-      out[i] = ls2c::reference::fromBF16Bits(x);
-      break;
-    }
-    case DType::I32: {
-      int32_t x;
-      std::memcpy(&x, p, 4);
-      out[i] = x;
-      break;
-    }
-    case DType::I64: {
-      int64_t x;
-      std::memcpy(&x, p, 8);
-      out[i] = static_cast<double>(x);
-      break;
-    }
-    case DType::I1:
-      out[i] = *p != 0;
-      break;
-    }
-  }
-  return out;
-}
-
-DeviceTensor upload(const std::vector<double> &values, const std::vector<int64_t> &shape,
-                    DType dtype, size_t capacityBytes, const std::string &what) {
-  DeviceTensor t;
-  t.shape = shape;
-  t.dtype = dtype;
-  std::vector<uint8_t> bytes = encode(values, dtype);
-  t.buffer = DeviceBuffer(std::max(capacityBytes, bytes.size()), what);
-  if (!bytes.empty())
-    t.buffer.upload(bytes.data(), bytes.size());
-  return t;
-}
-
-std::vector<double> download(const DeviceTensor &t) {
-  std::vector<uint8_t> bytes(numel(t.shape) * dtypeBytes(t.dtype));
-  if (!bytes.empty())
-    t.buffer.download(bytes.data(), bytes.size());
-  return decode(bytes, t.dtype);
-}
-
-size_t specBytes(const TensorSpec &s) {
-  return numel(s.maxShape) * dtypeBytes(s.dtype);
-}
-
-/// The shape of a result: its dims, dynamic ones from the call's arguments.
-std::vector<int64_t> resultShape(const TensorSpec &s, const Executor::Call &call) {
-  std::vector<int64_t> shape;
-  for (const Dim &d : s.shape)
-    shape.push_back(d.isStatic() ? d.size
-                                 : call.argumentShapes[d.argument][d.axis] * d.multiplier /
-                                       d.divisor);
-  return shape;
-}
 
 int run(const Options &o) {
   Program program = readBundle(o.bundle);
@@ -205,25 +71,25 @@ int run(const Options &o) {
   std::map<std::string, DeviceTensor> state;
   std::vector<int64_t> ws = {static_cast<int64_t>(program.workspaceElements)};
   size_t wsBytes = program.workspaceElements * 4;
-  state["master_weights"] = upload(master, ws, DType::F32, wsBytes, "master weights");
-  state["exp_avg"] = upload(std::vector<double>(master.size(), 0.0), ws, DType::F32, wsBytes,
+  state["master_weights"] = uploadTensor(master, ws, DType::F32, wsBytes, "master weights");
+  state["exp_avg"] = uploadTensor(std::vector<double>(master.size(), 0.0), ws, DType::F32, wsBytes,
                             "exp_avg");
-  state["exp_avg_sq"] = upload(std::vector<double>(master.size(), 0.0), ws, DType::F32,
+  state["exp_avg_sq"] = uploadTensor(std::vector<double>(master.size(), 0.0), ws, DType::F32,
                                wsBytes, "exp_avg_sq");
   state["loss_scale"] =
-      upload({program.computeDType == "f16" ? 65536.0 : 1.0}, {}, DType::F32, 4, "loss scale");
-  state["step"] = upload({0.0}, {}, DType::I64, 8, "step");
-  state["good_steps"] = upload({0.0}, {}, DType::I64, 8, "good steps");
-  state["micro_batches"] = upload({1.0}, {}, DType::F32, 4, "micro batches");
+      uploadTensor({program.computeDType == "f16" ? 65536.0 : 1.0}, {}, DType::F32, 4, "loss scale");
+  state["step"] = uploadTensor({0.0}, {}, DType::I64, 8, "step");
+  state["good_steps"] = uploadTensor({0.0}, {}, DType::I64, 8, "good steps");
+  state["micro_batches"] = uploadTensor({1.0}, {}, DType::F32, 4, "micro batches");
   state["dropout_seed"] =
-      upload({static_cast<double>(o.dropoutSeed)}, {}, DType::I64, 8, "dropout seed");
+      uploadTensor({static_cast<double>(o.dropoutSeed)}, {}, DType::I64, 8, "dropout seed");
 
   // Batch inputs and buffers (sinusoidal tables) of @accumulate_gradients.
   std::map<std::string, DeviceTensor> inputs;
   for (const TensorSpec &spec : accumulate.arguments) {
     if (spec.kind == ArgumentKind::Buffer) {
       std::vector<double> table = sinusoidalTable(spec.maxShape[0], spec.maxShape[1]);
-      inputs[spec.name] = upload(table, spec.maxShape, spec.dtype, specBytes(spec), spec.name);
+      inputs[spec.name] = uploadTensor(table, spec.maxShape, spec.dtype, specBytes(spec), spec.name);
     } else if (spec.kind == ArgumentKind::Input && !state.count(spec.name) &&
                spec.name != "dropout_offset") {
       auto it = batch.tensors.find(spec.name);
@@ -236,7 +102,7 @@ int run(const Options &o) {
       else
         for (int64_t x : intValues(it->second, what))
           v.push_back(static_cast<double>(x));
-      inputs[spec.name] = upload(v, it->second.shape, spec.dtype, specBytes(spec), spec.name);
+      inputs[spec.name] = uploadTensor(v, it->second.shape, spec.dtype, specBytes(spec), spec.name);
     }
   }
 
@@ -279,27 +145,27 @@ int run(const Options &o) {
 
   std::vector<double> losses, norms, rates, firstGradients;
   for (int64_t k = 0; k < o.steps; ++k) {
-    state["dropout_offset"] = upload({static_cast<double>(k)}, {}, DType::I64, 8, "offset");
-    state["gradients"] = upload(std::vector<double>(master.size(), 0.0), ws, DType::F32,
+    state["dropout_offset"] = uploadTensor({static_cast<double>(k)}, {}, DType::I64, 8, "offset");
+    state["gradients"] = uploadTensor(std::vector<double>(master.size(), 0.0), ws, DType::F32,
                                 wsBytes, "gradients");
     std::map<std::string, DeviceTensor> out;
     call(accumulate, out);
-    losses.push_back(download(out.at("loss"))[0]);
+    losses.push_back(downloadTensor(out.at("loss"))[0]);
     if (k == 0) {
-      firstGradients = download(state.at("gradients"));
-      double scale = download(state.at("loss_scale"))[0];
+      firstGradients = downloadTensor(state.at("gradients"));
+      double scale = downloadTensor(state.at("loss_scale"))[0];
       for (double &g : firstGradients)
         g /= scale;
     }
     out.clear();
     call(optimizer, out);
-    norms.push_back(download(out.at("grad_norm"))[0]);
-    rates.push_back(download(out.at("lr"))[0]);
+    norms.push_back(downloadTensor(out.at("grad_norm"))[0]);
+    rates.push_back(downloadTensor(out.at("lr"))[0]);
     std::printf("step %lld: loss %.6f, grad norm %.6f, lr %.3g\n",
                 static_cast<long long>(k + 1), losses.back(), norms.back(), rates.back());
   }
 
-  std::vector<double> finalMaster = download(state.at("master_weights"));
+  std::vector<double> finalMaster = downloadTensor(state.at("master_weights"));
   SafetensorsFile file;
   std::vector<int64_t> perStep = {o.steps};
   size_t n = static_cast<size_t>(o.steps);

@@ -1,0 +1,142 @@
+//===- DeviceTensors.cpp - host values to and from device tensors ---------===//
+
+#include "DeviceTensors.h"
+
+#include "FloatFormats.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ls2c::tools {
+
+using namespace ls2c::runtime;
+
+size_t numel(const std::vector<int64_t> &shape) {
+  size_t n = 1;
+  for (int64_t d : shape)
+    n *= static_cast<size_t>(d);
+  return n;
+}
+
+std::vector<uint8_t> encodeValues(const std::vector<double> &values, DType dtype) {
+  std::vector<uint8_t> out(values.size() * dtypeBytes(dtype));
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint8_t *p = out.data() + i * dtypeBytes(dtype);
+    switch (dtype) {
+    case DType::F32: {
+      float x = static_cast<float>(values[i]);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case DType::F64:
+      std::memcpy(p, &values[i], 8);
+      break;
+    case DType::F16: {
+      uint16_t x = reference::toF16Bits(values[i]);
+      std::memcpy(p, &x, 2);
+      break;
+    }
+    case DType::BF16: {
+      uint16_t x = reference::toBF16Bits(values[i]);
+      std::memcpy(p, &x, 2);
+      break;
+    }
+    case DType::I32: {
+      int32_t x = static_cast<int32_t>(values[i]);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case DType::I64: {
+      int64_t x = static_cast<int64_t>(values[i]);
+      std::memcpy(p, &x, 8);
+      break;
+    }
+    case DType::I1:
+      *p = values[i] != 0;
+      break;
+    }
+  }
+  return out;
+}
+
+std::vector<double> decodeValues(const std::vector<uint8_t> &bytes, DType dtype) {
+  size_t n = bytes.size() / dtypeBytes(dtype);
+  std::vector<double> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t *p = bytes.data() + i * dtypeBytes(dtype);
+    switch (dtype) {
+    case DType::F32: {
+      float x;
+      std::memcpy(&x, p, 4);
+      out[i] = x;
+      break;
+    }
+    case DType::F64:
+      std::memcpy(&out[i], p, 8);
+      break;
+    case DType::F16: {
+      uint16_t x;
+      std::memcpy(&x, p, 2);
+      out[i] = reference::fromF16Bits(x);
+      break;
+    }
+    case DType::BF16: {
+      uint16_t x;
+      std::memcpy(&x, p, 2);
+      out[i] = reference::fromBF16Bits(x);
+      break;
+    }
+    case DType::I32: {
+      int32_t x;
+      std::memcpy(&x, p, 4);
+      out[i] = x;
+      break;
+    }
+    case DType::I64: {
+      int64_t x;
+      std::memcpy(&x, p, 8);
+      out[i] = static_cast<double>(x);
+      break;
+    }
+    case DType::I1:
+      out[i] = *p != 0;
+      break;
+    }
+  }
+  return out;
+}
+
+DeviceTensor uploadTensor(const std::vector<double> &values, const std::vector<int64_t> &shape,
+                    DType dtype, size_t capacityBytes, const std::string &what) {
+  DeviceTensor t;
+  t.shape = shape;
+  t.dtype = dtype;
+  std::vector<uint8_t> bytes = encodeValues(values, dtype);
+  t.buffer = DeviceBuffer(std::max(capacityBytes, bytes.size()), what);
+  if (!bytes.empty())
+    t.buffer.upload(bytes.data(), bytes.size());
+  return t;
+}
+
+std::vector<double> downloadTensor(const DeviceTensor &t) {
+  std::vector<uint8_t> bytes(numel(t.shape) * dtypeBytes(t.dtype));
+  if (!bytes.empty())
+    t.buffer.download(bytes.data(), bytes.size());
+  return decodeValues(bytes, t.dtype);
+}
+
+size_t specBytes(const TensorSpec &s) {
+  return numel(s.maxShape) * dtypeBytes(s.dtype);
+}
+
+/// The shape of a result: its dims, dynamic ones from the call's arguments.
+std::vector<int64_t> resultShape(const TensorSpec &s, const Executor::Call &call) {
+  std::vector<int64_t> shape;
+  for (const Dim &d : s.shape)
+    shape.push_back(d.isStatic() ? d.size
+                                 : call.argumentShapes[d.argument][d.axis] * d.multiplier /
+                                       d.divisor);
+  return shape;
+}
+
+} // namespace ls2c::tools

@@ -1,0 +1,50 @@
+//===- DeviceTensors.h - host values to and from device tensors -----------===//
+//
+// What the GPU tools (ls2c-gpu-step, ls2c-gpu-train) share to feed a
+// runtime::Executor: device tensors with their actual shapes, host values
+// (as double) encoded in a program dtype and back (fp16/bf16 round to
+// nearest even), sizes of a function's tensors at their bounds and a
+// result's shape in a call. No MLIR.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LS2C_TOOLS_COMMON_DEVICETENSORS_H
+#define LS2C_TOOLS_COMMON_DEVICETENSORS_H
+
+#include "ls2c/Runtime/Executor.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ls2c::tools {
+
+/// A tensor on the device: its storage (at least its bound) and actual shape.
+struct DeviceTensor {
+  runtime::DeviceBuffer buffer;
+  std::vector<int64_t> shape;
+  runtime::DType dtype = runtime::DType::F32;
+};
+
+/// Elements of `shape` (1 for a scalar).
+size_t numel(const std::vector<int64_t> &shape);
+/// Bytes of a function argument or result at its bound shape.
+size_t specBytes(const runtime::TensorSpec &spec);
+/// A result's shape in `call` (dynamic dims from the arguments' shapes).
+std::vector<int64_t> resultShape(const runtime::TensorSpec &spec,
+                                 const runtime::Executor::Call &call);
+
+/// `values` as `dtype` bytes, little-endian (integers truncated toward zero).
+std::vector<uint8_t> encodeValues(const std::vector<double> &values, runtime::DType dtype);
+/// The inverse of encodeValues.
+std::vector<double> decodeValues(const std::vector<uint8_t> &bytes, runtime::DType dtype);
+
+/// A new device tensor holding `values` in `dtype`, with room for at least
+/// `capacityBytes`; `what` names it in an out-of-memory error.
+DeviceTensor uploadTensor(const std::vector<double> &values, const std::vector<int64_t> &shape,
+                          runtime::DType dtype, size_t capacityBytes, const std::string &what);
+/// The tensor's values (its actual shape's elements).
+std::vector<double> downloadTensor(const DeviceTensor &t);
+
+} // namespace ls2c::tools
+
+#endif // LS2C_TOOLS_COMMON_DEVICETENSORS_H
