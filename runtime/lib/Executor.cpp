@@ -168,7 +168,10 @@ void Executor::run(const std::string &name, const Call &call, cudaStream_t strea
                            std::to_string(shape[d]) + ": the program was planned for at most " +
                            std::to_string(spec.maxShape[d]) + " (max_batch_tokens / max_seq_len)");
     }
-    if (!call.arguments[i] && !shape.empty())
+    int64_t elements = 1;
+    for (int64_t d : shape)
+      elements *= d;
+    if (!call.arguments[i] && elements > 0)
       throw RuntimeError(what + " has no device buffer");
   }
   auto dimValue = [&](const Dim &d) -> int64_t {
@@ -176,9 +179,28 @@ void Executor::run(const std::string &name, const Call &call, cudaStream_t strea
       return d.size;
     return call.argumentShapes[d.argument][d.axis] * d.multiplier / d.divisor;
   };
-  // Dynamic sizes that must agree (one token count whichever input it is
-  // read from) are one symbol in the program: argument dims equal to the
-  // same symbol are not checked here but by the kernels' bounds.
+  // Sizes the program requires to agree are one symbol (the token count is
+  // input_ids' dim 0 whichever input a kernel reads): an argument whose dim
+  // names another argument's must have that size, or kernels would read
+  // past it.
+  for (size_t i = 0; i < f.arguments.size(); ++i) {
+    const TensorSpec &spec = f.arguments[i];
+    for (size_t d = 0; d < spec.shape.size(); ++d) {
+      const Dim &dim = spec.shape[d];
+      if (dim.isStatic() || (dim.argument == static_cast<int32_t>(i) &&
+                             dim.axis == static_cast<int32_t>(d) && dim.multiplier == 1 &&
+                             dim.divisor == 1))
+        continue;
+      int64_t want = dimValue(dim);
+      if (call.argumentShapes[i][d] != want)
+        throw RuntimeError("@" + name + " argument " + std::to_string(i) + " '" + spec.name +
+                           "' dim " + std::to_string(d) + " is " +
+                           std::to_string(call.argumentShapes[i][d]) + ", but the program needs " +
+                           std::to_string(want) + " (from argument '" +
+                           f.arguments[dim.argument].name + "' dim " +
+                           std::to_string(dim.axis) + ")");
+    }
+  }
   auto pointer = [&](const BufferRef &r) -> char * {
     char *base = nullptr;
     switch (r.space) {
