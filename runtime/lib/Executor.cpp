@@ -86,13 +86,28 @@ void DeviceBuffer::fill(int byte) {
 
 struct Executor::Impl {
   std::vector<CUmodule> modules;
+  /// Timing: an event before every step and one after the last, and each
+  /// step's label, of the last run.
+  std::vector<cudaEvent_t> events;
+  std::vector<std::string> labels;
   std::vector<CUfunction> functions; ///< per kernel
   DeviceBuffer arena, gemmWorkspace;
   std::unique_ptr<GemmRunner> gemm;
 
   ~Impl() {
+    for (cudaEvent_t e : events)
+      cudaEventDestroy(e);
     for (CUmodule m : modules)
       cuModuleUnload(m);
+  }
+
+  void record(size_t i, cudaStream_t stream) {
+    while (events.size() <= i) {
+      cudaEvent_t e;
+      checkCuda(cudaEventCreate(&e), "cudaEventCreate");
+      events.push_back(e);
+    }
+    checkCuda(cudaEventRecord(events[i], stream), "cudaEventRecord");
   }
 };
 
@@ -217,9 +232,20 @@ void Executor::run(const std::string &name, const Call &call, cudaStream_t strea
     return base ? base + r.byteOffset : nullptr;
   };
 
+  if (timing)
+    impl->labels.clear();
   for (size_t si = 0; si < f.steps.size(); ++si) {
     const Step &s = f.steps[si];
     std::string where = "@" + name + " step " + std::to_string(si);
+    if (timing) {
+      impl->record(si, stream);
+      impl->labels.push_back(s.kind == Step::Kind::Launch ? prog.kernels[s.kernel].name
+                             : s.kind == Step::Kind::Gemm
+                                 ? "gemm " + std::to_string(dimValue(s.gemm.m)) + "x" +
+                                       std::to_string(dimValue(s.gemm.n)) + "x" +
+                                       std::to_string(dimValue(s.gemm.k))
+                                 : s.kind == Step::Kind::Copy ? "copy" : "attention");
+    }
     switch (s.kind) {
     case Step::Kind::Launch: {
       const Kernel &k = prog.kernels[s.kernel];
@@ -274,7 +300,20 @@ void Executor::run(const std::string &name, const Call &call, cudaStream_t strea
       break;
     }
   }
+  if (timing)
+    impl->record(f.steps.size(), stream);
   checkCuda(cudaGetLastError(), "@" + name);
+}
+
+std::vector<std::pair<std::string, float>> Executor::stepTimes() const {
+  std::vector<std::pair<std::string, float>> out;
+  for (size_t i = 0; i < impl->labels.size(); ++i) {
+    float ms = 0;
+    checkCuda(cudaEventElapsedTime(&ms, impl->events[i], impl->events[i + 1]),
+              "cudaEventElapsedTime");
+    out.emplace_back(impl->labels[i], ms);
+  }
+  return out;
 }
 
 } // namespace ls2c::runtime

@@ -1,7 +1,8 @@
 //===- GpuStep.cpp - K train steps of a bundle on the GPU -----------------===//
 //
-// ls2c-gpu-step BUNDLE --params P.safetensors --batch B.safetensors -o OUT
-//               [--steps K] [--dropout-seed N]
+// ls2c-gpu-step BUNDLE (--params P.safetensors | --init-seed S)
+//               --batch B.safetensors -o OUT [--steps K] [--dropout-seed N]
+//               [--profile]
 //
 // The GPU twin of `ls2c step` (lib/Trainer/ReferenceStep.cpp): the same
 // inputs and the same output file (per-step loss, grad_norm and lr; the
@@ -9,7 +10,9 @@
 // name), computed by the runtime executing the bundle's @accumulate_gradients
 // and @optimizer_step. Comparing the two files checks the whole compiled
 // program on a GPU against the CPU reference. No MLIR: it runs on the GPU
-// machine.
+// machine. --init-seed initializes the parameters as the description says
+// (for models too big to carry a parameter file); --profile times every
+// step of the last train step with CUDA events and prints them by kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,9 +20,12 @@
 
 #include "ls2c/Runtime/Bundle.h"
 #include "ls2c/Runtime/Executor.h"
+#include "ls2c/Model/ModelDescription.h"
+#include "ls2c/Model/ParameterLayout.h"
 #include "ls2c/Support/Safetensors.h"
 #include "ls2c/Training/Workspace.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -42,7 +48,29 @@ struct Options {
   std::string bundle, params, batch, output;
   int64_t steps = 1;
   int64_t dropoutSeed = 0;
+  int64_t initSeed = -1; ///< >= 0: initialize parameters (no --params)
+  bool profile = false;  ///< time every step of the last train step
 };
+
+/// The last train step's steps by label, slowest first, as a table.
+void printProfile(const std::vector<std::pair<std::string, float>> &times) {
+  std::map<std::string, std::pair<double, int>> byLabel;
+  double total = 0;
+  for (const auto &[label, ms] : times) {
+    byLabel[label].first += ms;
+    byLabel[label].second += 1;
+    total += ms;
+  }
+  std::vector<std::pair<std::string, std::pair<double, int>>> rows(byLabel.begin(),
+                                                                   byLabel.end());
+  std::sort(rows.begin(), rows.end(),
+            [](const auto &a, const auto &b) { return a.second.first > b.second.first; });
+  std::printf("profile of the last train step: %.3f ms in %zu steps\n", total, times.size());
+  std::printf("  %10s %6s %6s  %s\n", "ms", "share", "calls", "step");
+  for (const auto &[label, v] : rows)
+    std::printf("  %10.3f %5.1f%% %6d  %s\n", v.first, 100.0 * v.first / total, v.second,
+                label.c_str());
+}
 
 
 int run(const Options &o) {
@@ -51,10 +79,24 @@ int run(const Options &o) {
   std::printf("%s: model %s on %s, %zu kernels\n", o.bundle.c_str(),
               program.modelName.c_str(), executor.arch().c_str(), program.kernels.size());
 
-  // Parameters into the fp32 master workspace, by reference name.
-  SafetensorsFile params = readSafetensors(o.params);
+  // Parameters into the fp32 master workspace, by reference name (or
+  // initialized as the description says).
   std::vector<double> master(program.workspaceElements, 0.0);
+  if (o.initSeed >= 0) {
+    ls2c::ModelDescription desc = ls2c::parseModelDescription(program.description, o.bundle);
+    ls2c::ParameterLayout layout = ls2c::buildParameterLayout(desc);
+    ls2c::WorkspaceLayout ws = ls2c::planWorkspace(layout);
+    std::vector<float> init = ls2c::initializeWorkspace(ws, static_cast<uint64_t>(o.initSeed));
+    if (init.size() != master.size())
+      throw RuntimeError(o.bundle + ": its description plans another workspace size");
+    std::copy(init.begin(), init.end(), master.begin());
+  }
+  SafetensorsFile params;
+  if (o.initSeed < 0)
+    params = readSafetensors(o.params);
   for (const ParameterSlot &slot : program.parameters) {
+    if (o.initSeed >= 0)
+      break;
     auto it = params.tensors.find(slot.name);
     if (it == params.tensors.end())
       throw RuntimeError(o.params + ": missing parameter '" + slot.name + "'");
@@ -145,6 +187,7 @@ int run(const Options &o) {
 
   std::vector<double> losses, norms, rates, firstGradients;
   for (int64_t k = 0; k < o.steps; ++k) {
+    executor.setTiming(o.profile && k + 1 == o.steps);
     state["dropout_offset"] = uploadTensor({static_cast<double>(k)}, {}, DType::I64, 8, "offset");
     state["gradients"] = uploadTensor(std::vector<double>(master.size(), 0.0), ws, DType::F32,
                                 wsBytes, "gradients");
@@ -157,8 +200,16 @@ int run(const Options &o) {
       for (double &g : firstGradients)
         g /= scale;
     }
+    std::vector<std::pair<std::string, float>> times;
+    if (o.profile && k + 1 == o.steps)
+      times = executor.stepTimes();
     out.clear();
     call(optimizer, out);
+    if (o.profile && k + 1 == o.steps) {
+      for (const auto &t : executor.stepTimes())
+        times.push_back(t);
+      printProfile(times);
+    }
     norms.push_back(downloadTensor(out.at("grad_norm"))[0]);
     rates.push_back(downloadTensor(out.at("lr"))[0]);
     std::printf("step %lld: loss %.6f, grad norm %.6f, lr %.3g\n",
@@ -210,13 +261,18 @@ int main(int argc, char **argv) {
       o.steps = std::stoll(value());
     else if (a == "--dropout-seed")
       o.dropoutSeed = std::stoll(value());
+    else if (a == "--init-seed")
+      o.initSeed = std::stoll(value());
+    else if (a == "--profile")
+      o.profile = true;
     else
       positional.push_back(a);
   }
-  if (positional.size() != 1 || o.params.empty() || o.batch.empty() || o.output.empty() ||
-      o.steps < 1) {
-    std::fprintf(stderr, "usage: ls2c-gpu-step BUNDLE --params P.safetensors --batch "
-                         "B.safetensors -o OUT.safetensors [--steps K] [--dropout-seed N]\n");
+  if (positional.size() != 1 || (o.params.empty() == (o.initSeed < 0)) || o.batch.empty() ||
+      o.output.empty() || o.steps < 1) {
+    std::fprintf(stderr, "usage: ls2c-gpu-step BUNDLE (--params P.safetensors | --init-seed S) "
+                         "--batch B.safetensors -o OUT.safetensors [--steps K] "
+                         "[--dropout-seed N] [--profile]\n");
     return 2;
   }
   o.bundle = positional[0];

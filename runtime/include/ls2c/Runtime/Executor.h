@@ -22,6 +22,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ls2c::runtime {
@@ -83,10 +84,18 @@ public:
   /// The architecture the kernels were loaded for.
   const std::string &arch() const { return archName; }
 
+  /// With timing on, run() records a CUDA event around every step (which
+  /// adds a little time per launch); stepTimes() then gives, after the
+  /// stream has finished, each step of the last run with its label (the
+  /// kernel's name, "gemm MxNxK", "copy") and its time in milliseconds.
+  void setTiming(bool on) { timing = on; }
+  std::vector<std::pair<std::string, float>> stepTimes() const;
+
 private:
   struct Impl;
   Program prog;
   std::string archName;
+  bool timing = false;
   std::unique_ptr<Impl> impl;
 };
 
