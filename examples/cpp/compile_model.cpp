@@ -6,24 +6,50 @@
 //
 //   compile_model MODEL.json [ARCH] [OUT.ls2b]     (ARCH defaults to sm_90)
 //
+// Exit status: 0 success, 2 bad input, 1 a failure inside the compiler.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ls2c/JIT.h"
 #include "ls2c/Runtime/Bundle.h"
+#include "ls2c/Support/AtomicFile.h"
+
+#include <string>
 
 #include <cstdio>
 
 int main(int argc, char **argv) {
+  const char *usage = "usage: %s MODEL.json [ARCH] [OUT.ls2b]   (ARCH: sm_80, sm_90, ...; "
+                      "default sm_90)\n";
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::printf(usage, argv[0]);
+    return 0;
+  }
   if (argc < 2 || argc > 4) {
-    std::fprintf(stderr, "usage: %s MODEL.json [ARCH] [OUT.ls2b]\n", argv[0]);
+    std::fprintf(stderr, usage, argv[0]);
     return 2;
   }
   ls2c::ProgramOptions options;
   options.archs = {argc > 2 ? argv[2] : "sm_90"};
+  // Bad input (a description, an architecture, an output path) exits 2, a
+  // failure inside the compiler 1, as ls2c does.
+  try {
+    ls2c::jit::checkArchitecture(options.archs[0]);
+  } catch (const std::invalid_argument &e) {
+    std::fprintf(stderr, "compile_model: %s\n", e.what());
+    return 2;
+  }
+  if (argc > 3 && (std::string(argv[3]).empty() || std::string(argv[3]) == "-")) {
+    std::fprintf(stderr, "compile_model: OUT.ls2b must name a file\n");
+    return 2;
+  }
   ls2c::CompileReport report;
   ls2c::runtime::Program program;
   try {
     program = ls2c::compileProgram(argv[1], options, &report);
+  } catch (const ls2c::DescriptionError &e) {
+    std::fprintf(stderr, "compile_model: %s\n", e.what());
+    return 2;
   } catch (const std::exception &e) {
     std::fprintf(stderr, "compile_model: %s\n", e.what());
     return 1;
@@ -59,6 +85,9 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "compile_model: %s reads back different\n", argv[3]);
         return 1;
       }
+    } catch (const ls2c::FileWriteError &e) {
+      std::fprintf(stderr, "compile_model: %s\n", e.what());
+      return 2;
     } catch (const std::exception &e) {
       std::fprintf(stderr, "compile_model: %s\n", e.what());
       return 1;

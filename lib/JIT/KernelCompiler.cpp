@@ -60,7 +60,8 @@ void checkArch(const std::string &arch) {
     if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f'))
       digits.pop_back();
   }
-  bool wellFormed = !digits.empty() && digits.size() <= 4 &&
+  // NVRTC spells versions without leading zeros (sm_90, not sm_090).
+  bool wellFormed = !digits.empty() && digits.size() <= 4 && digits[0] != '0' &&
                     std::all_of(digits.begin(), digits.end(),
                                 [](char c) { return c >= '0' && c <= '9'; });
   std::vector<int> archs = supportedArchs();
@@ -224,6 +225,8 @@ std::string cudaIncludeDir() {
       return dir;
   return LS2C_CUDA_INCLUDE_DIR;
 }
+
+void checkArchitecture(const std::string &arch) { checkArch(arch); }
 
 std::vector<std::string> nvrtcOptionsFor(const std::string &arch,
                                          const CompileOptions &options) {

@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cctype>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -51,11 +52,14 @@ struct CompileOptions {
 
 /// Parses the options; returns an error message or "".
 std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
-  bool stageGiven = false;
+  bool stageGiven = false, emitGiven = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &a = args[i];
     if (a.rfind("--emit=", 0) == 0) {
+      if (emitGiven && o.emit != a.substr(7))
+        return "--emit given twice ('" + o.emit + "' and '" + a.substr(7) + "')";
       o.emit = a.substr(7);
+      emitGiven = true;
     } else if (a.rfind("--stage=", 0) == 0) {
       o.stage = a.substr(8);
       stageGiven = true;
@@ -77,11 +81,20 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
         if (end == std::string::npos)
           end = list.size();
         std::string arch = list.substr(pos, end - pos);
+        if (arch.empty())
+          return "--arch: an empty element in the list '" + list + "'";
         bool valid = arch.size() > 3 && arch.rfind("sm_", 0) == 0 &&
                      std::all_of(arch.begin() + 3, arch.end(),
                                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
         if (!valid)
           return "--arch: '" + arch + "' is not a GPU architecture (sm_80, sm_90, ...)";
+#if LS2C_HAVE_CUDA
+        try {
+          jit::checkArchitecture(arch);
+        } catch (const std::invalid_argument &e) {
+          return std::string("--arch: ") + e.what();
+        }
+#endif
         o.archs.push_back(arch);
         pos = end + 1;
       }
@@ -89,8 +102,13 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
       if (i + 1 == args.size())
         return a + " needs a value";
       stageGiven |= a == "--stage";
+      if (a == "--emit" && emitGiven && o.emit != args[i + 1])
+        return "--emit given twice ('" + o.emit + "' and '" + args[i + 1] + "')";
+      emitGiven |= a == "--emit";
       (a == "-o" ? o.output.emplace() : a == "--emit" ? o.emit : o.stage) =
           args[++i];
+      if (a == "-o" && o.output->empty())
+        return "-o needs a file name";
     } else if (a.rfind("-", 0) == 0) {
       return "unknown option '" + a + "' for compile";
     } else if (o.model.empty()) {
@@ -108,6 +126,8 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
       o.stage != "fused" && o.stage != "planned")
     return "--stage=" + o.stage +
            " is not a stage (forward, train-step, fused, planned)";
+  if (emitGiven && o.emit.empty())
+    return "--emit needs a value (mlir, cuda)";
   if (!o.emit.empty() && o.emit != "mlir" && o.emit != "cuda")
     return "--emit=" + o.emit + " is not supported (allowed: mlir, cuda)";
   if (o.emit == "cuda" && !o.stage.empty() && o.stage != "fused" &&
@@ -118,8 +138,13 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
     if (!o.emit.empty() || o.stats || o.fusionReport || !o.stage.empty())
       return "--arch writes a bundle; it takes no --emit, --stage, --stats or "
              "--fusion-report";
-    if (!o.output || *o.output == "-")
+    if (!o.output || *o.output == "-" || o.output->empty())
       return "--arch writes a bundle: name its file with -o MODEL.ls2b";
+    // Refused before minutes of compiling, not after.
+    std::filesystem::path parent = std::filesystem::path(*o.output).parent_path();
+    std::error_code ec;
+    if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
+      return "-o " + *o.output + ": the directory '" + parent.string() + "' does not exist";
     return "";
   }
   if (o.emit.empty() && !o.stats && !o.fusionReport)

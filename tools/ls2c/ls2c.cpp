@@ -28,11 +28,14 @@ Compiles Transformer training steps described in a model JSON file
 commands:
   check MODEL.json             validate a description; print its parameter
                                count and training-state memory in bytes
-  compile MODEL.json [--emit=mlir] [--stage=S] [--stats] [--fusion-report]
+  compile MODEL.json [--emit=mlir|cuda] [--stage=S] [--stats] [--fusion-report]
                  [-o FILE]     print the ls2 IR after a stage (forward,
-                               train-step, fused, planned); --stats: launches
-                               and memory; --fusion-report: fusion groups
-                               (see ls2c compile --help)
+                               train-step, fused, planned) or the generated
+                               CUDA kernels; --stats: launches and memory;
+                               --fusion-report: fusion groups
+  compile MODEL.json --arch=sm_90[,sm_80] -o MODEL.ls2b
+                               compile the program's kernels with NVRTC and
+                               write a bundle (see ls2c compile --help)
   train MODEL.json --data TEXT [options]
                                train on a character-level text corpus with the
                                CPU reference backend (see ls2c train --help)

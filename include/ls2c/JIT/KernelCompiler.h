@@ -107,6 +107,11 @@ std::string cudaIncludeDir();
 /// such as sm_90 (...)") when there is no driver or no device.
 std::string currentDeviceArch();
 
+/// Throws std::invalid_argument, saying why, unless `arch` is a real
+/// architecture this NVRTC compiles for ("sm_90"; not "compute_90", "sm_090"
+/// or an architecture NVRTC dropped).
+void checkArchitecture(const std::string &arch);
+
 /// NVRTC's version as "<major>.<minor>", e.g. "13.0".
 std::string nvrtcVersionString();
 
