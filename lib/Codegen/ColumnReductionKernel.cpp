@@ -102,8 +102,8 @@ void emitColumnReductionKernel(KernelContext &ctx) {
 
   std::vector<std::string> leadSizes = ctx.dimTexts(lead);
   std::vector<std::string> trailSizes = ctx.dimTexts(trail);
-  Index columnIndex = ctx.delinearize(trailSizes, "col", kOuterLevel);
-  Index elementIndex = ctx.delinearize(leadSizes, "r", kElementLevel);
+  Index columnIndex = delinearizeIndex(trailSizes, "col", kOuterLevel);
+  Index elementIndex = delinearizeIndex(leadSizes, "r", kElementLevel);
   elementIndex.append(columnIndex.begin(), columnIndex.end());
 
   em.pushScope(kOuterLevel, 2);
@@ -120,7 +120,7 @@ void emitColumnReductionKernel(KernelContext &ctx) {
     ArrayRef<runtime::Dim> s = ctx.dims.shape(ctx.yieldValue(i));
     std::string flat = "r * " + std::to_string(columns) + " + col";
     Index at = sameDims(s, full) ? elementIndex
-                                 : ctx.delinearize(ctx.dimTexts(s), "(" + flat + ")",
+                                 : delinearizeIndex(ctx.dimTexts(s), "(" + flat + ")",
                                                    kElementLevel);
     std::string v = em.emit(ctx.yieldValue(i), at);
     em.line(storeText(ctx, i, flat, v));

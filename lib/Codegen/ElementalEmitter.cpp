@@ -223,21 +223,25 @@ IndexExpr ElementalEmitter::flatten(Value value, const Index &index) {
   return flat;
 }
 
-Index ElementalEmitter::delinearize(Value value, const IndexExpr &flat) {
-  std::vector<std::string> sizes = dimTexts(value);
+Index delinearizeIndex(const std::vector<std::string> &sizes, const std::string &flat,
+                       int level) {
   Index out(sizes.size());
   std::string stride = "1";
   for (size_t d = sizes.size(); d-- > 0;) {
     // The stride may be a product: it divides as a whole.
-    std::string q = stride == "1" ? flat.text : "(" + flat.text + " / " + atom(stride) + ")";
+    std::string q = stride == "1" ? flat : "(" + flat + " / " + atom(stride) + ")";
     // The outermost dim needs no modulo: the flat offset is in range.
     out[d].text = d == 0 ? q : "(" + q + " % " + atom(sizes[d]) + ")";
     if (sizes[d] == "1")
       out[d].text = "0";
-    out[d].level = flat.level;
+    out[d].level = level;
     stride = mulText(stride, sizes[d]);
   }
   return out;
+}
+
+Index ElementalEmitter::delinearize(Value value, const IndexExpr &flat) {
+  return delinearizeIndex(dimTexts(value), flat.text, flat.level);
 }
 
 std::string ElementalEmitter::key(Value value, const Index &index) {

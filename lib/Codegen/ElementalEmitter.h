@@ -151,6 +151,11 @@ private:
 /// a name.
 std::string atom(const std::string &text);
 
+/// The index of row-major flat offset `flat` (read at scope `level`) in a
+/// shape of dims `sizes` (C expressions).
+Index delinearizeIndex(const std::vector<std::string> &sizes, const std::string &flat,
+                       int level);
+
 /// The maximum level of an index's components.
 int levelOfIndex(const Index &index);
 

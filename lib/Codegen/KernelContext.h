@@ -39,9 +39,6 @@ struct KernelContext {
   std::vector<std::string> dimTexts(llvm::ArrayRef<runtime::Dim> dims);
   /// The product of `dims` as C text ("1" when empty).
   std::string product(llvm::ArrayRef<runtime::Dim> dims);
-  /// The index of flat offset `flat` (level `level`) in `sizes`.
-  Index delinearize(const std::vector<std::string> &sizes,
-                    const std::string &flat, int level);
   mlir::Value yieldValue(unsigned i);
   unsigned numYields();
   /// True when the two shapes have the same number of elements for every

@@ -83,21 +83,6 @@ std::string KernelContext::product(ArrayRef<runtime::Dim> ds) {
   return text;
 }
 
-Index KernelContext::delinearize(const std::vector<std::string> &sizes,
-                                 const std::string &flat, int level) {
-  Index out(sizes.size());
-  std::string stride = "1";
-  for (size_t d = sizes.size(); d-- > 0;) {
-    // The stride may be a product: it divides as a whole.
-    std::string q = stride == "1" ? flat : "(" + flat + " / " + atom(stride) + ")";
-    out[d].text = d == 0 ? q : "(" + q + " % " + atom(sizes[d]) + ")";
-    if (sizes[d] == "1")
-      out[d].text = "0";
-    out[d].level = level;
-    stride = stride == "1" ? sizes[d] : "(" + stride + " * " + sizes[d] + ")";
-  }
-  return out;
-}
 
 Value KernelContext::yieldValue(unsigned i) {
   return fusion.getBody().front().getTerminator()->getOperand(i);

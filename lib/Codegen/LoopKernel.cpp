@@ -59,7 +59,7 @@ void emitLoopKernel(KernelContext &ctx) {
   int vec = static_cast<int>(16 / narrowest);
   // The index of flat offset i in a value's own shape.
   auto canonicalOf = [&](Value v) {
-    return ctx.delinearize(ctx.dimTexts(ctx.dims.shape(v)), "i", kElementLevel);
+    return delinearizeIndex(ctx.dimTexts(ctx.dims.shape(v)), "i", kElementLevel);
   };
   auto isIdentity = [&](Value v, const Index &index) {
     return ctx.sameCount(ctx.dims.shape(v), domain) && sameIndex(index, canonicalOf(v));

@@ -104,9 +104,9 @@ void emitRowReductionKernel(KernelContext &ctx) {
 
   std::vector<std::string> leadSizes = ctx.dimTexts(lead);
   std::vector<std::string> trailSizes = ctx.dimTexts(trail);
-  Index rowIndex = ctx.delinearize(leadSizes, "r", kOuterLevel);
+  Index rowIndex = delinearizeIndex(leadSizes, "r", kOuterLevel);
   Index elementIndex = rowIndex;
-  for (IndexExpr &e : ctx.delinearize(trailSizes, "j", kElementLevel))
+  for (IndexExpr &e : delinearizeIndex(trailSizes, "j", kElementLevel))
     elementIndex.push_back(e);
   // A yield's index: the rows' own index when it has their shape, else its
   // shape's index of the same row-major offset (a reshape of the rows).
@@ -115,9 +115,9 @@ void emitRowReductionKernel(KernelContext &ctx) {
     ArrayRef<runtime::Dim> s = ctx.dims.shape(v);
     if (perRow[i])
       return sameDims(s, lead) ? rowIndex
-                               : ctx.delinearize(ctx.dimTexts(s), "r", kOuterLevel);
+                               : delinearizeIndex(ctx.dimTexts(s), "r", kOuterLevel);
     return sameDims(s, full) ? elementIndex
-                             : ctx.delinearize(ctx.dimTexts(s), "(r * " + std::to_string(h) + " + j)",
+                             : delinearizeIndex(ctx.dimTexts(s), "(r * " + std::to_string(h) + " + j)",
                                                kElementLevel);
   };
 
@@ -199,7 +199,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
     bool isMax = isa<ls2::ReduceMaxOp>(op);
     // The result's index without the reduced dims (kept as 1s with keep_dims).
     Index operandIndex(index.begin(), index.begin() + lead.size());
-    for (IndexExpr &e : ctx.delinearize(trailSizes, "j", kElementLevel))
+    for (IndexExpr &e : delinearizeIndex(trailSizes, "j", kElementLevel))
       operandIndex.push_back(e);
     std::string acc = em.fresh("acc");
     em.line("float " + acc + " = " +
