@@ -236,7 +236,8 @@ void Executor::run(const std::string &name, const Call &call, cudaStream_t strea
     impl->labels.clear();
   for (size_t si = 0; si < f.steps.size(); ++si) {
     const Step &s = f.steps[si];
-    std::string where = "@" + name + " step " + std::to_string(si);
+    // Messages are built only on failure: this loop runs every step.
+    auto where = [&] { return "@" + name + " step " + std::to_string(si); };
     if (timing) {
       impl->record(si, stream);
       impl->labels.push_back(s.kind == Step::Kind::Launch ? prog.kernels[s.kernel].name
@@ -270,10 +271,12 @@ void Executor::run(const std::string &name, const Call &call, cudaStream_t strea
           k.launch.maxBlocks,
           (work + static_cast<int64_t>(k.launch.workPerBlock) - 1) /
               static_cast<int64_t>(k.launch.workPerBlock));
-      checkDriver(cuLaunchKernel(impl->functions[s.kernel], static_cast<unsigned>(blocks), 1, 1,
-                                 k.launch.blockThreads, 1, 1, k.launch.dynamicSharedBytes,
-                                 reinterpret_cast<CUstream>(stream), params.data(), nullptr),
-                  where + ": launching " + k.name);
+      if (CUresult r = cuLaunchKernel(impl->functions[s.kernel], static_cast<unsigned>(blocks),
+                                      1, 1, k.launch.blockThreads, 1, 1,
+                                      k.launch.dynamicSharedBytes,
+                                      reinterpret_cast<CUstream>(stream), params.data(), nullptr);
+          r != CUDA_SUCCESS)
+        checkDriver(r, where() + ": launching " + k.name);
       break;
     }
     case Step::Kind::Gemm: {
@@ -291,12 +294,14 @@ void Executor::run(const std::string &name, const Call &call, cudaStream_t strea
       break;
     }
     case Step::Kind::Attention:
-      throw RuntimeError(where + ": attention steps need the cuDNN path, which this runtime "
+      throw RuntimeError(where() + ": attention steps need the cuDNN path, which this runtime "
                                  "does not have; compile attention to kernels");
     case Step::Kind::Copy:
-      checkCuda(cudaMemcpyAsync(pointer(s.copyDestination), pointer(s.copySource),
-                                s.copySource.maxBytes, cudaMemcpyDeviceToDevice, stream),
-                where + ": copy");
+      if (cudaError_t e = cudaMemcpyAsync(pointer(s.copyDestination), pointer(s.copySource),
+                                          s.copySource.maxBytes, cudaMemcpyDeviceToDevice,
+                                          stream);
+          e != cudaSuccess)
+        checkCuda(e, where() + ": copy");
       break;
     }
   }

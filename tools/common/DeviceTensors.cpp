@@ -139,4 +139,21 @@ std::vector<int64_t> resultShape(const TensorSpec &s, const Executor::Call &call
   return shape;
 }
 
+Executor::Call bindArguments(const Function &f, std::map<std::string, DeviceTensor> &state,
+                             std::map<std::string, DeviceTensor> &inputs) {
+  Executor::Call c;
+  for (const TensorSpec &spec : f.arguments) {
+    DeviceTensor *t = nullptr;
+    if (auto it = state.find(spec.name); it != state.end())
+      t = &it->second;
+    else if (auto jt = inputs.find(spec.name); jt != inputs.end())
+      t = &jt->second;
+    if (!t)
+      throw RuntimeError("no value for @" + f.name + " argument '" + spec.name + "'");
+    c.arguments.push_back(t->buffer.data());
+    c.argumentShapes.push_back(t->shape);
+  }
+  return c;
+}
+
 } // namespace ls2c::tools

@@ -13,6 +13,7 @@
 #include "ls2c/Runtime/Executor.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,13 @@ size_t specBytes(const runtime::TensorSpec &spec);
 /// A result's shape in `call` (dynamic dims from the arguments' shapes).
 std::vector<int64_t> resultShape(const runtime::TensorSpec &spec,
                                  const runtime::Executor::Call &call);
+
+/// A call of `f` with its arguments bound by name, from `state` first, then
+/// `inputs` (results left to the caller). Throws runtime::RuntimeError
+/// naming an argument that neither holds.
+runtime::Executor::Call bindArguments(const runtime::Function &f,
+                                      std::map<std::string, DeviceTensor> &state,
+                                      std::map<std::string, DeviceTensor> &inputs);
 
 /// `values` as `dtype` bytes, little-endian (integers truncated toward zero).
 std::vector<uint8_t> encodeValues(const std::vector<double> &values, runtime::DType dtype);

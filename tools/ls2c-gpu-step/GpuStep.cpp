@@ -151,18 +151,7 @@ int run(const Options &o) {
   // One call of `f`: arguments by name, fresh result buffers; results whose
   // name is state replace it.
   auto call = [&](const Function &f, std::map<std::string, DeviceTensor> &outputs) {
-    Executor::Call c;
-    for (const TensorSpec &spec : f.arguments) {
-      DeviceTensor *t = nullptr;
-      if (auto it = state.find(spec.name); it != state.end())
-        t = &it->second;
-      else if (auto jt = inputs.find(spec.name); jt != inputs.end())
-        t = &jt->second;
-      if (!t)
-        throw RuntimeError("no value for @" + f.name + " argument '" + spec.name + "'");
-      c.arguments.push_back(t->buffer.data());
-      c.argumentShapes.push_back(t->shape);
-    }
+    Executor::Call c = bindArguments(f, state, inputs);
     std::vector<DeviceTensor> results;
     for (const TensorSpec &spec : f.results) {
       DeviceTensor t;

@@ -136,18 +136,7 @@ struct Runner {
                                             std::map<std::string, DeviceTensor> &state,
                                             std::map<std::string, DeviceTensor> &inputs) {
     const Function &f = executor.function(name);
-    Executor::Call c;
-    for (const TensorSpec &spec : f.arguments) {
-      DeviceTensor *t = nullptr;
-      if (auto it = state.find(spec.name); it != state.end())
-        t = &it->second;
-      else if (auto jt = inputs.find(spec.name); jt != inputs.end())
-        t = &jt->second;
-      if (!t)
-        throw RuntimeError("no value for @" + f.name + " argument '" + spec.name + "'");
-      c.arguments.push_back(t->buffer.data());
-      c.argumentShapes.push_back(t->shape);
-    }
+    Executor::Call c = bindArguments(f, state, inputs);
     std::map<std::string, DeviceTensor> &out = outputs[name];
     for (const TensorSpec &spec : f.results) {
       bool isState = state.count(spec.name) != 0;
