@@ -3,15 +3,18 @@
 # ls2c-kernel-check, writes a case (cubin, random inputs, the reference
 # interpreter's outputs) for every distinct kernel of the tiny presets and
 # of the size variants in test/gpu/Inputs (hidden 20 with 70,000 rows, 100
-# in bf16 with a 50,257 vocabulary, 384 in fp16, 767), under .gpu-run/.
+# in bf16 with a 50,257 vocabulary, 384 in fp16, 767, 1024 in bf16) and, for the
+# tensor-core attention kernels, of test/gpu/Inputs/attention-*.json (head
+# dims 16 to 128, f16 and bf16, causal, cross, GQA/MQA, dropout) at 400
+# tokens, so sequences span several 64-row tiles, under .gpu-run/.
 # On the GPU machine (no MLIR there) run:
 #   .gpu-run/bin/ls2c-kernel-check .gpu-run/<set>...
 # Each call to the device tool carries at most 64 MiB: pass a set name to
-# write only that set (tiny, sizes).
-# Usage: scripts/gpu-kernel-cases.sh [tiny|sizes]
+# write only those sets (tiny, sizes, attention).
+# Usage: scripts/gpu-kernel-cases.sh [tiny|sizes|attention]...
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SET=${1:-tiny}
+SETS=("${@:-tiny}")
 cmake --build build --target ls2c-kernel-cases ls2c-kernel-check
 CASES=build/test/gpu/ls2c-kernel-cases
 rm -rf .gpu-run
@@ -20,6 +23,7 @@ cp build/test/gpu/ls2c-kernel-check .gpu-run/bin/
 grep -qx '/.gpu-run/' "$(git rev-parse --git-path info/exclude)" 2>/dev/null ||
   { mkdir -p "$(dirname "$(git rev-parse --git-path info/exclude)")";
     echo '/.gpu-run/' >> "$(git rev-parse --git-path info/exclude)"; }
+for SET in "${SETS[@]}"; do
 case "$SET" in
 tiny)
   for m in tiny-bert tiny-gpt tiny-transformer tiny-vit; do
@@ -32,10 +36,17 @@ sizes)
     --tokens 19 --max-case-bytes 3000000
   "$CASES" test/gpu/Inputs/sizes-h767.json .gpu-run/sizes-h767 --tokens 19 \
     --max-case-bytes 3000000
+  "$CASES" test/gpu/Inputs/sizes-h1024-bf16.json .gpu-run/sizes-h1024-bf16 --tokens 96 \
+    --max-case-bytes 2500000
   "$CASES" test/gpu/Inputs/sizes-h20-rows70000.json .gpu-run/rows70000 --tokens 70000 \
     --only forward_embedding_layer_norm ;;
+attention)
+  for m in test/gpu/Inputs/attention-*.json; do
+    "$CASES" "$m" ".gpu-run/$(basename "$m" .json)" --tokens 400 --only attention
+  done ;;
 *)
-  echo "usage: $0 [tiny|sizes]" >&2
+  echo "usage: $0 [tiny|sizes|attention]..." >&2
   exit 2 ;;
 esac
+done
 du -sh .gpu-run

@@ -1,7 +1,8 @@
 //===- AttentionKernel.cpp - ls2.attention and its gradient, simple kernels -===//
 //
 // Direct kernels for packed variable-length attention, correct on every
-// shape before fast (FlashAttention-style kernels replace them later):
+// shape; f16/bf16 with a head dim a multiple of 16 up to 128 goes to the
+// tensor-core kernels of FlashAttentionKernel.cpp instead:
 //   forward  one warp per (packed query row, query head): the row's sequence
 //            by binary search in cu_seqlens_q, then one pass over its
 //            visible keys with an online softmax (running max and sum in
@@ -24,174 +25,22 @@
 
 #include "ls2c/Codegen/KernelGenerator.h"
 
-#include "ElementalEmitter.h"
+#include "AttentionCommon.h"
+#include "FlashAttentionKernel.h"
 #include "Prelude.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/BuiltinTypes.h"
-
-#include <cstdio>
 #include <map>
-#include <type_traits>
 
 using namespace mlir;
 
 namespace ls2c::codegen {
 
+using namespace attention;
+
 namespace {
 
 constexpr int kWarpsPerBlock = 4;
 constexpr uint32_t kMaxBlocks = 65536;
-
-std::string floatLiteral(float x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(x));
-  std::string s = buf;
-  if (s.find_first_of(".eE") == std::string::npos)
-    s += ".0";
-  return s + "f";
-}
-
-/// `text` with every ${KEY} replaced by its value.
-std::string substitute(std::string text, const std::map<std::string, std::string> &values) {
-  for (const auto &[key, value] : values) {
-    std::string pattern = "${" + key + "}";
-    for (size_t pos = 0; (pos = text.find(pattern, pos)) != std::string::npos;
-         pos += value.size())
-      text.replace(pos, pattern.size(), value);
-  }
-  return text;
-}
-
-/// Device helpers the attention kernels share (after the prelude).
-std::string attentionHelpers(bool dropout) {
-  std::string s = R"cuda(
-// The sequence holding packed row `row`: the last b with cu[b] <= row
-// (an empty sequence starts where the next one does).
-__device__ __forceinline__ int ls2_sequence_of(const int *cu, long long entries,
-                                               long long row) {
-  int lo = 0, hi = (int)entries - 1;
-  while (hi - lo > 1) {
-    const int mid = (lo + hi) / 2;
-    if (cu[mid] <= row) lo = mid; else hi = mid;
-  }
-  return lo;
-}
-)cuda";
-  if (dropout)
-    s += R"cuda(
-// Attention dropout: Philox-4x32-10 at counter (key / 4, row * heads + head,
-// stream, lo(offset)) under the seed; key j's number is word j % 4.
-__device__ __forceinline__ uint4 ls2_attention_philox(long long seed, long long offset,
-                                                      unsigned stream, unsigned rowHead,
-                                                      unsigned keyBlock) {
-  return ls2_philox(make_uint4(keyBlock, rowHead, stream, (unsigned)(unsigned long long)offset),
-                    seed);
-}
-// Whether key j survives dropout at `rate`: its number is at least the rate.
-__device__ __forceinline__ bool ls2_attention_keep(uint4 words, long long j, float rate) {
-  return ls2_word_uniform(words, j) >= rate;
-}
-)cuda";
-  return s;
-}
-
-/// What the three kernels are specialized to, read from either op.
-struct AttentionSpec {
-  int64_t heads = 0, kvHeads = 0, headDim = 0;
-  bool causal = false, dropout = false;
-  float scale = 0, rate = 0;
-  int64_t stream = 0;
-  std::string storage; ///< C storage type of q, k, v, out and the gradients
-  runtime::Dim tokensQ, tokensK, entriesQ, entriesK;
-  // Operand indices (the ops' ODS segments resolved).
-  unsigned query = 0, key = 0, value = 0, cuQ = 0, cuK = 0, seed = 0, offset = 0;
-};
-
-template <typename AttentionLike>
-FailureOr<AttentionSpec> readSpec(AttentionLike op, const SymbolicDims &dims,
-                                  const std::string &kernelName) {
-  AttentionSpec s;
-  auto q = cast<RankedTensorType>(op.getQuery().getType());
-  auto k = cast<RankedTensorType>(op.getKey().getType());
-  s.heads = q.getDimSize(1);
-  s.kvHeads = k.getDimSize(1);
-  s.headDim = q.getDimSize(2);
-  s.causal = op.getCausal();
-  s.scale = op.getEffectiveScale();
-  s.rate = op.getDropoutRate().convertToFloat();
-  s.dropout = s.rate > 0.0f;
-  s.stream = static_cast<int64_t>(op.getStream());
-  s.storage = storageType(q.getElementType());
-  // Math is in f32; f64 would need a double variant.
-  if (!isa<Float32Type, Float16Type, BFloat16Type>(q.getElementType()))
-    return op.emitError("attention kernels take f32, f16 or bf16, not ")
-           << q.getElementType() << " (generating kernel " << kernelName << ")";
-  if (s.dropout && !op.getSeed())
-    return op.emitError("dropout_rate > 0 needs the seed and offset operands (generating kernel ")
-           << kernelName << ")";
-  s.tokensQ = dims.shape(op.getQuery())[0];
-  s.tokensK = dims.shape(op.getKey())[0];
-  s.entriesQ = dims.shape(op.getCuSeqlensQ())[0];
-  s.entriesK = dims.shape(op.getCuSeqlensK())[0];
-  auto index = [&](unsigned odsIndex) {
-    return static_cast<unsigned>(op.getODSOperandIndexAndLength(odsIndex).first);
-  };
-  // ODS operand order differs between the ops by the leading dout of the
-  // gradient; the names are the same.
-  unsigned first = std::is_same_v<AttentionLike, ls2::AttentionGradOp> ? 1 : 0;
-  s.query = index(first);
-  s.key = index(first + 1);
-  s.value = index(first + 2);
-  unsigned cu = std::is_same_v<AttentionLike, ls2::AttentionGradOp> ? 6 : 3;
-  s.cuQ = index(cu);
-  s.cuK = index(cu + 1);
-  s.seed = index(cu + 2);
-  s.offset = index(cu + 3);
-  return s;
-}
-
-/// A kernel's parameters as they are declared: C text, runtime kind and
-/// what binds to each.
-class Params {
-public:
-  explicit Params(GeneratedKernel &out) : out(out) {}
-
-  void pointer(const std::string &decl, ParamBinding::Kind kind, unsigned index) {
-    add(decl, runtime::ParamKind::Pointer, {kind, index, {}});
-  }
-  /// An int64 size; returns its parameter index.
-  unsigned size(const std::string &name, const runtime::Dim &d) {
-    return add("const long long " + name, runtime::ParamKind::Int64,
-               {ParamBinding::Kind::Size, 0, d});
-  }
-  void rowStride(const std::string &name, unsigned index, bool ofResult) {
-    ParamBinding b{ParamBinding::Kind::RowStride, index, {}};
-    b.ofResult = ofResult;
-    add("const long long " + name, runtime::ParamKind::Int64, b);
-  }
-  void constant(const std::string &name, int64_t value) {
-    ParamBinding b{ParamBinding::Kind::Constant, 0, {}};
-    b.value = value;
-    add("const long long " + name, runtime::ParamKind::Int64, b);
-  }
-  std::string declarations() const {
-    std::string s;
-    for (size_t i = 0; i < decls.size(); ++i)
-      s += (i ? ",\n    " : "") + decls[i];
-    return s;
-  }
-
-private:
-  unsigned add(const std::string &decl, runtime::ParamKind kind, const ParamBinding &b) {
-    decls.push_back(decl);
-    out.kernel.params.push_back(kind);
-    out.bindings.push_back(b);
-    return static_cast<unsigned>(decls.size() - 1);
-  }
-  GeneratedKernel &out;
-  std::vector<std::string> decls;
-};
 
 /// One warp per unit of `work` ([tokens, heads]): the tokens' parameter and
 /// a static head count.
@@ -226,22 +75,6 @@ std::map<std::string, std::string> commonValues(const AttentionSpec &s,
           {"IN_DIM", s.headDim % 32 == 0 ? "true" : "c < D"}};
 }
 
-std::string header(Operation *op, const AttentionSpec &s, const std::string &what) {
-  std::string text = "// Generated by ls2c: " + what + " of ls2." +
-                     op->getName().stripDialect().str() + " in @" +
-                     op->getParentOfType<func::FuncOp>().getName().str() + " (" +
-                     std::to_string(s.heads) + " heads, " + std::to_string(s.kvHeads) +
-                     " kv heads, head dim " + std::to_string(s.headDim) +
-                     (s.causal ? ", causal" : "");
-  if (s.dropout) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, ", dropout %g, stream %lld", static_cast<double>(s.rate),
-                  static_cast<long long>(s.stream));
-    text += buf;
-  }
-  return text + ").\n";
-}
-
 /// Keys query i of a sequence sees: all lk, or under causal j <= i + (lk -
 /// lq) (bottom-right alignment).
 std::string visibleText(const AttentionSpec &s, const std::string &i) {
@@ -270,13 +103,6 @@ const char *kDropoutConstants = R"cuda(  constexpr float RATE = ${RATE}, KEEP_SC
   const long long seed_value = *seed, offset_value = *offset;
 )cuda";
 
-void addDropoutParams(Params &p, const AttentionSpec &s) {
-  if (!s.dropout)
-    return;
-  p.pointer("const long long *seed", ParamBinding::Kind::Operand, s.seed);
-  p.pointer("const long long *offset", ParamBinding::Kind::Operand, s.offset);
-}
-
 /// The source up to the kernel body: the header line naming the op, the
 /// helpers, the signature.
 std::string kernelStart(const std::string &head, const AttentionSpec &s, const Params &p) {
@@ -294,6 +120,8 @@ FailureOr<GeneratedKernel> generateAttentionKernel(ls2::AttentionOp op,
   if (failed(spec))
     return failure();
   const AttentionSpec &s = *spec;
+  if (flashApplies(s))
+    return generateFlashForward(op, s, kernelName);
   GeneratedKernel out;
   out.kernel.name = kernelName;
   Params p(out);
@@ -390,6 +218,8 @@ generateAttentionGradKernels(ls2::AttentionGradOp op, const SymbolicDims &dims,
   auto operand = [&](unsigned odsIndex) {
     return static_cast<unsigned>(op.getODSOperandIndexAndLength(odsIndex).first);
   };
+  if (flashApplies(s))
+    return generateFlashBackward(op, s, {operand(0), operand(4), operand(5)}, kernelName);
   // The operands both kernels read, in the op's order.
   auto inputs = [&](Params &p) {
     p.pointer("const " + t + " *dout", ParamBinding::Kind::Operand, operand(0));

@@ -257,7 +257,11 @@ std::string kernelListing(const codegen::ModuleKernels &kernels) {
             std::to_string(kernel.launch.maxBlocks) + ", ceil(" +
             (work.empty() ? "1" : work) + " / " +
             std::to_string(kernel.launch.workPerBlock) + ")), scratch " +
-            std::to_string(kernel.scratchBytes) + " bytes\n";
+            std::to_string(kernel.scratchBytes) + " bytes" +
+            (kernel.launch.dynamicSharedBytes
+                 ? ", shared " + std::to_string(kernel.launch.dynamicSharedBytes) + " bytes"
+                 : "") +
+            "\n";
     text += kernel.source;
   }
   return text;

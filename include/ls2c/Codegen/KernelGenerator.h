@@ -66,9 +66,11 @@ mlir::FailureOr<GeneratedKernel>
 generateScatterAddKernel(ls2::ScatterAddOp op, const SymbolicDims &dims,
                          const std::string &kernelName);
 
-/// Generates the forward kernel of ls2.attention: one warp per (packed query
-/// row, query head), an online softmax over the row's visible keys, dropout
-/// regenerated from Philox. Binds q, k, v, cu_seqlens_q/k, (seed, offset),
+/// Generates the forward kernel of ls2.attention. f16/bf16 with a head dim
+/// a multiple of 16 up to 128: FlashAttention-2 style tensor-core tiles of
+/// 64 queries (lib/Codegen/FlashAttentionKernel.h); otherwise one warp per
+/// (packed query row, query head). Both take an online softmax over the
+/// row's visible keys and regenerate dropout from Philox. Binds q, k, v, cu_seqlens_q/k, (seed, offset),
 /// out, lse, the query token count, batch + 1, the row strides of q, k, v
 /// and out, and (with dropout) the Philox stream.
 mlir::FailureOr<GeneratedKernel>
@@ -76,10 +78,11 @@ generateAttentionKernel(ls2::AttentionOp op, const SymbolicDims &dims,
                         const std::string &kernelName);
 
 /// Generates the two kernels of ls2.attention_grad, launched in this order:
-/// "<kernelName>_dq" (one warp per query row and head: D_i and dq) and
-/// "<kernelName>_dkdv" (one warp per key row and kv head: dk and dv summed
-/// over the queries and the query heads that share it, in a fixed order, no
-/// atomics). Results may be strided (in-place concat pieces).
+/// "<kernelName>_dq" (D_i and dq per query row and head) and
+/// "<kernelName>_dkdv" (dk and dv per key row and kv head, summed over the
+/// queries and the query heads that share it in a fixed order, no atomics);
+/// tensor-core tiles where the forward has them, else a warp per row.
+/// Results may be strided (in-place concat pieces).
 mlir::FailureOr<std::vector<GeneratedKernel>>
 generateAttentionGradKernels(ls2::AttentionGradOp op, const SymbolicDims &dims,
                              const std::string &kernelName);

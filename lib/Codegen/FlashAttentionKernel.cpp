@@ -1,0 +1,654 @@
+//===- FlashAttentionKernel.cpp - tensor-core attention kernels ------------===//
+//
+// Work partition (FlashAttention-2, section 3.2): a unit is a 64-row tile
+// of one sequence and head. Tile slots are numbered per sequence from
+// cu_seqlens[b] / 64 + b, which leaves room for each sequence's partial
+// tile, so a block finds its sequence by binary search and at most batch
+// slots go unused. Each of the 4 warps owns 16 rows of the tile; a thread
+// holds rows g and g + 8 of its warp (g = lane / 4) in the mma accumulator
+// layout, so row maxima and sums are reductions over the 4 lanes of a quad.
+// Scores are kept pre-multiplied by log2(e) so exponentials are exp2.
+// Probabilities and dS are rounded to the storage type before the second
+// matmul, as FlashAttention does.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FlashAttentionKernel.h"
+
+#include "Prelude.h"
+
+using namespace mlir;
+
+namespace ls2c::codegen::attention {
+
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kTile = 64; ///< rows per unit (queries forward and dq, keys dk/dv)
+constexpr uint32_t kMaxBlocks = 65536;
+
+/// Device helpers of the tensor-core kernels (after attentionHelpers).
+const char *kFlashHelpers = R"cuda(
+typedef ${T} ls2_t;
+// C += A B on a 16x8x16 tile, f32 accumulators (PTX ISA, mma.m16n8k16):
+// lane (g = lane / 4, t = lane % 4) holds A rows g, g + 8 and columns
+// 2t, 2t + 1, 2t + 8, 2t + 9; B rows (k) 2t, 2t + 1, 2t + 8, 2t + 9 of
+// column g; C rows g, g + 8 and columns 2t, 2t + 1.
+__device__ __forceinline__ void ls2_mma(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                        unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.${MMA}.${MMA}.f32 {%0,%1,%2,%3}, "
+               "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// Two floats rounded to the storage type, the first in the low half.
+__device__ __forceinline__ unsigned ls2_pack(float lo, float hi) {
+  ${T2} v = ${PACK}(lo, hi);
+  return *reinterpret_cast<unsigned *>(&v);
+}
+// Two adjacent elements of a shared tile.
+__device__ __forceinline__ unsigned ls2_lds32(const ls2_t *p) {
+  return *reinterpret_cast<const unsigned *>(p);
+}
+// The A fragment of rows r, r + 8 and columns c .. c + 15 of a shared tile
+// with `lds` elements per row.
+__device__ __forceinline__ void ls2_a_fragment(unsigned (&a)[4], const ls2_t *tile, int lds,
+                                               int r, int c) {
+  a[0] = ls2_lds32(tile + r * lds + c);
+  a[1] = ls2_lds32(tile + (r + 8) * lds + c);
+  a[2] = ls2_lds32(tile + r * lds + c + 8);
+  a[3] = ls2_lds32(tile + (r + 8) * lds + c + 8);
+}
+// The A fragment of a 16x16 block from accumulators of two 8-column tiles.
+__device__ __forceinline__ void ls2_a_from_c(unsigned (&a)[4], const float (&lo)[4],
+                                             const float (&hi)[4]) {
+  a[0] = ls2_pack(lo[0], lo[1]);
+  a[1] = ls2_pack(lo[2], lo[3]);
+  a[2] = ls2_pack(hi[0], hi[1]);
+  a[3] = ls2_pack(hi[2], hi[3]);
+}
+// B fragments of two adjacent 8-column tiles (columns c .. c + 15) of rows
+// k .. k + 15 of a row-major [k][n] shared tile: ldmatrix .trans hands each
+// lane rows 2t, 2t + 1 (and + 8) of column g.
+__device__ __forceinline__ void ls2_b_fragments_t(unsigned (&b)[4], const ls2_t *tile, int lds,
+                                                  int k, int c) {
+  const int lane = threadIdx.x % 32;
+  const ls2_t *p = tile + (k + (lane & 7) + ((lane >> 3) & 1) * 8) * lds + c + (lane >> 4) * 8;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+               : "r"((unsigned)__cvta_generic_to_shared(p)));
+}
+// Rows r0 .. r0 + ROWS - 1 of a [tokens, stride] tensor, columns c0 ..
+// c0 + D - 1, into a shared tile of LDS elements per row; rows from `valid`
+// on are zeros (a masked probability times garbage could be NaN).
+template <int ROWS, int D, int LDS>
+__device__ __forceinline__ void ls2_load_tile(ls2_t *tile, const ls2_t *src, long long r0,
+                                              long long valid, long long stride, long long c0,
+                                              bool vectors) {
+  constexpr int CHUNKS = D / 8;
+  for (int c = threadIdx.x; c < ROWS * CHUNKS; c += blockDim.x) {
+    const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
+    ls2_t *to = tile + r * LDS + col;
+    if (r < valid) {
+      const ls2_t *from = src + (r0 + r) * stride + c0 + col;
+      if (vectors) {
+        *reinterpret_cast<uint4 *>(to) = *reinterpret_cast<const uint4 *>(from);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) to[e] = from[e];
+      }
+    } else {
+      *reinterpret_cast<uint4 *>(to) = make_uint4(0u, 0u, 0u, 0u);
+    }
+  }
+}
+// Whether 16-byte loads of rows of a tensor are aligned.
+__device__ __forceinline__ bool ls2_vectors(const void *p, long long stride) {
+  return ((unsigned long long)p % 16 == 0) && stride % 8 == 0;
+}
+// The sequence of tile slot `slot`: the last b with cu[b] / TILE + b <= slot.
+__device__ __forceinline__ int ls2_tile_sequence(const int *cu, long long entries,
+                                                 long long slot, int tile) {
+  int lo = 0, hi = (int)entries - 2;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (cu[mid] / tile + mid <= slot) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+__device__ __forceinline__ float ls2_quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float ls2_quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+)cuda";
+
+/// Constants every kernel body starts with.
+const char *kFlashConstants = R"cuda(  constexpr int D = ${D}, HQ = ${HQ}, HKV = ${HKV}, GROUP = ${GROUP};
+  constexpr int LDS = D + 8; // padded rows: fragment loads hit distinct banks
+  constexpr float SCALE = ${SCALE}, SCALE_LOG2 = ${SCALE} * 1.4426950408889634f;
+  constexpr float LOG2E = 1.4426950408889634f;
+  const float NEG_INF = __int_as_float(0xff800000);
+  extern __shared__ uint4 ls2_smem[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+  const int wr = warp * 16; // the warp's first row in the tile
+  if (entries < 2) return;
+)cuda";
+
+const char *kFlashDropoutConstants =
+    R"cuda(  constexpr float RATE = ${RATE}, KEEP_SCALE = ${KEEP_SCALE};
+  const long long seed_value = *seed, offset_value = *offset;
+)cuda";
+
+std::map<std::string, std::string> flashValues(const AttentionSpec &s, const std::string &name) {
+  bool bf16 = isa<BFloat16Type>(s.element);
+  return {{"NAME", name},
+          {"T", s.storage},
+          {"T2", bf16 ? "__nv_bfloat162" : "__half2"},
+          {"PACK", bf16 ? "__floats2bfloat162_rn" : "__floats2half2_rn"},
+          {"MMA", bf16 ? "bf16" : "f16"},
+          {"D", std::to_string(s.headDim)},
+          {"HQ", std::to_string(s.heads)},
+          {"HKV", std::to_string(s.kvHeads)},
+          {"GROUP", std::to_string(s.heads / s.kvHeads)},
+          {"SCALE", floatLiteral(s.scale)},
+          {"RATE", floatLiteral(s.rate)},
+          {"KEEP_SCALE", floatLiteral(static_cast<float>(1.0 / (1.0 - s.rate)))},
+          // Whether query i sees key j beyond j < lk: bottom-right causal.
+          {"CAUSAL_OK", s.causal ? " && j <= i + lk - lq" : ""},
+          {"TILE", std::to_string(kTile)}};
+}
+
+/// One block per unit: a [tokens, heads] work space at `perBlock` rows a
+/// block (the kernel loops when units outnumber blocks).
+runtime::LaunchConfig tileLaunch(const runtime::Dim &tokens, unsigned tokensParam, int64_t heads,
+                                 uint32_t sharedBytes) {
+  runtime::LaunchConfig l;
+  l.blockThreads = kThreads;
+  // Half a tile per block: slots outnumber tokens / 64 by up to batch.
+  l.workPerBlock = kTile / 2;
+  l.maxBlocks = kMaxBlocks;
+  l.dynamicSharedBytes = sharedBytes;
+  runtime::Dim t = tokens;
+  if (!t.isStatic())
+    t = runtime::Dim{0, static_cast<int32_t>(tokensParam), 0};
+  l.work = {t, runtime::Dim{heads, -1, 0}};
+  return l;
+}
+
+std::string kernelStart(Operation *op, const AttentionSpec &s, const std::string &what,
+                        const Params &p) {
+  return header(op, s, "tensor-core " + what) + kernelPrelude() +
+         attentionHelpers(s.dropout) + kFlashHelpers + "\nextern \"C\" __global__ void " +
+         "__launch_bounds__(" + std::to_string(kThreads) + ")\n${NAME}(" + p.declarations() +
+         ") {\n" + kFlashConstants + (s.dropout ? kFlashDropoutConstants : "");
+}
+
+/// The unit loop's head: slot, head, sequence and the tile's first row
+/// `first` (queries when `queries`, else keys); skips empty slots.
+std::string unitLoop(bool queries) {
+  std::string cu = queries ? "cu_seqlens_q" : "cu_seqlens_k";
+  std::string heads = queries ? "HQ" : "HKV";
+  std::string tokens = queries ? "tokens_q" : "tokens_k";
+  return "  const long long units = (" + tokens + " / ${TILE} + entries) * " + heads + ";\n" +
+         "  for (long long unit = blockIdx.x; unit < units; unit += gridDim.x) {\n" +
+         "    const long long slot = unit / " + heads + ";\n" +
+         "    const int head = (int)(unit % " + heads + ");\n" +
+         "    const int b = ls2_tile_sequence(" + cu + ", entries, slot, ${TILE});\n" +
+         R"cuda(    const long long q0 = cu_seqlens_q[b], k0 = cu_seqlens_k[b];
+    const long long lq = cu_seqlens_q[b + 1] - q0, lk = cu_seqlens_k[b + 1] - k0;
+)cuda" + "    const long long first = (slot - (" +
+         (queries ? "q0" : "k0") + " / ${TILE} + b)) * ${TILE};\n" + "    if (first >= " +
+         (queries ? "lq" : "lk") + ") continue;\n" +
+         "    __syncthreads(); // the previous unit is done with shared memory\n";
+}
+
+/// The keys a query tile sees: [0, kEnd).
+std::string keyEnd(const AttentionSpec &s) {
+  return s.causal ? "    const long long kEnd = min(lk, max(0LL, min(first + ${TILE}, lq) + lk - lq));\n"
+                  : "    const long long kEnd = lk;\n";
+}
+
+/// Dropout keep factor of (packed query row `row`, key j) into `var`.
+std::string keepFactor(const std::string &var, const std::string &row, const std::string &j) {
+  return "        const float " + var + " = ls2_attention_keep(ls2_attention_philox(seed_value, " +
+         "offset_value, (unsigned)stream, (unsigned)((" + row + ") * HQ + h), (unsigned)((" + j +
+         ") >> 2)), " + j + ", RATE) ? KEEP_SCALE : 0.0f;\n";
+}
+
+} // namespace
+
+bool flashApplies(const AttentionSpec &s) {
+  return isa<Float16Type, BFloat16Type>(s.element) && s.headDim % 16 == 0 && s.headDim >= 16 &&
+         s.headDim <= 128;
+}
+
+GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
+                                     const std::string &kernelName) {
+  GeneratedKernel out;
+  out.kernel.name = kernelName;
+  Params p(out);
+  std::string t = s.storage;
+  p.pointer("const " + t + " *q", ParamBinding::Kind::Operand, s.query);
+  p.pointer("const " + t + " *k", ParamBinding::Kind::Operand, s.key);
+  p.pointer("const " + t + " *v", ParamBinding::Kind::Operand, s.value);
+  p.pointer("const int *cu_seqlens_q", ParamBinding::Kind::Operand, s.cuQ);
+  p.pointer("const int *cu_seqlens_k", ParamBinding::Kind::Operand, s.cuK);
+  addDropoutParams(p, s);
+  p.pointer(t + " *out", ParamBinding::Kind::Result, 0);
+  p.pointer("float *lse", ParamBinding::Kind::Result, 1);
+  unsigned tokens = p.size("tokens_q", s.tokensQ);
+  p.size("entries", s.entriesQ);
+  p.rowStride("stride_q", s.query, false);
+  p.rowStride("stride_k", s.key, false);
+  p.rowStride("stride_v", s.value, false);
+  p.rowStride("stride_out", 0, true);
+  if (s.dropout)
+    p.constant("stream", s.stream);
+  // Q, K and V tiles of 64 rows.
+  uint32_t shared = static_cast<uint32_t>(3 * kTile * (s.headDim + 8) * 2);
+  out.kernel.launch = tileLaunch(s.tokensQ, tokens, s.heads, shared);
+
+  std::string src = kernelStart(op, s, "forward", p);
+  src += R"cuda(  constexpr int BM = ${TILE}, BN = ${TILE}, KS = D / 16, NT = BN / 8, DT = D / 8;
+  ls2_t *sQ = reinterpret_cast<ls2_t *>(ls2_smem), *sK = sQ + BM * LDS, *sV = sK + BN * LDS;
+  const bool vq = ls2_vectors(q, stride_q), vk = ls2_vectors(k, stride_k),
+             vv = ls2_vectors(v, stride_v);
+)cuda";
+  src += unitLoop(true);
+  src += R"cuda(    const int h = head, kvh = head / GROUP;
+    ls2_load_tile<BM, D, LDS>(sQ, q, q0 + first, lq - first, stride_q, (long long)h * D, vq);
+    __syncthreads();
+    unsigned qa[KS][4];
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) ls2_a_fragment(qa[kk], sQ, LDS, wr + g, kk * 16 + 2 * t4);
+)cuda";
+  src += keyEnd(s);
+  src += R"cuda(    // Online softmax per row (r = 0: row g, 1: row g + 8): m the running
+    // max and l this lane's part of the sum of exp2(s - m) before dropout.
+    float m[2] = {NEG_INF, NEG_INF}, l[2] = {0.0f, 0.0f}, acc[DT][4];
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt) acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.0f;
+    const long long rows[2] = {first + wr + g, first + wr + g + 8};
+    for (long long n0 = 0; n0 < kEnd; n0 += BN) {
+      __syncthreads();
+      ls2_load_tile<BN, D, LDS>(sK, k, k0 + n0, lk - n0, stride_k, (long long)kvh * D, vk);
+      ls2_load_tile<BN, D, LDS>(sV, v, k0 + n0, lk - n0, stride_v, (long long)kvh * D, vv);
+      __syncthreads();
+      float s[NT][4];
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < KS; ++kk) {
+          const ls2_t *kp = sK + (nt * 8 + g) * LDS + kk * 16 + 2 * t4;
+          ls2_mma(s[nt], qa[kk], ls2_lds32(kp), ls2_lds32(kp + 8));
+        }
+      }
+      float mx[2] = {m[0], m[1]};
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const long long i = rows[e / 2], j = n0 + nt * 8 + 2 * t4 + (e & 1);
+          const bool ok = j < lk${CAUSAL_OK};
+          s[nt][e] = ok ? s[nt][e] * SCALE_LOG2 : NEG_INF;
+          mx[e / 2] = fmaxf(mx[e / 2], s[nt][e]);
+        }
+      float base[2], correction[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        mx[r] = ls2_quad_max(mx[r]);
+        base[r] = mx[r] == NEG_INF ? 0.0f : mx[r]; // a row with no key yet
+        correction[r] = exp2f(m[r] - base[r]);
+        m[r] = mx[r];
+        l[r] *= correction[r];
+      }
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          s[nt][e] = exp2f(s[nt][e] - base[e / 2]);
+          l[e / 2] += s[nt][e];
+        }
+)cuda";
+  if (s.dropout)
+    src += R"cuda(#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const long long j = n0 + nt * 8 + 2 * t4; // j and j + 1 share a Philox block
+          const uint4 words = ls2_attention_philox(seed_value, offset_value, (unsigned)stream,
+                                                   (unsigned)((q0 + rows[r]) * HQ + h),
+                                                   (unsigned)(j >> 2));
+          s[nt][2 * r] *= ls2_attention_keep(words, j, RATE) ? KEEP_SCALE : 0.0f;
+          s[nt][2 * r + 1] *= ls2_attention_keep(words, j + 1, RATE) ? KEEP_SCALE : 0.0f;
+        }
+)cuda";
+  src += R"cuda(#pragma unroll
+      for (int dt = 0; dt < DT; ++dt) {
+        acc[dt][0] *= correction[0];
+        acc[dt][1] *= correction[0];
+        acc[dt][2] *= correction[1];
+        acc[dt][3] *= correction[1];
+      }
+#pragma unroll
+      for (int ks = 0; ks < BN / 16; ++ks) {
+        unsigned pa[4];
+        ls2_a_from_c(pa, s[2 * ks], s[2 * ks + 1]);
+#pragma unroll
+        for (int dp = 0; dp < D / 16; ++dp) {
+          unsigned vb[4];
+          ls2_b_fragments_t(vb, sV, LDS, ks * 16, dp * 16);
+          ls2_mma(acc[2 * dp], pa, vb[0], vb[1]);
+          ls2_mma(acc[2 * dp + 1], pa, vb[2], vb[3]);
+        }
+      }
+    }
+    // A row that sees no key: out 0, lse -inf.
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float sum = ls2_quad_sum(l[r]);
+      const long long i = rows[r];
+      if (i >= lq) continue;
+      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+#pragma unroll
+      for (int dt = 0; dt < DT; ++dt) {
+        const long long at = (q0 + i) * stride_out + (long long)h * D + dt * 8 + 2 * t4;
+        ls2_store(out, at, acc[dt][2 * r] * inv);
+        ls2_store(out, at + 1, acc[dt][2 * r + 1] * inv);
+      }
+      if (t4 == 0)
+        lse[(q0 + i) * HQ + h] = sum > 0.0f ? (m[r] + log2f(sum)) * 0.6931471805599453f : NEG_INF;
+    }
+  }
+}
+)cuda";
+  out.kernel.source = substitute(src, flashValues(s, kernelName));
+  return out;
+}
+
+std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const AttentionSpec &s,
+                                                   const GradOperands &go,
+                                                   const std::string &kernelName) {
+  std::string t = s.storage;
+  auto inputs = [&](Params &p) {
+    p.pointer("const " + t + " *dout", ParamBinding::Kind::Operand, go.dout);
+    p.pointer("const " + t + " *q", ParamBinding::Kind::Operand, s.query);
+    p.pointer("const " + t + " *k", ParamBinding::Kind::Operand, s.key);
+    p.pointer("const " + t + " *v", ParamBinding::Kind::Operand, s.value);
+    p.pointer("const " + t + " *out", ParamBinding::Kind::Operand, go.out);
+    p.pointer("const float *lse", ParamBinding::Kind::Operand, go.lse);
+    p.pointer("const int *cu_seqlens_q", ParamBinding::Kind::Operand, s.cuQ);
+    p.pointer("const int *cu_seqlens_k", ParamBinding::Kind::Operand, s.cuK);
+    addDropoutParams(p, s);
+  };
+  auto strides = [&](Params &p) {
+    p.rowStride("stride_dout", go.dout, false);
+    p.rowStride("stride_q", s.query, false);
+    p.rowStride("stride_k", s.key, false);
+    p.rowStride("stride_v", s.value, false);
+    p.rowStride("stride_out", go.out, false);
+  };
+  // Key tiles in dq and query tiles in dk/dv: 64 rows up to head dim 64,
+  // 32 beyond, so accumulators, fragments and scores fit in registers.
+  int inner = s.headDim <= 64 ? 64 : 32;
+  uint32_t rowBytes = static_cast<uint32_t>((s.headDim + 8) * 2);
+  std::vector<GeneratedKernel> kernels(2);
+  // D_i = dout_i . out_i and lse_i (log2 units, -inf past the sequence) of
+  // the query tile's rows, into sD and sL: `parts` threads per row.
+  auto rowStats = [&](const std::string &rowsName) {
+    return "    {\n      constexpr int PARTS = " + std::to_string(kThreads) + " / " + rowsName +
+           ";\n" + R"cuda(      const int r = threadIdx.x / PARTS, part = threadIdx.x % PARTS;
+      const long long i = qFirst + r;
+      float d = 0.0f;
+      if (i < lq)
+        for (int c = part * (D / PARTS); c < (part + 1) * (D / PARTS); ++c)
+          d += ls2_load(dout, (q0 + i) * stride_dout + (long long)h * D + c) *
+               ls2_load(out, (q0 + i) * stride_out + (long long)h * D + c);
+#pragma unroll
+      for (int m = 1; m < PARTS; m <<= 1) d += __shfl_xor_sync(0xffffffffu, d, m);
+      if (part == 0) {
+        sD[r] = d;
+        sL[r] = i < lq ? lse[(q0 + i) * HQ + h] * LOG2E : NEG_INF;
+      }
+    }
+)cuda";
+  };
+
+  // dq per query tile: S and dP against each key tile, dS K accumulated.
+  {
+    GeneratedKernel &dq = kernels[0];
+    dq.kernel.name = kernelName + "_dq";
+    Params p(dq);
+    inputs(p);
+    p.pointer(t + " *dq", ParamBinding::Kind::Result, 0);
+    unsigned tokens = p.size("tokens_q", s.tokensQ);
+    p.size("entries", s.entriesQ);
+    strides(p);
+    p.rowStride("stride_dq", 0, true);
+    if (s.dropout)
+      p.constant("stream", s.stream);
+    uint32_t shared = (2 * kTile + 2 * inner) * rowBytes + 2 * kTile * 4;
+    dq.kernel.launch = tileLaunch(s.tokensQ, tokens, s.heads, shared);
+    std::string src = kernelStart(op, s, "dq", p);
+    src += "  constexpr int BM = ${TILE}, BN = " + std::to_string(inner) + ";\n";
+    src += R"cuda(  constexpr int KS = D / 16, NT = BN / 8, DT = D / 8;
+  ls2_t *sQ = reinterpret_cast<ls2_t *>(ls2_smem), *sDO = sQ + BM * LDS, *sK = sDO + BM * LDS,
+        *sV = sK + BN * LDS;
+  float *sD = reinterpret_cast<float *>(sV + BN * LDS), *sL = sD + BM;
+  const bool vq = ls2_vectors(q, stride_q), vk = ls2_vectors(k, stride_k),
+             vv = ls2_vectors(v, stride_v), vdo = ls2_vectors(dout, stride_dout);
+)cuda";
+    src += unitLoop(true);
+    src += R"cuda(    const int h = head, kvh = head / GROUP;
+    const long long qFirst = first;
+    ls2_load_tile<BM, D, LDS>(sQ, q, q0 + first, lq - first, stride_q, (long long)h * D, vq);
+    ls2_load_tile<BM, D, LDS>(sDO, dout, q0 + first, lq - first, stride_dout, (long long)h * D,
+                              vdo);
+)cuda";
+    src += rowStats("BM");
+    src += R"cuda(    __syncthreads();
+    unsigned qa[KS][4], da[KS][4];
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk) {
+      ls2_a_fragment(qa[kk], sQ, LDS, wr + g, kk * 16 + 2 * t4);
+      ls2_a_fragment(da[kk], sDO, LDS, wr + g, kk * 16 + 2 * t4);
+    }
+    const long long rows[2] = {first + wr + g, first + wr + g + 8};
+    const float rowL[2] = {sL[wr + g], sL[wr + g + 8]}, rowD[2] = {sD[wr + g], sD[wr + g + 8]};
+    float acc[DT][4];
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt) acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.0f;
+)cuda";
+    src += keyEnd(s);
+    src += R"cuda(    for (long long n0 = 0; n0 < kEnd; n0 += BN) {
+      __syncthreads();
+      ls2_load_tile<BN, D, LDS>(sK, k, k0 + n0, lk - n0, stride_k, (long long)kvh * D, vk);
+      ls2_load_tile<BN, D, LDS>(sV, v, k0 + n0, lk - n0, stride_v, (long long)kvh * D, vv);
+      __syncthreads();
+      float s[NT][4], dp[NT][4];
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+        dp[nt][0] = dp[nt][1] = dp[nt][2] = dp[nt][3] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < KS; ++kk) {
+          const ls2_t *kp = sK + (nt * 8 + g) * LDS + kk * 16 + 2 * t4;
+          const ls2_t *vp = sV + (nt * 8 + g) * LDS + kk * 16 + 2 * t4;
+          ls2_mma(s[nt], qa[kk], ls2_lds32(kp), ls2_lds32(kp + 8));
+          ls2_mma(dp[nt], da[kk], ls2_lds32(vp), ls2_lds32(vp + 8));
+        }
+      }
+      // dS = P (dP mask - D): P rebuilt from lse; a row without keys has
+      // lse -inf and P = 0.
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const long long i = rows[e / 2], j = n0 + nt * 8 + 2 * t4 + (e & 1);
+          const bool ok = j < lk${CAUSAL_OK} && rowL[e / 2] != NEG_INF;
+          const float p = ok ? exp2f(s[nt][e] * SCALE_LOG2 - rowL[e / 2]) : 0.0f;
+)cuda";
+    src += s.dropout ? keepFactor("mask", "q0 + i", "j") : "        const float mask = 1.0f;\n";
+    src += R"cuda(          s[nt][e] = p * (dp[nt][e] * mask - rowD[e / 2]);
+        }
+#pragma unroll
+      for (int ks = 0; ks < BN / 16; ++ks) {
+        unsigned sa[4];
+        ls2_a_from_c(sa, s[2 * ks], s[2 * ks + 1]);
+#pragma unroll
+        for (int dp2 = 0; dp2 < D / 16; ++dp2) {
+          unsigned kb[4];
+          ls2_b_fragments_t(kb, sK, LDS, ks * 16, dp2 * 16);
+          ls2_mma(acc[2 * dp2], sa, kb[0], kb[1]);
+          ls2_mma(acc[2 * dp2 + 1], sa, kb[2], kb[3]);
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const long long i = rows[r];
+      if (i >= lq) continue;
+#pragma unroll
+      for (int dt = 0; dt < DT; ++dt) {
+        const long long at = (q0 + i) * stride_dq + (long long)h * D + dt * 8 + 2 * t4;
+        ls2_store(dq, at, SCALE * acc[dt][2 * r]);
+        ls2_store(dq, at + 1, SCALE * acc[dt][2 * r + 1]);
+      }
+    }
+  }
+}
+)cuda";
+    dq.kernel.source = substitute(src, flashValues(s, dq.kernel.name));
+  }
+
+  // dk, dv per key tile and kv head: S^T and dP^T against each query tile
+  // of each query head of the group, in order.
+  {
+    GeneratedKernel &dkv = kernels[1];
+    dkv.kernel.name = kernelName + "_dkdv";
+    Params p(dkv);
+    inputs(p);
+    p.pointer(t + " *dk", ParamBinding::Kind::Result, 1);
+    p.pointer(t + " *dv", ParamBinding::Kind::Result, 2);
+    unsigned tokens = p.size("tokens_k", s.tokensK);
+    p.size("entries", s.entriesK);
+    strides(p);
+    p.rowStride("stride_dk", 1, true);
+    p.rowStride("stride_dv", 2, true);
+    if (s.dropout)
+      p.constant("stream", s.stream);
+    uint32_t shared = (2 * kTile + 2 * inner) * rowBytes + 2 * inner * 4;
+    dkv.kernel.launch = tileLaunch(s.tokensK, tokens, s.kvHeads, shared);
+    std::string src = kernelStart(op, s, "dk and dv", p);
+    src += "  constexpr int BN = ${TILE}, BM = " + std::to_string(inner) + ";\n";
+    src += R"cuda(  constexpr int KS = D / 16, NT = BM / 8, DT = D / 8;
+  ls2_t *sK = reinterpret_cast<ls2_t *>(ls2_smem), *sV = sK + BN * LDS, *sQ = sV + BN * LDS,
+        *sDO = sQ + BM * LDS;
+  float *sD = reinterpret_cast<float *>(sDO + BM * LDS), *sL = sD + BM;
+  const bool vq = ls2_vectors(q, stride_q), vk = ls2_vectors(k, stride_k),
+             vv = ls2_vectors(v, stride_v), vdo = ls2_vectors(dout, stride_dout);
+)cuda";
+    src += unitLoop(false);
+    src += R"cuda(    const int kvh = head;
+    ls2_load_tile<BN, D, LDS>(sK, k, k0 + first, lk - first, stride_k, (long long)kvh * D, vk);
+    ls2_load_tile<BN, D, LDS>(sV, v, k0 + first, lk - first, stride_v, (long long)kvh * D, vv);
+    const long long keys[2] = {first + wr + g, first + wr + g + 8};
+    float dkAcc[DT][4], dvAcc[DT][4];
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dkAcc[dt][e] = dvAcc[dt][e] = 0.0f;
+)cuda";
+    // Query i sees key j when j <= i + lk - lq: the tile's first key bounds
+    // the first query.
+    src += s.causal ? "    const long long firstQuery = max(0LL, first - (lk - lq));\n"
+                    : "    const long long firstQuery = 0;\n";
+    src += R"cuda(    for (int h = kvh * GROUP; h < (kvh + 1) * GROUP; ++h) {
+      for (long long qFirst = firstQuery; qFirst < lq; qFirst += BM) {
+        __syncthreads();
+        ls2_load_tile<BM, D, LDS>(sQ, q, q0 + qFirst, lq - qFirst, stride_q, (long long)h * D, vq);
+        ls2_load_tile<BM, D, LDS>(sDO, dout, q0 + qFirst, lq - qFirst, stride_dout,
+                                  (long long)h * D, vdo);
+)cuda";
+    src += rowStats("BM");
+    src += R"cuda(        __syncthreads();
+        // S^T = K Q^T and dP^T = V dO^T: rows the warp's keys, columns queries.
+        float st[NT][4], dpt[NT][4];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) st[nt][e] = dpt[nt][e] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < KS; ++kk) {
+          unsigned ka[4], va[4];
+          ls2_a_fragment(ka, sK, LDS, wr + g, kk * 16 + 2 * t4);
+          ls2_a_fragment(va, sV, LDS, wr + g, kk * 16 + 2 * t4);
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            const ls2_t *qp = sQ + (nt * 8 + g) * LDS + kk * 16 + 2 * t4;
+            const ls2_t *dop = sDO + (nt * 8 + g) * LDS + kk * 16 + 2 * t4;
+            ls2_mma(st[nt], ka, ls2_lds32(qp), ls2_lds32(qp + 8));
+            ls2_mma(dpt[nt], va, ls2_lds32(dop), ls2_lds32(dop + 8));
+          }
+        }
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int c = nt * 8 + 2 * t4 + (e & 1);
+            const long long j = keys[e / 2], i = qFirst + c;
+            const bool ok = j < lk${CAUSAL_OK} && sL[c] != NEG_INF;
+            const float p = ok ? exp2f(st[nt][e] * SCALE_LOG2 - sL[c]) : 0.0f;
+)cuda";
+    src += s.dropout ? "  " + keepFactor("mask", "q0 + i", "j")
+                     : "            const float mask = 1.0f;\n";
+    src += R"cuda(            st[nt][e] = p * mask;
+            dpt[nt][e] = p * (dpt[nt][e] * mask - sD[c]);
+          }
+        // dV += (P mask)^T dO and dK += dS^T Q, the query tile as k.
+#pragma unroll
+        for (int ks = 0; ks < BM / 16; ++ks) {
+          unsigned pa[4], sa[4];
+          ls2_a_from_c(pa, st[2 * ks], st[2 * ks + 1]);
+          ls2_a_from_c(sa, dpt[2 * ks], dpt[2 * ks + 1]);
+#pragma unroll
+          for (int dp2 = 0; dp2 < D / 16; ++dp2) {
+            unsigned ob[4], qb[4];
+            ls2_b_fragments_t(ob, sDO, LDS, ks * 16, dp2 * 16);
+            ls2_b_fragments_t(qb, sQ, LDS, ks * 16, dp2 * 16);
+            ls2_mma(dvAcc[2 * dp2], pa, ob[0], ob[1]);
+            ls2_mma(dvAcc[2 * dp2 + 1], pa, ob[2], ob[3]);
+            ls2_mma(dkAcc[2 * dp2], sa, qb[0], qb[1]);
+            ls2_mma(dkAcc[2 * dp2 + 1], sa, qb[2], qb[3]);
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const long long j = keys[r];
+      if (j >= lk) continue;
+#pragma unroll
+      for (int dt = 0; dt < DT; ++dt) {
+        const long long atK = (k0 + j) * stride_dk + (long long)kvh * D + dt * 8 + 2 * t4;
+        const long long atV = (k0 + j) * stride_dv + (long long)kvh * D + dt * 8 + 2 * t4;
+        ls2_store(dk, atK, SCALE * dkAcc[dt][2 * r]);
+        ls2_store(dk, atK + 1, SCALE * dkAcc[dt][2 * r + 1]);
+        ls2_store(dv, atV, dvAcc[dt][2 * r]);
+        ls2_store(dv, atV + 1, dvAcc[dt][2 * r + 1]);
+      }
+    }
+  }
+}
+)cuda";
+    dkv.kernel.source = substitute(src, flashValues(s, dkv.kernel.name));
+  }
+  return kernels;
+}
+
+} // namespace ls2c::codegen::attention

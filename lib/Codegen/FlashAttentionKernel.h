@@ -1,0 +1,46 @@
+//===- FlashAttentionKernel.h - tensor-core attention kernels --------------===//
+//
+// FlashAttention-2 style kernels (Dao, "FlashAttention-2: Faster Attention
+// with Better Parallelism and Work Partitioning", 2023, sections 3.1-3.2)
+// for ls2.attention and ls2.attention_grad on f16/bf16 with a head dim that
+// is a multiple of 16 up to 128: tiles of queries and keys in shared
+// memory, mma.sync m16n8k16 with f32 accumulators, an online softmax in
+// registers, no S x S matrix in device memory. Backward is split as the
+// simple kernels are (dq per query tile, dk/dv per key tile, no atomics),
+// so results are the same bits run to run. Same operands, results, Philox
+// dropout layout and lse convention as the simple kernels in
+// AttentionKernel.cpp, which handle every other shape.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LS2C_CODEGEN_FLASHATTENTIONKERNEL_H
+#define LS2C_CODEGEN_FLASHATTENTIONKERNEL_H
+
+#include "AttentionCommon.h"
+
+namespace ls2c::codegen::attention {
+
+/// Whether the tensor-core kernels take an attention of this spec: f16 or
+/// bf16 with the head dim a multiple of 16 in [16, 128].
+bool flashApplies(const AttentionSpec &s);
+
+/// The forward kernel: one block of 4 warps per 64-query tile of a sequence
+/// and query head. Binds as generateAttentionKernel's kernel does.
+GeneratedKernel generateFlashForward(mlir::Operation *op, const AttentionSpec &s,
+                                     const std::string &kernelName);
+
+/// Operand indices of ls2.attention_grad beyond the spec's.
+struct GradOperands {
+  unsigned dout = 0, out = 0, lse = 0;
+};
+
+/// The two backward kernels, "<kernelName>_dq" (per 64-query tile and
+/// query head) and "<kernelName>_dkdv" (per 64-key tile and kv head, the
+/// group's query heads summed in order), launched in that order.
+std::vector<GeneratedKernel> generateFlashBackward(mlir::Operation *op, const AttentionSpec &s,
+                                                   const GradOperands &g,
+                                                   const std::string &kernelName);
+
+} // namespace ls2c::codegen::attention
+
+#endif // LS2C_CODEGEN_FLASHATTENTIONKERNEL_H
