@@ -140,6 +140,8 @@ const char *arenaStrategyName(ArenaStrategy strategy) {
     return "greedy-by-size";
   case ArenaStrategy::GreedyByDuration:
     return "greedy-by-duration";
+  case ArenaStrategy::GreedyByArea:
+    return "greedy-by-area";
   }
   return "unknown";
 }
@@ -254,10 +256,20 @@ ArenaPlan planArena(const std::vector<PlannedBuffer> &buffers,
   auto key = [&](size_t g, ArenaStrategy s) {
     const Group &x = groups[g];
     int64_t duration = x.lastStep - x.firstStep;
-    // Negated so that ascending tuple order is "larger first".
-    return s == ArenaStrategy::GreedyBySize
-               ? std::make_tuple(-x.bytes, -duration, x.minId)
-               : std::make_tuple(-duration, -x.bytes, x.minId);
+    // Negated so that ascending tuple order is "larger first". The area
+    // (bytes x steps live) cannot overflow: bytes fit int64 together, and
+    // a product too large for it saturates (the order stays a total order).
+    int64_t area = 0;
+    if (__builtin_mul_overflow(x.bytes, duration + 1, &area))
+      area = kInt64Max;
+    switch (s) {
+    case ArenaStrategy::GreedyBySize:
+      return std::make_tuple(-x.bytes, -duration, x.minId);
+    case ArenaStrategy::GreedyByArea:
+      return std::make_tuple(-area, -x.bytes, x.minId);
+    default:
+      return std::make_tuple(-duration, -x.bytes, x.minId);
+    }
   };
   auto run = [&](ArenaStrategy s, int64_t &arenaBytes) {
     std::vector<size_t> order = sized;
@@ -271,14 +283,20 @@ ArenaPlan planArena(const std::vector<PlannedBuffer> &buffers,
   plan.lowerBoundBytes = lowerBound(groups);
   std::vector<int64_t> groupOffsets;
   if (options.strategy == ArenaStrategy::Best) {
-    int64_t bySize = 0, byDuration = 0;
-    std::vector<int64_t> a = run(ArenaStrategy::GreedyBySize, bySize);
-    std::vector<int64_t> b = run(ArenaStrategy::GreedyByDuration, byDuration);
-    bool second = byDuration < bySize;
-    groupOffsets = second ? std::move(b) : std::move(a);
-    plan.arenaBytes = second ? byDuration : bySize;
-    plan.strategy = arenaStrategyName(second ? ArenaStrategy::GreedyByDuration
-                                             : ArenaStrategy::GreedyBySize);
+    // Each order in turn; a later one is kept only when strictly smaller.
+    bool first = true;
+    for (ArenaStrategy s : {ArenaStrategy::GreedyBySize,
+                            ArenaStrategy::GreedyByDuration,
+                            ArenaStrategy::GreedyByArea}) {
+      int64_t bytes = 0;
+      std::vector<int64_t> offsets = run(s, bytes);
+      if (first || bytes < plan.arenaBytes) {
+        groupOffsets = std::move(offsets);
+        plan.arenaBytes = bytes;
+        plan.strategy = arenaStrategyName(s);
+      }
+      first = false;
+    }
   } else {
     groupOffsets = run(options.strategy, plan.arenaBytes);
     plan.strategy = arenaStrategyName(options.strategy);

@@ -265,7 +265,21 @@ private:
           dims.push_back(o.getTransposeB() ? b[b.size() - 2] : b[b.size() - 1]);
           out.shapes[o.getResult()] = dims;
           if (Value bg = o.getBiasGrad())
-            out.shapes[bg] = {dims[dims.size() - 2]};
+            // BGRADA sums a's rows ([M]); an activation gradient's bias
+            // gradient sums the result's rows ([N]).
+            out.shapes[bg] = {dims[dims.size() - (o.hasActivationGrad() ? 1 : 2)]};
+          if (Value aux = o.getAuxOut()) {
+            auto t = cast<RankedTensorType>(aux.getType());
+            if (t.getElementType().isInteger(32)) // the ReLU bit mask
+              out.shapes[aux] = {dims[dims.size() - 2], staticDim(t.getDimSize(1))};
+            else
+              out.shapes[aux] = dims;
+          }
+          if (Value aux = o.getAux()) {
+            // The GELU input has the result's shape; the mask its rows.
+            ArrayRef<Dim> x = shapeOf(aux);
+            unite(x[0], dims[dims.size() - 2]);
+          }
           return success();
         })
         .Case([&](ls2::AttentionOp o) -> LogicalResult {

@@ -344,6 +344,35 @@ private:
       g.biasGrad = contiguous(op, bg);
       g.biasType = dtypeOrThrow(op, tensorType(bg).getElementType());
     }
+    if (std::optional<ls2::GemmActivation> act = op.getActivation()) {
+      using E = runtime::GemmEpilogue;
+      bool bias = op.getBias() != nullptr, bgrad = op.getBiasGrad() != nullptr;
+      Value aux = op.hasActivationGrad() ? op.getAux() : op.getAuxOut();
+      switch (*act) {
+      case ls2::GemmActivation::Relu:
+        g.epilogue = aux ? (bias ? E::ReluAuxBias : E::ReluAux)
+                         : (bias ? E::ReluBias : E::Relu);
+        break;
+      case ls2::GemmActivation::GeluTanh:
+        g.epilogue = aux ? (bias ? E::GeluAuxBias : E::GeluAux)
+                         : (bias ? E::GeluBias : E::Gelu);
+        break;
+      case ls2::GemmActivation::ReluGrad:
+        g.epilogue = bgrad ? E::DReluBGrad : E::DRelu;
+        break;
+      case ls2::GemmActivation::GeluTanhGrad:
+        g.epilogue = bgrad ? E::DGeluBGrad : E::DGelu;
+        break;
+      }
+      if (aux) {
+        g.aux = contiguous(op, aux);
+        // The ReLU mask's row in bits (32 per i32 word); the GELU input's
+        // row in elements.
+        int64_t width = tensorType(aux).getDimSize(1);
+        g.auxLd = tensorType(aux).getElementType().isInteger(32) ? width * 32
+                                                                 : width;
+      }
+    }
     runtime::Step s;
     s.kind = runtime::Step::Kind::Gemm;
     s.gemm = g;

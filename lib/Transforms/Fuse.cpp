@@ -792,7 +792,8 @@ private:
         clonable.erase(op); // materialize erases it; its address may be reused
       made.push_back(materialize(ops, ls2::FusionKind::Loop, 0, index++));
     }
-    attachEpilogues(made);
+    EpilogueReport epilogues;
+    attachEpilogues(made, report ? &epilogues : nullptr);
     // Dead views and sizes left behind.
     for (changed = true; changed;) {
       changed = false;
@@ -835,6 +836,10 @@ private:
                      << " bytes fewer saved between the passes\n";
       for (const std::string &r : refusals)
         llvm::outs() << "  not fused: " << r << "\n";
+      for (const std::string &e : epilogues.attached)
+        llvm::outs() << "  GEMM epilogue: " << e << "\n";
+      for (const std::string &e : epilogues.refused)
+        llvm::outs() << "  not a GEMM epilogue: " << e << "\n";
     }
   }
 

@@ -1,10 +1,23 @@
 //===- FusionEpilogues.h - fusion groups that become GEMM epilogues ------===//
 //
-// Internal to ls2-fuse. After grouping, a loop group that only adds a
-// row-broadcast bias to a GEMM's result, and a column group that only sums
-// the rows of a weight-gradient GEMM's `a`, become that GEMM's cuBLASLt
-// epilogues (ls2.matmul's `bias` operand, CUBLASLT_EPILOGUE_BIAS, and its
-// `bias_grad` result, BGRADA): one launch fewer each.
+// Internal to ls2-fuse. After grouping, groups that only finish a GEMM's
+// result in a way cuBLASLt's epilogues can (ls2.matmul's description)
+// become that GEMM's epilogue, one launch fewer each:
+//   - a loop that only adds a row-broadcast bias: the `bias` operand
+//     (CUBLASLT_EPILOGUE_BIAS);
+//   - a column group that only sums the rows of a weight-gradient GEMM's
+//     `a`: its `bias_grad` result (BGRADA);
+//   - a loop that adds a bias (or none) and applies ReLU or the tanh GELU,
+//     as ls2-decompose writes them: `activation` relu / gelu_tanh, with an
+//     `aux` result when the backward reads the activation's input (RELU_AUX
+//     / GELU_AUX, with BIAS); the erf GELU is refused (cuBLASLt has none);
+//   - a loop or column group that multiplies a GEMM's result by the ReLU
+//     mask or the tanh GELU derivative of a saved input (and sums the
+//     product's rows): `activation` relu_grad / gelu_tanh_grad reading that
+//     input as `aux` (DRELU / DGELU, with BGRAD).
+// A ReLU's mask becomes cuBLASLt's bit mask, which only the gradient
+// epilogue reads, so a ReLU attaches only together with every reader of
+// its mask. Each refusal of a group that looks like an epilogue says why.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LS2C_LIB_TRANSFORMS_FUSIONEPILOGUES_H
@@ -14,10 +27,20 @@
 
 #include "llvm/ADT/SmallVector.h"
 
+#include <string>
+#include <vector>
+
 namespace ls2c::fusion {
 
+/// What attachEpilogues did, for ls2-fuse's report.
+struct EpilogueReport {
+  std::vector<std::string> attached; ///< "group gelu_3 -> ls2.matmul (...): ..."
+  std::vector<std::string> refused;  ///< "group gelu_3 -> ls2.matmul (...): why"
+};
+
 /// Attaches what it can and erases those groups; `made` keeps the others.
-void attachEpilogues(llvm::SmallVector<ls2::FusionOp> &made);
+void attachEpilogues(llvm::SmallVector<ls2::FusionOp> &made,
+                     EpilogueReport *report = nullptr);
 
 } // namespace ls2c::fusion
 

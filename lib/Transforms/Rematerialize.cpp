@@ -124,9 +124,31 @@ private:
     if (!type || (isa<FloatType>(type.getElementType()) &&
                   type.getElementType().getIntOrFloatBitWidth() < 32))
       return true;
+    // A value the backward reads is stored anyway, unless the backward
+    // recomputes it too (GELU's tanh, which CSE shares with its
+    // derivative): then chains through it go on to what it is computed from.
     return llvm::any_of(v.getUsers(),
-                        [&](Operation *u) { return split.backward.contains(u); });
+                        [&](Operation *u) { return split.backward.contains(u); }) &&
+           !willRecompute(v);
   }
+
+  /// Whether recomputeWideValues clones `v` into the backward where the
+  /// backward reads it (decided once per value).
+  bool willRecompute(Value v) {
+    auto it = recomputeDecisions.find(v);
+    if (it != recomputeDecisions.end())
+      return it->second;
+    recomputeDecisions[v] = false; // no cycles in SSA; a guard all the same
+    Operation *def = v.getDefiningOp();
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    bool yes = rematerialize && def && !split.backward.contains(def) && type &&
+               isa<FloatType>(type.getElementType()) &&
+               type.getElementType().getIntOrFloatBitWidth() >= 32 &&
+               !isSingleElement(type) && recomputable(v, 0);
+    recomputeDecisions[v] = yes;
+    return yes;
+  }
+  llvm::DenseMap<Value, bool> recomputeDecisions;
 
   /// A forward value the backward can recompute within a few cheap
   /// elementwise ops from values stored anyway; a chain that would need a
@@ -172,9 +194,7 @@ private:
         Operation *def = v.getDefiningOp();
         auto type = dyn_cast<RankedTensorType>(v.getType());
         if (!def || split.backward.contains(def) || !type ||
-            !isa<FloatType>(type.getElementType()) ||
-            type.getElementType().getIntOrFloatBitWidth() < 32 ||
-            isSingleElement(type) || !recomputable(v, 0))
+            !willRecompute(v))
           continue;
         OpBuilder b(&op);
         Value c = copyFor(v, b, 0);

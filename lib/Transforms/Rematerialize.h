@@ -5,9 +5,10 @@
 // on the backward seed (the `loss_grad` or `loss_scale` argument) and every
 // op only such ops read. With rematerialization, values the passes share are
 // recomputed in the backward instead of being stored across them:
-//   - f32 values CSE shared (a normalized row, GELU's 1 + erf) are cloned
-//     into the backward from values stored anyway (arguments, fp16/bf16
-//     values, row statistics, values the backward reads);
+//   - f32 values CSE shared (a normalized row, GELU's 1 + erf, the tanh
+//     GELU's tanh and x^2) are cloned into the backward from values stored
+//     anyway (arguments, fp16/bf16 values, row statistics, values the
+//     backward reads and does not itself recompute);
 //   - a widening cast read by both passes gets a backward copy, so the
 //     forward stores the narrow value.
 // (ls2-fuse then keeps loops from mixing the passes.)

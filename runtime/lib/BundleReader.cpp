@@ -88,10 +88,11 @@ std::vector<BundleSection> splitBundle(std::string_view bytes,
     fail("header.magic", escaped(bytes.substr(0, 8)) +
                              ": not a bundle (expected \"LS2BNDL\\x00\")");
   uint32_t version = getU32(bytes, 8);
-  if (version != kBundleFormatVersion)
+  if (version < kOldestBundleFormatVersion || version > kBundleFormatVersion)
     fail("header.version",
          std::to_string(version) +
-             ": unsupported format version (this loader reads version " +
+             ": unsupported format version (this loader reads versions " +
+             std::to_string(kOldestBundleFormatVersion) + " to " +
              std::to_string(kBundleFormatVersion) + ")");
   uint32_t count = getU32(bytes, 12);
   uint64_t fileSize = getU64(bytes, 16);
@@ -202,8 +203,13 @@ std::vector<BundleSection> splitBundle(std::string_view bytes,
 
 Program parseBundle(const std::string &bytes,
                     const std::string &nameForErrors) {
-  Program program = detail::sectionsToProgram(splitBundle(bytes, nameForErrors),
-                                              nameForErrors);
+  std::vector<BundleSection> sections = splitBundle(bytes, nameForErrors);
+  // splitBundle checked the header, version included.
+  uint32_t version = 0;
+  for (int i = 0; i < 4; ++i)
+    version |= uint32_t(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+  Program program =
+      detail::sectionsToProgram(sections, nameForErrors, version);
   validateProgram(program, nameForErrors);
   return program;
 }

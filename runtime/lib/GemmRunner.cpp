@@ -21,6 +21,17 @@
 //                biasGrad[m] = sum_k op(a)[m, k]; with transposeA (a stored
 //                [K, M], the weight-gradient dW = dYᵀ X) that is the column
 //                sums of the stored a (db = the sums of dY over tokens).
+//   Relu*, Gelu* -> CUBLASLT_EPILOGUE_RELU[_AUX][_BIAS], GELU[_AUX][_BIAS]:
+//                pointwise on D (any layout); the bias as for Bias. The aux
+//                matrix has D's shape, N x M column-major with leading
+//                dimension auxLd: the program's row-major [M, auxLd] (bits
+//                of the ReLU mask, elements of c's dtype for the GELU
+//                input). cuBLASLt needs auxLd a multiple of 128 (ReLU) or 8
+//                (GELU) and >= N ("rows of D").
+//   DRelu*, DGelu* -> CUBLASLT_EPILOGUE_DRELU[_BGRAD], DGELU[_BGRAD]: D =
+//                acc * act'(aux), aux read as above; BGRAD's bias gradient
+//                has length "rows of D" = N and sums D over its columns,
+//                i.e. biasGrad[n] = sum_m C[m, n], in c's dtype.
 //
 // The bias has c's dtype (cuBLASLt's rule; other combinations are refused).
 // Where cuBLASLt has no algorithm for BGRADB (seen on sm_90 with CUDA 13.0:
@@ -30,6 +41,9 @@
 // live in a small device buffer the runner owns. k = 0 writes zeros with
 // memsets, and with a bias runs a K = 1 GEMM over zeros in the workspace so
 // C is the bias broadcast, rounded once, by the same epilogue.
+//
+// Activation epilogues run on one matrix (batch 1) and have no fallback:
+// cuBLASLt without an algorithm for one is a GemmError naming it.
 //
 // LS2C_GEMM_TRACE=1 in the environment prints each new plan (shape, the
 // epilogue used, the algorithm's workspace) to stderr.
@@ -60,20 +74,60 @@ struct Desc {
   int64_t lda = 0, ldb = 0, ldc = 0;
   int64_t strideA = 0, strideB = 0, strideC = 0;
   GemmEpilogue epilogue = GemmEpilogue::None;
+  int64_t auxLd = 0;
   const void *a = nullptr, *b = nullptr, *bias = nullptr;
-  void *c = nullptr, *biasGrad = nullptr;
+  void *c = nullptr, *biasGrad = nullptr, *aux = nullptr;
 };
 
-const char *epilogueName(GemmEpilogue e) {
+bool usesAux(GemmEpilogue e) {
+  return epilogueWritesAux(e) || epilogueReadsAux(e);
+}
+
+/// The cuBLASLt epilogue of `e` (after the row-major swap, see above).
+cublasLtEpilogue_t cublasEpilogue(GemmEpilogue e) {
   switch (e) {
   case GemmEpilogue::None:
-    return "none";
+    return CUBLASLT_EPILOGUE_DEFAULT;
   case GemmEpilogue::Bias:
-    return "bias";
+    return CUBLASLT_EPILOGUE_BIAS;
   case GemmEpilogue::BiasGradA:
-    return "bias_grad_a";
+    return CUBLASLT_EPILOGUE_BGRADB;
+  case GemmEpilogue::Relu:
+    return CUBLASLT_EPILOGUE_RELU;
+  case GemmEpilogue::ReluAux:
+    return CUBLASLT_EPILOGUE_RELU_AUX;
+  case GemmEpilogue::ReluBias:
+    return CUBLASLT_EPILOGUE_RELU_BIAS;
+  case GemmEpilogue::ReluAuxBias:
+    return CUBLASLT_EPILOGUE_RELU_AUX_BIAS;
+  case GemmEpilogue::Gelu:
+    return CUBLASLT_EPILOGUE_GELU;
+  case GemmEpilogue::GeluAux:
+    return CUBLASLT_EPILOGUE_GELU_AUX;
+  case GemmEpilogue::GeluBias:
+    return CUBLASLT_EPILOGUE_GELU_BIAS;
+  case GemmEpilogue::GeluAuxBias:
+    return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  case GemmEpilogue::DRelu:
+    return CUBLASLT_EPILOGUE_DRELU;
+  case GemmEpilogue::DReluBGrad:
+    return CUBLASLT_EPILOGUE_DRELU_BGRAD;
+  case GemmEpilogue::DGelu:
+    return CUBLASLT_EPILOGUE_DGELU;
+  case GemmEpilogue::DGeluBGrad:
+    return CUBLASLT_EPILOGUE_DGELU_BGRAD;
   }
-  return "?";
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+/// The pointer cuBLASLt's BIAS_POINTER takes: the bias, or the bias
+/// gradient it writes; null when the epilogue has neither.
+const void *biasPointerOf(const Desc &d) {
+  if (epilogueHasBias(d.epilogue))
+    return d.bias;
+  if (epilogueHasBiasGrad(d.epilogue))
+    return d.biasGrad;
+  return nullptr;
 }
 
 /// "gemm m=37 n=65 k=19 batch=1 a=f16[T] lda=37 b=f16 ldb=65 c=f32 ldc=65
@@ -88,8 +142,10 @@ std::string describe(const Desc &d) {
   if (d.batch != 1)
     s << " strides=" << d.strideA << "/" << d.strideB << "/" << d.strideC;
   s << " epilogue=" << epilogueName(d.epilogue);
-  if (d.epilogue != GemmEpilogue::None)
+  if (epilogueHasBias(d.epilogue) || epilogueHasBiasGrad(d.epilogue))
     s << "(" << dtypeName(d.biasType) << ")";
+  if (usesAux(d.epilogue))
+    s << " auxLd=" << d.auxLd;
   return s.str();
 }
 
@@ -164,7 +220,7 @@ struct Plan {
   }
 };
 
-using Key = std::array<int64_t, 22>;
+using Key = std::array<int64_t, 24>;
 
 Key keyOf(const Desc &d, size_t workspaceBytes) {
   return {static_cast<int64_t>(d.aType),
@@ -187,9 +243,10 @@ Key keyOf(const Desc &d, size_t workspaceBytes) {
           alignmentOf(d.a),
           alignmentOf(d.b),
           alignmentOf(d.c),
-          alignmentOf(d.epilogue == GemmEpilogue::BiasGradA ? d.biasGrad
-                                                            : d.bias),
-          static_cast<int64_t>(workspaceBytes)};
+          alignmentOf(biasPointerOf(d)),
+          static_cast<int64_t>(workspaceBytes),
+          d.auxLd,
+          usesAux(d.epilogue) ? alignmentOf(d.aux) : 0};
 }
 
 struct Preference {
@@ -262,19 +319,23 @@ Plan *GemmRunner::Impl::plan(const Desc &d, size_t wsBytes,
   checkLt(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB,
                                          &tb, sizeof(tb)),
           "cublasLtMatmulDescSetAttribute(TRANSB)", d);
-  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  const void *biasPtr = nullptr;
-  if (d.epilogue == GemmEpilogue::Bias) {
-    epilogue = CUBLASLT_EPILOGUE_BIAS;
-    biasPtr = d.bias;
-  } else if (d.epilogue == GemmEpilogue::BiasGradA) {
-    epilogue = CUBLASLT_EPILOGUE_BGRADB;
-    biasPtr = d.biasGrad;
-  }
+  cublasLtEpilogue_t epilogue = cublasEpilogue(d.epilogue);
+  const void *biasPtr = biasPointerOf(d);
   checkLt(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                          &epilogue, sizeof(epilogue)),
           "cublasLtMatmulDescSetAttribute(EPILOGUE)", d);
-  if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+  if (usesAux(d.epilogue)) {
+    // The heuristic reads the pointer's alignment (part of the key).
+    checkLt(cublasLtMatmulDescSetAttribute(
+                p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &d.aux,
+                sizeof(d.aux)),
+            "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)", d);
+    int64_t ld = d.auxLd;
+    checkLt(cublasLtMatmulDescSetAttribute(
+                p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof(ld)),
+            "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_LD)", d);
+  }
+  if (biasPtr) {
     cudaDataType_t bt = cudaType(d.biasType);
     checkLt(cublasLtMatmulDescSetAttribute(
                 p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)),
@@ -378,14 +439,16 @@ bool GemmRunner::Impl::matmul(const Desc &d, void *ws, size_t wsBytes,
   Plan *p = plan(d, wsBytes, allowUnsupported);
   if (!p)
     return false;
-  if (d.epilogue != GemmEpilogue::None) {
-    const void *biasPtr =
-        d.epilogue == GemmEpilogue::Bias ? d.bias : d.biasGrad;
+  if (const void *biasPtr = biasPointerOf(d))
     checkLt(cublasLtMatmulDescSetAttribute(
                 p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &biasPtr,
                 sizeof(biasPtr)),
             "cublasLtMatmulDescSetAttribute(BIAS_POINTER)", d);
-  }
+  if (usesAux(d.epilogue))
+    checkLt(cublasLtMatmulDescSetAttribute(
+                p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &d.aux,
+                sizeof(d.aux)),
+            "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)", d);
   const float alpha = 1.0f, beta = 0.0f;
   checkLt(cublasLtMatmul(handle, p->op, &alpha, d.b, p->la, d.a, p->lb, &beta,
                          d.c, p->lc, d.c, p->lc, &p->algo, ws, p->workspaceBytes,
@@ -491,13 +554,16 @@ void GemmRunner::run(const Gemm &gemm, const GemmShape &shape,
   d.c = p.c;
   d.bias = p.bias;
   d.biasGrad = p.biasGrad;
+  d.aux = p.aux;
+  d.auxLd = gemm.auxLd;
 
   if (d.m < 0 || d.n < 0 || d.k < 0 || d.batch < 0)
     fail("negative size", d);
   if (d.m == 0 || d.n == 0 || d.batch == 0)
     return;
   if (!isFloat(d.aType) || !isFloat(d.bType) || !isFloat(d.cType) ||
-      (d.epilogue != GemmEpilogue::None && !isFloat(d.biasType)))
+      ((epilogueHasBias(d.epilogue) || epilogueHasBiasGrad(d.epilogue)) &&
+       !isFloat(d.biasType)))
     fail("operands must be f32, f16 or bf16", d);
   if (d.aType != d.bType)
     fail("a and b must have one dtype", d);
@@ -527,6 +593,33 @@ void GemmRunner::run(const Gemm &gemm, const GemmShape &shape,
     if (d.batch != 1)
       fail("the bias-gradient epilogue needs batch 1", d);
   }
+  if (epilogueIsActivation(d.epilogue)) {
+    if (d.batch != 1)
+      fail("activation epilogues need batch 1", d);
+    if (epilogueHasBias(d.epilogue) && !d.bias)
+      fail("a bias epilogue without a bias pointer", d);
+    if (epilogueHasBiasGrad(d.epilogue) && !d.biasGrad)
+      fail("a bias-gradient epilogue without a bias-gradient pointer", d);
+    // cuBLASLt's rules: the bias and the bias gradient have D's dtype
+    // (CUBLASLT_MATMUL_DESC_BIAS_POINTER).
+    if ((epilogueHasBias(d.epilogue) || epilogueHasBiasGrad(d.epilogue)) &&
+        d.biasType != d.cType)
+      fail("activation epilogues need the bias (gradient) in c's dtype "
+           "(cuBLASLt's rule)",
+           d);
+    if (usesAux(d.epilogue)) {
+      if (!d.aux)
+        fail("an aux epilogue without an aux pointer", d);
+      // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: ReLU bit-mask rows in bits, a
+      // multiple of 128; GELU input rows in elements, a multiple of 8; both
+      // >= "rows of D" = N.
+      int64_t unit = epilogueIsRelu(d.epilogue) ? 128 : 8;
+      if (d.auxLd < d.n || d.auxLd % unit != 0)
+        fail("auxLd must be a multiple of " + std::to_string(unit) +
+                 " and >= n (cuBLASLt's EPILOGUE_AUX_LD rule)",
+             d);
+    }
+  }
   if (d.ldc < d.n)
     fail("ldc is less than n", d);
   if (d.k > 0) {
@@ -544,12 +637,15 @@ void GemmRunner::run(const Gemm &gemm, const GemmShape &shape,
                                     dtypeBytes(d.biasType),
                                 stream),
                 "cudaMemsetAsync(biasGrad)", d);
-    if (d.epilogue != GemmEpilogue::Bias) {
+    if (d.epilogue == GemmEpilogue::None ||
+        d.epilogue == GemmEpilogue::BiasGradA) {
       impl->zeroC(d, stream);
       return;
     }
-    // C = 0 * 0 + bias: a K = 1 GEMM over a zero vector at the front of the
-    // workspace (both a [M, 1] and b [1, N] read it; shared by the batches).
+    // C = epilogue(0 * 0 (+ bias)): a K = 1 GEMM over a zero vector at the
+    // front of the workspace (both a [M, 1] and b [1, N] read it; shared by
+    // the batches), with the same epilogue (the activations, their aux and
+    // bias gradients of an all-zero product).
     size_t zeroBytes =
         (static_cast<size_t>(std::max(d.m, d.n)) * dtypeBytes(d.aType) + 255) &
         ~size_t(255);

@@ -53,6 +53,23 @@ constexpr Spelling<Step::Kind> kStepKinds[] = {
 constexpr Spelling<GemmEpilogue> kEpilogues[] = {
     {GemmEpilogue::None, "none"},
     {GemmEpilogue::Bias, "bias"},
+    {GemmEpilogue::BiasGradA, "bias_grad_a"},
+    {GemmEpilogue::Relu, "relu"},
+    {GemmEpilogue::ReluAux, "relu_aux"},
+    {GemmEpilogue::ReluBias, "relu_bias"},
+    {GemmEpilogue::ReluAuxBias, "relu_aux_bias"},
+    {GemmEpilogue::Gelu, "gelu"},
+    {GemmEpilogue::GeluAux, "gelu_aux"},
+    {GemmEpilogue::GeluBias, "gelu_bias"},
+    {GemmEpilogue::GeluAuxBias, "gelu_aux_bias"},
+    {GemmEpilogue::DRelu, "drelu"},
+    {GemmEpilogue::DReluBGrad, "drelu_bgrad"},
+    {GemmEpilogue::DGelu, "dgelu"},
+    {GemmEpilogue::DGeluBGrad, "dgelu_bgrad"}};
+/// Format version 1 knew only these.
+constexpr Spelling<GemmEpilogue> kEpiloguesV1[] = {
+    {GemmEpilogue::None, "none"},
+    {GemmEpilogue::Bias, "bias"},
     {GemmEpilogue::BiasGradA, "bias_grad_a"}};
 
 template <typename E, size_t N>
@@ -153,6 +170,8 @@ ojson gemmJson(const Gemm &g) {
   j["strideB"] = g.strideB;
   j["strideC"] = g.strideC;
   j["epilogue"] = spell(kEpilogues, g.epilogue);
+  j["aux"] = refJson(g.aux);
+  j["auxLd"] = g.auxLd;
   return j;
 }
 
@@ -258,8 +277,10 @@ size_t nestingDepth(const std::string &text) {
 
 class Reader {
 public:
-  Reader(const std::vector<BundleSection> &sections, const std::string &file)
-      : sections(sections), file(file), used(sections.size(), false) {}
+  Reader(const std::vector<BundleSection> &sections, const std::string &file,
+         uint32_t version)
+      : sections(sections), file(file), used(sections.size(), false),
+        version(version) {}
 
   Program read();
 
@@ -397,7 +418,7 @@ public:
       for (auto it = j.begin(); it != j.end(); ++it)
         if (std::find(known.begin(), known.end(), it.key()) == known.end())
           r.fail(at(path, it.key()), "unknown key (format version " +
-                                         std::to_string(kBundleFormatVersion) +
+                                         std::to_string(r.version) +
                                          " has no such field)");
     }
 
@@ -474,6 +495,7 @@ private:
   const std::vector<BundleSection> &sections;
   const std::string &file;
   std::vector<bool> used;
+  uint32_t version; ///< the container's format version
 
   const std::string &section(const json &v, const std::string &path,
                              SectionKind kind);
@@ -589,7 +611,13 @@ Gemm Reader::gemm(const json &v, const std::string &path) const {
   g.strideA = o.i64("strideA");
   g.strideB = o.i64("strideB");
   g.strideC = o.i64("strideC");
-  g.epilogue = o.enumeration("epilogue", kEpilogues);
+  if (version >= 2) {
+    g.epilogue = o.enumeration("epilogue", kEpilogues);
+    g.aux = o.ref("aux");
+    g.auxLd = o.i64("auxLd");
+  } else {
+    g.epilogue = o.enumeration("epilogue", kEpiloguesV1);
+  }
   o.finish();
   return g;
 }
@@ -701,11 +729,11 @@ Program Reader::read() {
     fail("sections[0]", std::string("manifest is not valid JSON: ") + e.what());
   }
   Object o(*this, root, "");
-  uint64_t version = o.u64("formatVersion");
-  if (version != kBundleFormatVersion)
-    fail("formatVersion", std::to_string(version) +
+  uint64_t formatVersion = o.u64("formatVersion");
+  if (formatVersion != version)
+    fail("formatVersion", std::to_string(formatVersion) +
                               ": differs from the header's format version " +
-                              std::to_string(kBundleFormatVersion));
+                              std::to_string(version));
   Program p;
   p.modelName = o.string("modelName");
   p.description = o.string("description");
@@ -804,8 +832,8 @@ std::vector<BundleSection> programToSections(const Program &p) {
 }
 
 Program sectionsToProgram(const std::vector<BundleSection> &sections,
-                          const std::string &nameForErrors) {
-  Reader reader(sections, nameForErrors);
+                          const std::string &nameForErrors, uint32_t version) {
+  Reader reader(sections, nameForErrors, version);
   try {
     return reader.read();
   } catch (const json::exception &e) {

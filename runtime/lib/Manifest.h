@@ -23,8 +23,11 @@ std::vector<BundleSection> programToSections(const Program &program);
 /// The Program the sections hold (as splitBundle returns them: section 0 is
 /// the manifest). Checks the manifest's JSON syntax, types, keys and section
 /// references, not the program's invariants (validateProgram does).
+/// `version` is the container header's format version: the manifest's
+/// `formatVersion` must equal it, and it decides which keys exist.
 Program sectionsToProgram(const std::vector<BundleSection> &sections,
-                          const std::string &nameForErrors);
+                          const std::string &nameForErrors,
+                          uint32_t version = kBundleFormatVersion);
 
 } // namespace ls2c::runtime::detail
 

@@ -103,7 +103,91 @@ bool operator==(const Gemm &a, const Gemm &b) {
          a.m == b.m && a.n == b.n && a.k == b.k && a.batch == b.batch &&
          a.lda == b.lda && a.ldb == b.ldb && a.ldc == b.ldc &&
          a.strideA == b.strideA && a.strideB == b.strideB &&
-         a.strideC == b.strideC && a.epilogue == b.epilogue;
+         a.strideC == b.strideC && a.epilogue == b.epilogue &&
+         a.aux == b.aux && a.auxLd == b.auxLd;
+}
+
+bool epilogueHasBias(GemmEpilogue e) {
+  switch (e) {
+  case GemmEpilogue::Bias:
+  case GemmEpilogue::ReluBias:
+  case GemmEpilogue::ReluAuxBias:
+  case GemmEpilogue::GeluBias:
+  case GemmEpilogue::GeluAuxBias:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool epilogueHasBiasGrad(GemmEpilogue e) {
+  return e == GemmEpilogue::BiasGradA || e == GemmEpilogue::DReluBGrad ||
+         e == GemmEpilogue::DGeluBGrad;
+}
+
+bool epilogueWritesAux(GemmEpilogue e) {
+  return e == GemmEpilogue::ReluAux || e == GemmEpilogue::ReluAuxBias ||
+         e == GemmEpilogue::GeluAux || e == GemmEpilogue::GeluAuxBias;
+}
+
+bool epilogueReadsAux(GemmEpilogue e) {
+  return e == GemmEpilogue::DRelu || e == GemmEpilogue::DReluBGrad ||
+         e == GemmEpilogue::DGelu || e == GemmEpilogue::DGeluBGrad;
+}
+
+bool epilogueIsRelu(GemmEpilogue e) {
+  switch (e) {
+  case GemmEpilogue::Relu:
+  case GemmEpilogue::ReluAux:
+  case GemmEpilogue::ReluBias:
+  case GemmEpilogue::ReluAuxBias:
+  case GemmEpilogue::DRelu:
+  case GemmEpilogue::DReluBGrad:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool epilogueIsActivation(GemmEpilogue e) {
+  return e != GemmEpilogue::None && e != GemmEpilogue::Bias &&
+         e != GemmEpilogue::BiasGradA;
+}
+
+const char *epilogueName(GemmEpilogue e) {
+  switch (e) {
+  case GemmEpilogue::None:
+    return "none";
+  case GemmEpilogue::Bias:
+    return "bias";
+  case GemmEpilogue::BiasGradA:
+    return "bias_grad_a";
+  case GemmEpilogue::Relu:
+    return "relu";
+  case GemmEpilogue::ReluAux:
+    return "relu_aux";
+  case GemmEpilogue::ReluBias:
+    return "relu_bias";
+  case GemmEpilogue::ReluAuxBias:
+    return "relu_aux_bias";
+  case GemmEpilogue::Gelu:
+    return "gelu";
+  case GemmEpilogue::GeluAux:
+    return "gelu_aux";
+  case GemmEpilogue::GeluBias:
+    return "gelu_bias";
+  case GemmEpilogue::GeluAuxBias:
+    return "gelu_aux_bias";
+  case GemmEpilogue::DRelu:
+    return "drelu";
+  case GemmEpilogue::DReluBGrad:
+    return "drelu_bgrad";
+  case GemmEpilogue::DGelu:
+    return "dgelu";
+  case GemmEpilogue::DGeluBGrad:
+    return "dgelu_bgrad";
+  }
+  return "?";
 }
 
 bool operator==(const Attention &a, const Attention &b) {

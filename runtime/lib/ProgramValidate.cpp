@@ -602,16 +602,11 @@ void Validator::checkGemm(const Gemm &g, const std::string &path) {
       fail(at(path, key), std::to_string(stride) +
                               ": a batch stride must be >= 0 (0 shares the "
                               "matrix across the batch)");
-  switch (g.epilogue) {
-  case GemmEpilogue::None:
-  case GemmEpilogue::Bias:
-  case GemmEpilogue::BiasGradA:
-    break;
-  default:
+  if (static_cast<unsigned>(g.epilogue) >
+      static_cast<unsigned>(GemmEpilogue::DGeluBGrad))
     fail(at(path, "epilogue"),
          std::to_string(static_cast<unsigned>(g.epilogue)) +
              ": not an epilogue");
-  }
   uint64_t M = bound(g.m), N = bound(g.n), K = bound(g.k), B = bound(g.batch);
   auto U = [](int64_t v) { return static_cast<uint64_t>(v); };
   std::string bounds = "(M " + std::to_string(M) + ", N " + std::to_string(N) +
@@ -642,6 +637,11 @@ void Validator::checkGemm(const Gemm &g, const std::string &path) {
     fail(at(path, "epilogue"),
          "bias_grad_a: needs a transposed A and batch 1 (the bias gradient "
          "sums A's rows)");
+  if (epilogueIsActivation(g.epilogue) &&
+      (!g.batch.isStatic() || g.batch.size != 1))
+    fail(at(path, "epilogue"),
+         std::string(epilogueName(g.epilogue)) +
+             ": needs batch 1 (activation epilogues take one matrix)");
   requireBytes(g.a, at(path, "a"),
                extent(B, U(g.strideA), rowsA, U(g.lda), colsA,
                       dtypeBytes(g.aType), at(path, "a")),
@@ -654,7 +654,7 @@ void Validator::checkGemm(const Gemm &g, const std::string &path) {
                extent(B, U(g.strideC), M, U(g.ldc), N, dtypeBytes(g.cType),
                       at(path, "c")),
                "C " + bounds);
-  if (g.epilogue == GemmEpilogue::Bias)
+  if (epilogueHasBias(g.epilogue))
     requireBytes(g.bias, at(path, "bias"),
                  mul(N, dtypeBytes(g.biasType), at(path, "bias")),
                  "the bias [N] " + bounds);
@@ -662,6 +662,39 @@ void Validator::checkGemm(const Gemm &g, const std::string &path) {
     requireBytes(g.biasGrad, at(path, "biasGrad"),
                  mul(M, dtypeBytes(g.biasType), at(path, "biasGrad")),
                  "the bias gradient [M] " + bounds);
+  if (!epilogueIsActivation(g.epilogue))
+    return;
+  // Activation epilogues (cuBLASLt's rules): one matrix, the bias and the
+  // bias gradient in c's dtype, the aux matrix's leading dimension a
+  // multiple of 128 bits (ReLU mask) or 8 elements (GELU input) and >= N.
+  const char *name = epilogueName(g.epilogue);
+  if ((epilogueHasBias(g.epilogue) || epilogueHasBiasGrad(g.epilogue)) &&
+      g.biasType != g.cType)
+    fail(at(path, "biasType"),
+         std::string(dtypeName(g.biasType)) + ": " + name +
+             " needs the bias (gradient) in c's dtype " + dtypeName(g.cType) +
+             " (cuBLASLt's rule)");
+  if (epilogueHasBiasGrad(g.epilogue))
+    requireBytes(g.biasGrad, at(path, "biasGrad"),
+                 mul(N, dtypeBytes(g.biasType), at(path, "biasGrad")),
+                 "the bias gradient [N] " + bounds);
+  if (!epilogueWritesAux(g.epilogue) && !epilogueReadsAux(g.epilogue))
+    return;
+  bool relu = epilogueIsRelu(g.epilogue);
+  int64_t unit = relu ? 128 : 8;
+  if (g.auxLd < 1 || g.auxLd % unit != 0 || U(g.auxLd) < N)
+    fail(at(path, "auxLd"),
+         std::to_string(g.auxLd) + ": " + name + " needs a multiple of " +
+             std::to_string(unit) + (relu ? " bits" : " elements") +
+             " that is >= N " + std::to_string(N) +
+             " (cuBLASLt's CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD rule)");
+  uint64_t auxBytes =
+      relu ? mul(M, U(g.auxLd) / 8, at(path, "aux"))
+           : extent(1, 0, M, U(g.auxLd), N, dtypeBytes(g.cType), at(path, "aux"));
+  requireBytes(g.aux, at(path, "aux"), auxBytes,
+               std::string(relu ? "the ReLU bit mask [M, auxLd bits] "
+                                : "the GELU input [M, auxLd] ") +
+                   bounds);
 }
 
 void Validator::checkAttention(const Attention &a, const std::string &path) {

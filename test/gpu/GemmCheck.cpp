@@ -6,7 +6,12 @@
 // gradient epilogues, empty sizes, misaligned operands and refused calls:
 // a bias not in c's dtype, mixed a/b dtypes, a batched bias gradient)
 // and compares each with a float64 CPU reference on random inputs (fixed
-// seed). Tolerances (relative L2 error) are those of the narrowest float
+// seed). The activation epilogues (ReLU and the tanh GELU with bias and aux
+// output, DReLU and DGELU reading an aux with the bias gradient of the
+// result) are checked the same way: C, the GELU input written as aux, the
+// ReLU bit mask bit by bit in ls2.matmul's layout (bit n % 32 of i32 word
+// n / 32 of row m, auxLd bits a row; only where the reference's
+// pre-activation is clearly away from 0), and the bias gradient. Tolerances (relative L2 error) are those of the narrowest float
 // involved: f32 1e-5 (no TF32), f16 5e-3, bf16 2e-2. Elements of C outside
 // the product (ld and batch padding) must be left untouched. Prints one line
 // per case and a summary; exits 1 on any failure. Large cases also print the
@@ -145,7 +150,22 @@ struct Case {
   /// Expect a GemmError (and print it) instead of a result.
   bool expectError = false;
   DType bOverride = DType::F64; ///< b's dtype when not F64 (error cases)
+  int64_t auxPad = 0; ///< auxLd beyond the smallest legal one (units of auxLd)
+  int64_t auxLdOverride = 0; ///< when > 0, auxLd itself (refused cases)
 };
+
+bool isActivationCase(const Case &c) { return epilogueIsActivation(c.epilogue); }
+
+/// ls2c's tanh GELU and its derivative, in double.
+double geluTanh(double x) {
+  const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
+  return 0.5 * x * (1.0 + std::tanh(k * (x + c * x * x * x)));
+}
+double geluTanhDerivative(double x) {
+  const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
+  double t = std::tanh(k * (x + c * x * x * x));
+  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * c * x * x);
+}
 
 struct Buffer {
   void *ptr = nullptr;
@@ -375,6 +395,282 @@ Result runCase(const Case &cs, GemmRunner &runner, cudaStream_t stream,
     for (unsigned char byte : hBG)
       if (byte != 0xFF)
         r.pass = false;
+  }
+
+  if (cs.timed && r.pass) {
+    cudaEvent_t start, stop;
+    checkCuda(cudaEventCreate(&start), "event");
+    checkCuda(cudaEventCreate(&stop), "event");
+    for (int i = 0; i < 3; ++i)
+      runner.run(g, shape, p, stream);
+    const int iters = 20;
+    checkCuda(cudaEventRecord(start, stream), "record");
+    for (int i = 0; i < iters; ++i)
+      runner.run(g, shape, p, stream);
+    checkCuda(cudaEventRecord(stop, stream), "record");
+    checkCuda(cudaEventSynchronize(stop), "sync");
+    float ms = 0;
+    checkCuda(cudaEventElapsedTime(&ms, start, stop), "elapsed");
+    r.ms = ms / iters;
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+  return r;
+}
+
+/// Relative L2 error of `got` against `want` (NaN in got: infinity).
+double relL2(const std::vector<double> &got, const std::vector<double> &want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i]))
+      return INFINITY;
+    num += (got[i] - want[i]) * (got[i] - want[i]);
+    den += want[i] * want[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+/// The activation epilogues: one [m, n] product (batch 1), C with ldc,
+/// the aux [m, auxLd] (bits for ReLU), the bias and bias gradient in c's
+/// dtype.
+Result runActivationCase(const Case &cs, GemmRunner &runner,
+                         cudaStream_t stream, std::mt19937_64 &rng) {
+  Result r;
+  const GemmEpilogue e = cs.epilogue;
+  const bool relu = epilogueIsRelu(e), readsAux = epilogueReadsAux(e),
+             writesAux = epilogueWritesAux(e), hasBias = epilogueHasBias(e),
+             hasBiasGrad = epilogueHasBiasGrad(e);
+  int64_t m = cs.m, n = cs.n, k = cs.k, batch = cs.batch;
+  int64_t rA = cs.tA ? k : m, cA = cs.tA ? m : k;
+  int64_t rB = cs.tB ? n : k, cB = cs.tB ? k : n;
+  int64_t lda = std::max<int64_t>(1, cA + cs.padA);
+  int64_t ldb = std::max<int64_t>(1, cB + cs.padB);
+  int64_t ldc = std::max<int64_t>(1, n + cs.padC);
+  int64_t unit = relu ? 128 : 8;
+  int64_t auxLd = cs.auxLdOverride > 0
+                      ? cs.auxLdOverride
+                      : ((std::max<int64_t>(n, 1) + unit - 1) / unit + cs.auxPad) * unit;
+  int64_t nb = std::max<int64_t>(batch, 1);
+  size_t elemsA = static_cast<size_t>(nb * rA * lda + cs.offsetA);
+  size_t elemsB = static_cast<size_t>(nb * rB * ldb);
+  size_t elemsC = static_cast<size_t>(nb * m * ldc);
+  size_t eA = dtypeBytes(cs.ab), eC = dtypeBytes(cs.c), eBias = dtypeBytes(cs.bias);
+  // The aux: words of 32 bits (ReLU) or elements of c's dtype (GELU).
+  size_t auxWordsPerRow = static_cast<size_t>(auxLd / 32);
+  size_t auxBytes = relu ? static_cast<size_t>(m) * auxWordsPerRow * 4
+                         : static_cast<size_t>(m * auxLd) * eC;
+
+  std::vector<unsigned char> hA(elemsA * eA), hB(elemsB * eA),
+      hBias(static_cast<size_t>(std::max<int64_t>(n, 1)) * eBias),
+      hAux(std::max<size_t>(auxBytes, 1), 0xFF);
+  std::vector<double> A(elemsA), B(elemsB), bias(static_cast<size_t>(n), 0.0);
+  std::uniform_real_distribution<double> uni(-1.0, 1.0);
+  for (size_t i = 0; i < elemsA; ++i)
+    A[i] = store(hA, cs.ab, i, uni(rng));
+  for (size_t i = 0; i < elemsB; ++i)
+    B[i] = store(hB, cs.ab, i, uni(rng));
+  if (hasBias)
+    for (int64_t i = 0; i < n; ++i)
+      bias[static_cast<size_t>(i)] =
+          store(hBias, cs.bias, static_cast<size_t>(i), uni(rng));
+  // The gradients' aux input: a random mask (half the bits), or GELU
+  // inputs over [-3, 3] where its derivative varies most.
+  std::vector<char> maskIn;
+  std::vector<double> geluIn;
+  if (readsAux) {
+    if (relu) {
+      maskIn.assign(static_cast<size_t>(m * n), 0);
+      std::vector<uint32_t> words(static_cast<size_t>(m) * auxWordsPerRow, 0);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          if (rng() & 1) {
+            maskIn[static_cast<size_t>(i * n + j)] = 1;
+            words[static_cast<size_t>(i) * auxWordsPerRow + j / 32] |= 1u << (j % 32);
+          }
+      if (!words.empty())
+        std::memcpy(hAux.data(), words.data(), words.size() * 4);
+    } else {
+      geluIn.assign(static_cast<size_t>(m * n), 0.0);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          geluIn[static_cast<size_t>(i * n + j)] =
+              store(hAux, cs.c, static_cast<size_t>(i * auxLd + j), 3.0 * uni(rng));
+    }
+  }
+
+  Buffer dA(hA.size()), dB(hB.size()), dC(elemsC * eC), dBias(hBias.size()),
+      dBiasGrad(static_cast<size_t>(std::max<int64_t>(n, 1)) * eBias),
+      dAux(hAux.size());
+  checkCuda(cudaMemcpy(dA.ptr, hA.data(), hA.size(), cudaMemcpyHostToDevice), "copy a");
+  checkCuda(cudaMemcpy(dB.ptr, hB.data(), hB.size(), cudaMemcpyHostToDevice), "copy b");
+  checkCuda(cudaMemcpy(dBias.ptr, hBias.data(), hBias.size(), cudaMemcpyHostToDevice),
+            "copy bias");
+  checkCuda(cudaMemcpy(dAux.ptr, hAux.data(), hAux.size(), cudaMemcpyHostToDevice),
+            "copy aux");
+  checkCuda(cudaMemset(dC.ptr, 0xFF, dC.bytes), "memset c");
+  checkCuda(cudaMemset(dBiasGrad.ptr, 0xFF, dBiasGrad.bytes), "memset bg");
+
+  Gemm g;
+  g.aType = g.bType = cs.ab;
+  g.cType = cs.c;
+  g.biasType = cs.bias;
+  g.transposeA = cs.tA;
+  g.transposeB = cs.tB;
+  g.m = Dim{m};
+  g.n = Dim{n};
+  g.k = Dim{k};
+  g.batch = Dim{batch};
+  g.lda = lda;
+  g.ldb = ldb;
+  g.ldc = ldc;
+  if (batch > 1) {
+    g.strideA = rA * lda;
+    g.strideB = rB * ldb;
+    g.strideC = m * ldc;
+  }
+  g.epilogue = e;
+  g.auxLd = auxLd;
+  GemmShape shape{m, n, k, batch};
+  GemmPointers p;
+  p.a = static_cast<char *>(dA.ptr) + cs.offsetA * static_cast<int64_t>(eA);
+  p.b = dB.ptr;
+  p.c = dC.ptr;
+  p.bias = hasBias ? dBias.ptr : nullptr;
+  p.biasGrad = hasBiasGrad ? dBiasGrad.ptr : nullptr;
+  p.aux = (readsAux || writesAux) ? dAux.ptr : nullptr;
+  try {
+    runner.run(g, shape, p, stream);
+    checkCuda(cudaStreamSynchronize(stream), "sync");
+    checkCuda(cudaGetLastError(), "last error");
+  } catch (const GemmError &err) {
+    r.note = err.what();
+    r.pass = cs.expectError;
+    return r;
+  }
+  if (cs.expectError) {
+    r.pass = false;
+    r.note = "expected a GemmError";
+    return r;
+  }
+  std::vector<unsigned char> hC(dC.bytes), hBG(dBiasGrad.bytes), hAuxOut(dAux.bytes);
+  checkCuda(cudaMemcpy(hC.data(), dC.ptr, hC.size(), cudaMemcpyDeviceToHost), "copy c back");
+  checkCuda(cudaMemcpy(hBG.data(), dBiasGrad.ptr, hBG.size(), cudaMemcpyDeviceToHost),
+            "copy bias grad back");
+  checkCuda(cudaMemcpy(hAuxOut.data(), dAux.ptr, hAuxOut.size(), cudaMemcpyDeviceToHost),
+            "copy aux back");
+  // C's padding stays untouched.
+  for (int64_t i = 0; i < m && r.pass; ++i)
+    for (int64_t j = n; j < ldc; ++j)
+      for (size_t byte = 0; byte < eC; ++byte)
+        if (hC[static_cast<size_t>(i * ldc + j) * eC + byte] != 0xFF) {
+          r.pass = false;
+          r.note = "wrote C's row padding";
+        }
+  if (m == 0 || n == 0)
+    return r;
+
+  // Reference in double: p = op(a) op(b) (+ bias); C = act(p) or
+  // p * act'(aux); bias gradient = column sums of C.
+  std::vector<double> pre(static_cast<size_t>(m * n));
+  parallelFor(m, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t kk = 0; kk < k; ++kk)
+          sum += A[static_cast<size_t>(cs.offsetA + (cs.tA ? kk * lda + i : i * lda + kk))] *
+                 B[static_cast<size_t>(cs.tB ? j * ldb + kk : kk * ldb + j)];
+        pre[static_cast<size_t>(i * n + j)] = sum + bias[static_cast<size_t>(j)];
+      }
+  });
+  std::vector<double> want(pre.size()), got(pre.size());
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      size_t ij = static_cast<size_t>(i * n + j);
+      double x = pre[ij];
+      switch (e) {
+      case GemmEpilogue::Relu:
+      case GemmEpilogue::ReluAux:
+      case GemmEpilogue::ReluBias:
+      case GemmEpilogue::ReluAuxBias:
+        want[ij] = x > 0 ? x : 0.0;
+        break;
+      case GemmEpilogue::Gelu:
+      case GemmEpilogue::GeluAux:
+      case GemmEpilogue::GeluBias:
+      case GemmEpilogue::GeluAuxBias:
+        want[ij] = geluTanh(x);
+        break;
+      case GemmEpilogue::DRelu:
+      case GemmEpilogue::DReluBGrad:
+        want[ij] = maskIn[ij] ? x : 0.0;
+        break;
+      default:
+        want[ij] = x * geluTanhDerivative(geluIn[ij]);
+        break;
+      }
+      got[ij] = load(hC, cs.c, static_cast<size_t>(i * ldc + j));
+    }
+  double tol = tolerance(cs.ab, cs.c);
+  r.errC = relL2(got, want);
+  if (!(r.errC <= tol)) {
+    r.pass = false;
+    r.note = "C differs";
+  }
+  if (hasBiasGrad) {
+    std::vector<double> sums(static_cast<size_t>(n), 0.0), gotSums(sums.size());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        sums[static_cast<size_t>(j)] += want[static_cast<size_t>(i * n + j)];
+    for (int64_t j = 0; j < n; ++j)
+      gotSums[static_cast<size_t>(j)] = load(hBG, cs.bias, static_cast<size_t>(j));
+    r.errBias = relL2(gotSums, sums);
+    if (!(r.errBias <= tol)) {
+      r.pass = false;
+      r.note += r.note.empty() ? "bias gradient differs" : "; bias gradient differs";
+    }
+  }
+  if (writesAux && relu) {
+    // Bit n % 32 of word n / 32 of row m is p > 0, wherever the reference's
+    // p is clearly away from 0 (f32 accumulation may flip the sign of a p
+    // within rounding of 0).
+    double rms = 0;
+    for (double x : pre)
+      rms += x * x;
+    rms = std::sqrt(rms / static_cast<double>(pre.size()));
+    int64_t wrong = 0, checked = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double x = pre[static_cast<size_t>(i * n + j)];
+        if (std::fabs(x) <= 1e-2 * rms)
+          continue;
+        uint32_t word;
+        std::memcpy(&word,
+                    hAuxOut.data() + (static_cast<size_t>(i) * auxWordsPerRow +
+                                      static_cast<size_t>(j / 32)) * 4,
+                    4);
+        bool bit = (word >> (j % 32)) & 1u;
+        ++checked;
+        wrong += bit != (x > 0);
+      }
+    if (wrong) {
+      r.pass = false;
+      r.note += (r.note.empty() ? "" : "; ") + std::to_string(wrong) + " of " +
+                std::to_string(checked) +
+                " ReLU mask bits differ from ls2.matmul's layout";
+    }
+  }
+  if (writesAux && !relu) {
+    std::vector<double> gotPre(pre.size());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        gotPre[static_cast<size_t>(i * n + j)] =
+            load(hAuxOut, cs.c, static_cast<size_t>(i * auxLd + j));
+    double err = relL2(gotPre, pre);
+    if (!(err <= tol)) {
+      r.pass = false;
+      r.note += (r.note.empty() ? "" : "; ") + std::string("GELU aux relL2 ") +
+                std::to_string(err);
+    }
   }
 
   if (cs.timed && r.pass) {
@@ -687,6 +983,95 @@ std::vector<Case> cases() {
     c.name += " k=0";
     out.push_back(c);
   }
+
+  // Activation epilogues: every kind, every dtype, NN and NT (the FFN's
+  // forward and dgrad GEMMs with either weight layout), odd m and n (the
+  // ReLU mask's rows padded to 128 bits, the GELU input's to 8 elements).
+  using E = GemmEpilogue;
+  const E kinds[] = {E::Relu,        E::ReluAux,   E::ReluBias,   E::ReluAuxBias,
+                     E::Gelu,        E::GeluAux,   E::GeluBias,   E::GeluAuxBias,
+                     E::DRelu,       E::DReluBGrad, E::DGelu,     E::DGeluBGrad};
+  for (E kind : kinds)
+    for (DType t : {F32, F16, BF16})
+      for (int tr : {0, 2}) {
+        Case c;
+        c.ab = t, c.c = t, c.bias = t, c.tB = tr & 2;
+        c.m = 37, c.n = epilogueIsRelu(kind) ? 65 : 72, c.k = 19;
+        c.epilogue = kind;
+        c.name = std::string(epilogueName(kind)) + " " + ty(t, t) + " " +
+                 tname(false, c.tB);
+        out.push_back(c);
+      }
+  // The FFN of BERT-base / GPT-2 small (4096 tokens x 3072 x 768): GELU
+  // forward with bias and aux, its gradient with the bias gradient; ReLU
+  // likewise (the Transformer's FFN), timed.
+  for (E kind : {E::GeluAuxBias, E::DGeluBGrad, E::ReluAuxBias, E::DReluBGrad})
+    for (DType t : {F16, BF16}) {
+      Case c;
+      c.ab = t, c.c = t, c.bias = t, c.tB = kind == E::DGeluBGrad || kind == E::DReluBGrad;
+      c.m = 4096, c.n = 3072, c.k = 768;
+      c.epilogue = kind;
+      c.timed = true;
+      c.name = std::string("ffn ") + epilogueName(kind) + " " + ty(t, t) +
+               (c.tB ? " NT" : " NN") + " 4096x3072x768";
+      out.push_back(c);
+    }
+  // Odd n with the GELU input's rows padded (n 65, auxLd 72), a padded
+  // ReLU mask row (auxLd 256 for n 65), a padded C, an f32 DGELU with odd k.
+  {
+    Case c;
+    c.ab = BF16, c.c = BF16, c.bias = BF16, c.tB = true;
+    c.m = 41, c.n = 65, c.k = 33, c.padC = 3;
+    c.epilogue = E::GeluAuxBias;
+    c.name = "gelu_aux_bias bf16 n 65 auxLd 72 ldc 68";
+    out.push_back(c);
+    c.epilogue = E::DGeluBGrad;
+    c.name = "dgelu_bgrad bf16 n 65 auxLd 72 ldc 68";
+    out.push_back(c);
+    c.ab = c.c = c.bias = F16;
+    c.auxPad = 1;
+    c.epilogue = E::ReluAuxBias;
+    c.name = "relu_aux_bias f16 n 65 auxLd 256 ldc 68";
+    out.push_back(c);
+    c.epilogue = E::DReluBGrad;
+    c.name = "drelu_bgrad f16 n 65 auxLd 256 ldc 68";
+    out.push_back(c);
+  }
+  // k = 0: the epilogue of a zero product.
+  for (E kind : {E::ReluAuxBias, E::GeluAuxBias, E::DReluBGrad, E::DGeluBGrad}) {
+    Case c;
+    c.ab = F16, c.c = F16, c.bias = F16, c.tB = true;
+    c.m = 37, c.n = 72, c.k = 0;
+    c.epilogue = kind;
+    c.name = std::string("k=0 ") + epilogueName(kind) + " f16";
+    out.push_back(c);
+  }
+  // Refused: an auxLd that breaks cuBLASLt's rule, a bias in another dtype,
+  // a batch.
+  {
+    Case c;
+    c.ab = F16, c.c = F16, c.bias = F16;
+    c.m = 16, c.n = 20, c.k = 8;
+    c.epilogue = E::GeluAuxBias;
+    c.auxLdOverride = 20;
+    c.expectError = true;
+    c.name = "refused: gelu_aux_bias auxLd 20 (not a multiple of 8)";
+    out.push_back(c);
+    c.epilogue = E::DReluBGrad;
+    c.auxLdOverride = 64;
+    c.name = "refused: drelu_bgrad auxLd 64 bits (not a multiple of 128)";
+    out.push_back(c);
+    c.auxLdOverride = 0;
+    c.epilogue = E::GeluBias;
+    c.bias = F32;
+    c.name = "refused: gelu_bias(f32) f16->f16";
+    out.push_back(c);
+    c.bias = F16;
+    c.batch = 2;
+    c.epilogue = E::ReluBias;
+    c.name = "refused: relu_bias with batch 2";
+    out.push_back(c);
+  }
   return out;
 }
 
@@ -712,7 +1097,8 @@ int main() {
     std::mt19937_64 rng(20240611);
     for (const Case &cs : cases()) {
       ++total;
-      Result r = runCase(cs, runner, stream, rng);
+      Result r = isActivationCase(cs) ? runActivationCase(cs, runner, stream, rng)
+                                      : runCase(cs, runner, stream, rng);
       if (!r.pass)
         ++failures;
       std::printf("%s  %-50s", r.pass ? "PASS" : "FAIL", cs.name.c_str());

@@ -372,7 +372,7 @@ TEST(ArenaPlanner, RandomProgramsPlanValidArenas) {
   std::mt19937_64 rng(0x1c2a'5eed'2024ULL);
   const int kPrograms = 2000;
   double worst = 0, sum = 0;
-  int counted = 0, byDurationWins = 0;
+  int counted = 0, byDurationWins = 0, byAreaWins = 0;
   for (int p = 0; p < kPrograms; ++p) {
     std::vector<PlannedBuffer> b = randomProgram(rng, /*hints=*/false);
     ArenaPlan plan = ls2c::planArena(b);
@@ -383,10 +383,14 @@ TEST(ArenaPlanner, RandomProgramsPlanValidArenas) {
     ArenaPlan bySize = ls2c::planArena(b, {256, ArenaStrategy::GreedyBySize});
     ArenaPlan byDuration =
         ls2c::planArena(b, {256, ArenaStrategy::GreedyByDuration});
+    ArenaPlan byArea = ls2c::planArena(b, {256, ArenaStrategy::GreedyByArea});
     ASSERT_EQ(ls2c::verifyArenaPlan(b, bySize), "") << "program " << p;
     ASSERT_EQ(ls2c::verifyArenaPlan(b, byDuration), "") << "program " << p;
-    ASSERT_EQ(plan.arenaBytes, std::min(bySize.arenaBytes, byDuration.arenaBytes));
+    ASSERT_EQ(ls2c::verifyArenaPlan(b, byArea), "") << "program " << p;
+    ASSERT_EQ(plan.arenaBytes, std::min({bySize.arenaBytes, byDuration.arenaBytes,
+                                         byArea.arenaBytes}));
     byDurationWins += plan.strategy == "greedy-by-duration";
+    byAreaWins += plan.strategy == "greedy-by-area";
     if (plan.lowerBoundBytes > 0) {
       double ratio = double(plan.arenaBytes) / double(plan.lowerBoundBytes);
       worst = std::max(worst, ratio);
@@ -395,8 +399,8 @@ TEST(ArenaPlanner, RandomProgramsPlanValidArenas) {
     }
   }
   std::printf("arena / lower bound over %d random programs: worst %.4f, mean "
-              "%.4f; greedy-by-duration won %d\n",
-              counted, worst, sum / counted, byDurationWins);
+              "%.4f; greedy-by-duration won %d, greedy-by-area %d\n",
+              counted, worst, sum / counted, byDurationWins, byAreaWins);
 }
 
 TEST(ArenaPlanner, RandomProgramsWithInPlaceHints) {

@@ -177,11 +177,28 @@ Program seedProgram() {
   s4.args[0].buffer = ref(kArena, 0, 4096, 4096);
   s4.args[1].buffer = ref(kResult, 0, 0, 4);
   s4.args[2].buffer = ref(kArena, 0, 9216, 256);
+  Step s6; // dY [T, 32] W -> [T, 32] with the tanh-GELU gradient of y (aux)
+  s6.kind = Step::Kind::Gemm;
+  Gemm &dg = s6.gemm;
+  dg.a = ref(kArena, 0, 0, 4096);
+  dg.b = ref(kArg, 2, 0, 2048);
+  dg.c = ref(kArena, 0, 4096, 4096);
+  dg.aux = ref(kArena, 0, 0, 4096);
+  dg.auxLd = 32;
+  dg.biasGrad = ref(kArena, 0, 8192, 64);
+  dg.aType = dg.bType = dg.cType = dg.biasType = DType::BF16;
+  dg.m = dyn(0, 0);
+  dg.n = stat(32);
+  dg.k = stat(32);
+  dg.batch = stat(1);
+  dg.lda = dg.ldb = dg.ldc = 32;
+  dg.epilogue = GemmEpilogue::DGeluBGrad;
+
   Step s5; // half of x copied into y's second half
   s5.kind = Step::Kind::Copy;
   s5.copySource = ref(kArena, 0, 0, 2048);
   s5.copyDestination = ref(kArena, 0, 6144, 2048);
-  f.steps = {s0, s1, s2, s3, s4, s5};
+  f.steps = {s0, s1, s2, s3, s4, s6, s5};
   p.functions = {f};
   return p;
 }
@@ -425,7 +442,7 @@ const char *const kSpellings[] = {
     "i64",         "i1",        "u8",      "arena",     "argument",
     "result",      "heap",      "pointer", "int64",     "launch",
     "gemm",        "attention", "copy",    "none",      "bias",
-    "bias_grad_a", "parameter", "input",   "workspace", "state",
+    "bias_grad_a", "dgelu_bgrad", "relu_aux",  "parameter", "input",   "workspace", "state",
     "sm_90",       "",          "step",    "scale_0",   "reduce_1",
     "1bad",        "sm_80"};
 

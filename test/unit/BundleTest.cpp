@@ -407,7 +407,7 @@ TEST(BundleTest, LayoutMatchesTheDocumentation) {
   Program p = makeProgram();
   std::string b = serializeBundle(p);
   EXPECT_EQ(b.compare(0, 8, std::string("LS2BNDL\0", 8)), 0);
-  EXPECT_EQ(getU32(b, 8), 1u);
+  EXPECT_EQ(getU32(b, 8), 2u);
   // Manifest + 3 sources + 2 + 2 + 1 cubins.
   uint32_t count = getU32(b, 12);
   EXPECT_EQ(count, 9u);
@@ -435,7 +435,9 @@ TEST(BundleTest, LayoutMatchesTheDocumentation) {
   // The manifest is JSON naming its sections.
   uint64_t mOffset = getU64(b, 56 + 8), mSize = getU64(b, 56 + 16);
   json m = json::parse(b.substr(mOffset, mSize));
-  EXPECT_EQ(m["formatVersion"], 1);
+  EXPECT_EQ(m["formatVersion"], 2);
+  EXPECT_EQ(m["functions"][0]["steps"][1]["gemm"]["epilogue"], "bias");
+  EXPECT_EQ(m["functions"][0]["steps"][1]["gemm"]["auxLd"], 0);
   EXPECT_EQ(m["modelName"], "tiny-bert");
   EXPECT_EQ(m["kernels"][0]["source"], 1);
   EXPECT_EQ(m["kernels"][0]["cubins"]["sm_90"], 3);
@@ -850,9 +852,75 @@ std::vector<Rule> rules() {
        {"functions[0].steps[1].gemm.aType: i32", "f32, f16 or bf16"}},
       {"GemmEpilogueEnum",
        [](Program &p) {
-         step(p, 1).gemm.epilogue = static_cast<GemmEpilogue>(7);
+         step(p, 1).gemm.epilogue = static_cast<GemmEpilogue>(99);
        },
-       {"functions[0].steps[1].gemm.epilogue: 7", "not an epilogue"}},
+       {"functions[0].steps[1].gemm.epilogue: 99", "not an epilogue"}},
+      // Activation epilogues (cuBLASLt's rules): the aux leading dimension,
+      // the aux and bias-gradient sizes, batch 1, the bias in c's dtype.
+      {"GemmGeluAuxLdNotMultipleOf8",
+       [](Program &p) {
+         Gemm &g = step(p, 1).gemm;
+         g.epilogue = GemmEpilogue::GeluAuxBias;
+         g.aux = arena(kQkv, T * 3 * H * 2);
+         g.auxLd = 3 * H + 4;
+       },
+       {"functions[0].steps[1].gemm.auxLd: 196", "multiple of 8 elements",
+        ">= N 192", "EPILOGUE_AUX_LD"}},
+      {"GemmReluAuxLdBelowN",
+       [](Program &p) {
+         Gemm &g = step(p, 1).gemm;
+         g.epilogue = GemmEpilogue::ReluAuxBias;
+         g.aux = arena(kOut, T * 128 / 8);
+         g.auxLd = 128;
+       },
+       {"functions[0].steps[1].gemm.auxLd: 128", "multiple of 128 bits",
+        ">= N 192"}},
+      {"GemmReluMaskTooSmall",
+       [](Program &p) {
+         Gemm &g = step(p, 1).gemm;
+         g.epilogue = GemmEpilogue::ReluAuxBias;
+         g.aux = arena(kOut, T * 256 / 8 - 1);
+         g.auxLd = 256;
+       },
+       {"functions[0].steps[1].gemm.aux.maxBytes: 8191",
+        "8192 bytes the ReLU bit mask [M, auxLd bits]"}},
+      {"GemmGeluInputTooSmall",
+       [](Program &p) {
+         Gemm &g = step(p, 1).gemm;
+         g.epilogue = GemmEpilogue::DGelu;
+         g.aux = arena(kQkv, T * 3 * H * 2 - 2);
+         g.auxLd = 3 * H;
+       },
+       {"functions[0].steps[1].gemm.aux.maxBytes: 98302",
+        "98304 bytes the GELU input [M, auxLd]"}},
+      {"GemmActivationBatched",
+       [](Program &p) {
+         Gemm &g = step(p, 1).gemm;
+         g.epilogue = GemmEpilogue::GeluBias;
+         g.batch = stat(2);
+         g.strideA = T * H;
+         g.strideC = T * 3 * H;
+       },
+       {"functions[0].steps[1].gemm.epilogue", "gelu_bias: needs batch 1"}},
+      {"GemmActivationBiasDType",
+       [](Program &p) {
+         Gemm &g = step(p, 1).gemm;
+         g.epilogue = GemmEpilogue::ReluBias;
+         g.biasType = DType::F32;
+         g.bias = arena(kLse, 3 * H * 4);
+       },
+       {"functions[0].steps[1].gemm.biasType: f32", "relu_bias",
+        "c's dtype f16"}},
+      {"GemmDReluBiasGradTooSmall",
+       [](Program &p) {
+         Gemm &g = step(p, 1).gemm;
+         g.epilogue = GemmEpilogue::DReluBGrad;
+         g.aux = arena(kOut, T * 256 / 8);
+         g.auxLd = 256;
+         g.biasGrad = arena(kLse, 3 * H * 2 - 2);
+       },
+       {"functions[0].steps[1].gemm.biasGrad.maxBytes: 382",
+        "384 bytes the bias gradient [N]"}},
       {"GemmExtentOverflow",
        [](Program &p) {
          Gemm &g = step(p, 1).gemm;
@@ -945,6 +1013,44 @@ INSTANTIATE_TEST_SUITE_P(Bundle, ValidationRule, ::testing::ValuesIn(rules()),
                            return info.param.name;
                          });
 
+// Every activation epilogue, with what it reads and writes, is valid and
+// round-trips through the manifest (epilogue names and aux fields).
+TEST(BundleTest, ActivationEpiloguesRoundTrip) {
+  const GemmEpilogue kinds[] = {
+      GemmEpilogue::Relu,       GemmEpilogue::ReluAux,   GemmEpilogue::ReluBias,
+      GemmEpilogue::ReluAuxBias, GemmEpilogue::Gelu,     GemmEpilogue::GeluAux,
+      GemmEpilogue::GeluBias,   GemmEpilogue::GeluAuxBias, GemmEpilogue::DRelu,
+      GemmEpilogue::DReluBGrad, GemmEpilogue::DGelu,     GemmEpilogue::DGeluBGrad};
+  for (GemmEpilogue e : kinds) {
+    SCOPED_TRACE(epilogueName(e));
+    Program p = makeProgram();
+    Gemm &g = step(p, 1).gemm;
+    g.epilogue = e;
+    if (epilogueWritesAux(e) || epilogueReadsAux(e)) {
+      // The validator checks ranges, not aliasing: the GELU input may sit
+      // over qkv here.
+      bool relu = epilogueIsRelu(e);
+      g.auxLd = relu ? 256 : 3 * H;
+      g.aux = relu ? arena(kOut, T * 256 / 8) : arena(kQkv, T * 3 * H * 2);
+    }
+    if (epilogueHasBiasGrad(e))
+      g.biasGrad = arena(kLse, 3 * H * 2);
+    EXPECT_NO_THROW(validateProgram(p));
+    std::string bytes = serializeBundle(p);
+    EXPECT_TRUE(parseBundle(bytes, "activation") == p);
+    std::vector<BundleSection> sections = splitBundle(bytes, "activation");
+    json m = json::parse(sections[0].payload);
+    const json &gj = m["functions"][0]["steps"][1]["gemm"];
+    EXPECT_EQ(gj["epilogue"], epilogueName(e));
+    EXPECT_EQ(gj["auxLd"], g.auxLd);
+    EXPECT_EQ(gj["aux"]["byteOffset"], g.aux.byteOffset);
+  }
+  // aux and auxLd take part in equality.
+  Program p = makeProgram(), q = makeProgram();
+  step(q, 1).gemm.auxLd = 8;
+  EXPECT_FALSE(p == q);
+}
+
 TEST(BundleTest, BackwardAttentionAndBiasGradAreValid) {
   // The fixes for the rules above give valid programs.
   Program p = makeProgram();
@@ -1010,9 +1116,9 @@ TEST_F(BundleFileTest, WrongMagic) {
 
 TEST_F(BundleFileTest, WrongVersion) {
   std::string b = bytes;
-  putU32(b, 8, 2);
-  expectRejected(b, {"header.version: 2", "unsupported format version",
-                     "reads version 1"});
+  putU32(b, 8, 3);
+  expectRejected(b, {"header.version: 3", "unsupported format version",
+                     "reads versions 1 to 2"});
   putU32(b, 8, 0);
   expectRejected(b, {"header.version: 0"});
 }
@@ -1295,8 +1401,8 @@ TEST_F(BundleFileTest, ManifestBadEnumSpellings) {
 }
 
 TEST_F(BundleFileTest, ManifestVersionAndSyntax) {
-  expectRejected(editManifest(bytes, [](json &m) { m["formatVersion"] = 2; }),
-                 {"formatVersion: 2", "differs from the header"});
+  expectRejected(editManifest(bytes, [](json &m) { m["formatVersion"] = 1; }),
+                 {"formatVersion: 1", "differs from the header's format version 2"});
   std::vector<BundleSection> sections = splitBundle(bytes, "t");
   sections[0].payload = "{\"modelName\": ";
   expectRejected(assembleBundle(sections),
@@ -1304,6 +1410,42 @@ TEST_F(BundleFileTest, ManifestVersionAndSyntax) {
   sections[0].payload = std::string(100, '[') + std::string(100, ']');
   expectRejected(assembleBundle(sections),
                  {"sections[0]", "nests deeper than 32"});
+}
+
+// Version 1 bundles (before the activation epilogues: no `aux`, `auxLd`)
+// still load; in version 1 those keys and the new epilogue names are
+// unknown, and version 2 requires them.
+TEST_F(BundleFileTest, Version1BundlesStillLoad) {
+  auto asVersion1 = [&](const std::function<void(json &)> &edit) {
+    std::string b = editManifest(bytes, [&](json &m) {
+      m["formatVersion"] = 1;
+      for (json &f : m["functions"])
+        for (json &s : f["steps"])
+          if (s["kind"] == "gemm") {
+            s["gemm"].erase("aux");
+            s["gemm"].erase("auxLd");
+          }
+      edit(m);
+    });
+    putU32(b, 8, 1);
+    return b;
+  };
+  EXPECT_TRUE(parseBundle(asVersion1([](json &) {}), "v1") == makeProgram());
+  expectRejected(asVersion1([](json &m) {
+                   m["functions"][0]["steps"][1]["gemm"]["auxLd"] = 0;
+                 }),
+                 {"functions[0].steps[1].gemm.auxLd",
+                  "unknown key (format version 1 has no such field)"});
+  expectRejected(asVersion1([](json &m) {
+                   m["functions"][0]["steps"][1]["gemm"]["epilogue"] = "gelu_bias";
+                 }),
+                 {"functions[0].steps[1].gemm.epilogue: \"gelu_bias\"",
+                  "\"bias_grad_a\""});
+  expectRejected(editManifest(bytes,
+                              [](json &m) {
+                                m["functions"][0]["steps"][1]["gemm"].erase("auxLd");
+                              }),
+                 {"functions[0].steps[1].gemm.auxLd", "missing"});
 }
 
 TEST_F(BundleFileTest, ManifestSectionReferences) {

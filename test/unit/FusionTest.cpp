@@ -8,7 +8,10 @@
 // gradients) and @optimizer_step must be bit-identical: fusion regroups ops,
 // it never changes what they compute, dropout masks regenerated inside
 // several kernels are the same masks, and no buffer is overwritten while
-// live.
+// live. GEMM epilogues are defined to compute what the groups they replace
+// compute in f32 (ls2.matmul's description): tiny-gpt's tanh-GELU MLP and a
+// dropout-free tiny-transformer's ReLU MLP run as cuBLASLt-style activation
+// epilogues (and their gradients) with the same bits.
 //
 //===----------------------------------------------------------------------===//
 #include "ModelInputs.h"
@@ -24,6 +27,8 @@
 #include "mlir/Transforms/Passes.h"
 
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <map>
 
 namespace {
@@ -55,10 +60,14 @@ struct Plain {
   std::vector<HostTensor> args;
 };
 
-std::unique_ptr<Plain> buildPlain(const std::string &preset) {
+std::unique_ptr<Plain>
+buildPlain(const std::string &preset,
+           const std::function<void(ls2c::ModelDescription &)> &edit = {}) {
   auto p = std::make_unique<Plain>();
   p->desc = ls2c::loadModelDescription(LS2C_SOURCE_DIR "/examples/" + preset +
                                        ".json");
+  if (edit)
+    edit(p->desc);
   ls2c::loadFrontendDialects(p->context);
   p->module = ls2c::buildForwardModule(p->context, p->desc);
   if (!p->module)
@@ -77,8 +86,17 @@ std::unique_ptr<Plain> buildPlain(const std::string &preset) {
   return p;
 }
 
-void checkPreset(const std::string &preset) {
-  std::unique_ptr<Plain> base = buildPlain(preset);
+/// The matmuls of `f` with activation epilogue `act`.
+int countActivations(mlir::func::FuncOp f, ls2c::ls2::GemmActivation act) {
+  int n = 0;
+  f.walk([&](ls2c::ls2::MatmulOp m) { n += m.getActivation() == act; });
+  return n;
+}
+
+void checkPreset(const std::string &preset,
+                 const std::function<void(ls2c::ModelDescription &)> &edit = {},
+                 std::optional<ls2c::ls2::GemmActivation> activation = {}) {
+  std::unique_ptr<Plain> base = buildPlain(preset, edit);
   ASSERT_TRUE(base);
   mlir::MLIRContext &context = base->context;
   mlir::OwningOpRef<mlir::ModuleOp> &plain = base->module;
@@ -98,6 +116,14 @@ void checkPreset(const std::string &preset) {
     return m.lookupSymbol<mlir::func::FuncOp>("forward_backward");
   };
   EXPECT_GT(countFusions(fb(*fused)), 0);
+  if (activation) {
+    // Every layer's FFN: the activation and its gradient became epilogues.
+    using A = ls2c::ls2::GemmActivation;
+    A grad = *activation == A::Relu ? A::ReluGrad : A::GeluTanhGrad;
+    int layers = base->desc.encoder_layers + base->desc.decoder_layers;
+    EXPECT_EQ(countActivations(fb(*fused), *activation), layers) << preset;
+    EXPECT_EQ(countActivations(fb(*fused), grad), layers) << preset;
+  }
   std::vector<HostTensor> expected = f32.run(fb(*plain), args);
   std::vector<HostTensor> got = onArena.run(fb(*fused), args);
   ASSERT_EQ(expected.size(), got.size());
@@ -129,8 +155,18 @@ void checkPreset(const std::string &preset) {
 }
 
 TEST(FusedPlannedProgram, TinyBertComputesTheSameBits) { checkPreset("tiny-bert"); }
-TEST(FusedPlannedProgram, TinyGptComputesTheSameBits) { checkPreset("tiny-gpt"); }
+TEST(FusedPlannedProgram, TinyGptComputesTheSameBits) {
+  checkPreset("tiny-gpt", {}, ls2c::ls2::GemmActivation::GeluTanh);
+}
 TEST(FusedPlannedProgram, TinyTransformerComputesTheSameBits) { checkPreset("tiny-transformer"); }
+// Without activation dropout (which no epilogue applies) the ReLU and its
+// gradient attach: RELU_AUX_BIAS forward, DRELU_BGRAD backward.
+TEST(FusedPlannedProgram, TinyTransformerReluEpiloguesComputeTheSameBits) {
+  checkPreset(
+      "tiny-transformer",
+      [](ls2c::ModelDescription &d) { d.activation_dropout = 0.0; },
+      ls2c::ls2::GemmActivation::Relu);
+}
 TEST(FusedPlannedProgram, TinyVitComputesTheSameBits) { checkPreset("tiny-vit"); }
 
 } // namespace

@@ -328,6 +328,145 @@ func.func @g(%a: tensor<?x3x4xf32>, %b: tensor<?x4x2xf32>) -> tensor<?x3x2xf32> 
   }
 }
 
+namespace {
+
+// ls2-decompose's GELU constants are f32; the naive formulas use the same.
+const double kGeluK = static_cast<float>(0.7978845608028654);
+const double kGeluC = static_cast<float>(0.044715);
+const double kGeluC3 = static_cast<float>(3 * 0.044715);
+
+double naiveGelu(double x) {
+  return 0.5 * x * (1 + std::tanh(kGeluK * (x + kGeluC * x * x * x)));
+}
+double naiveGeluDerivative(double x) {
+  double t = std::tanh(kGeluK * (x + kGeluC * x * x * x));
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * kGeluK * (1 + kGeluC3 * x * x);
+}
+
+const char *kEpilogueProgram = R"(
+func.func @f(%x: tensor<?x7xf32>, %w: tensor<7x200xf32>, %b: tensor<200xf32>,
+             %dy: tensor<?x5xf32>, %w2: tensor<200x5xf32>)
+    -> (tensor<?x200xf32>, tensor<?x200xf32>, tensor<?x200xf32>, tensor<?x8xi32>,
+        tensor<?x200xf32>, tensor<200xf32>, tensor<?x200xf32>, tensor<200xf32>,
+        tensor<?x200xf32>) {
+  %g, %pre = ls2.matmul %x, %w bias(%b : tensor<200xf32>) {activation = #ls2<gemm_activation gelu_tanh>} : tensor<?x7xf32>, tensor<7x200xf32> -> tensor<?x200xf32> aux tensor<?x200xf32>
+  %r, %mask = ls2.matmul %x, %w bias(%b : tensor<200xf32>) {activation = #ls2<gemm_activation relu>} : tensor<?x7xf32>, tensor<7x200xf32> -> tensor<?x200xf32> aux tensor<?x8xi32>
+  %dg, %dbg = ls2.matmul %dy, %w2 aux(%pre : tensor<?x200xf32>) {activation = #ls2<gemm_activation gelu_tanh_grad>, transpose_b} : tensor<?x5xf32>, tensor<200x5xf32> -> tensor<?x200xf32>, tensor<200xf32>
+  %dr, %dbr = ls2.matmul %dy, %w2 aux(%mask : tensor<?x8xi32>) {activation = #ls2<gemm_activation relu_grad>, transpose_b} : tensor<?x5xf32>, tensor<200x5xf32> -> tensor<?x200xf32>, tensor<200xf32>
+  %ng = ls2.matmul %x, %w {activation = #ls2<gemm_activation gelu_tanh>} : tensor<?x7xf32>, tensor<7x200xf32> -> tensor<?x200xf32>
+  return %g, %pre, %r, %mask, %dg, %dbg, %dr, %dbr, %ng : tensor<?x200xf32>, tensor<?x200xf32>, tensor<?x200xf32>, tensor<?x8xi32>, tensor<?x200xf32>, tensor<200xf32>, tensor<?x200xf32>, tensor<200xf32>, tensor<?x200xf32>
+})";
+
+} // namespace
+
+// The activation epilogues against naive loops: GELU (tanh form) and ReLU
+// after the bias, their aux (the GELU input; the mask packed 32 bits a word,
+// rows of ceil(200 / 128) * 4 = 8 words), the gradients reading that aux and
+// their bias gradients (the result's column sums).
+TEST(ReferenceMatmul, ActivationEpiloguesAgainstNaiveLoops) {
+  Program p = parseProgram(kEpilogueProgram);
+  std::mt19937 rng = testRng();
+  const int64_t t = 9, n = 200;
+  HostTensor x = randomF32(rng, {t, 7}), w = randomF32(rng, {7, n}),
+             b = randomF32(rng, {n}), dy = randomF32(rng, {t, 5}),
+             w2 = randomF32(rng, {n, 5});
+  std::vector<double> pre = naiveMatmul(x, w, false, false);
+  std::vector<double> noBias = pre;
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      pre[i * n + j] += b.floats[j];
+  std::vector<double> acc = naiveMatmul(dy, w2, false, true);
+  std::vector<double> gelu(pre.size()), relu(pre.size()), dgelu(pre.size()),
+      drelu(pre.size()), dbGelu(n, 0.0), dbRelu(n, 0.0), geluNoBias(pre.size());
+  std::vector<int64_t> mask(static_cast<size_t>(t * 8), 0);
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      size_t e = static_cast<size_t>(i * n + j);
+      gelu[e] = naiveGelu(pre[e]);
+      geluNoBias[e] = naiveGelu(noBias[e]);
+      relu[e] = pre[e] > 0 ? pre[e] : 0.0;
+      if (pre[e] > 0)
+        mask[i * 8 + j / 32] = static_cast<int32_t>(
+            static_cast<uint32_t>(mask[i * 8 + j / 32]) | (1u << (j % 32)));
+      dgelu[e] = acc[e] * naiveGeluDerivative(pre[e]);
+      drelu[e] = pre[e] > 0 ? acc[e] : 0.0;
+      dbGelu[j] += dgelu[e];
+      dbRelu[j] += drelu[e];
+    }
+  for (Precision precision : {Precision::F64, Precision::F32}) {
+    SCOPED_TRACE(precision == Precision::F64 ? "f64" : "f32");
+    double tol = precision == Precision::F64 ? kF64Tolerance : kF32Tolerance;
+    auto r = p.run(precision, {x, w, b, dy, w2});
+    EXPECT_EQ(r[0].shape, (std::vector<int64_t>{t, n}));
+    EXPECT_LE(relativeL2(r[0].floats, gelu), tol);
+    EXPECT_LE(relativeL2(r[1].floats, pre), tol);
+    EXPECT_LE(relativeL2(r[2].floats, relu), tol);
+    EXPECT_EQ(r[3].type, ElementType::I32);
+    EXPECT_EQ(r[3].shape, (std::vector<int64_t>{t, 8}));
+    EXPECT_EQ(r[3].ints, mask); // no pre-activation within f32 rounding of 0
+    EXPECT_LE(relativeL2(r[4].floats, dgelu), tol);
+    EXPECT_LE(relativeL2(r[5].floats, dbGelu), tol);
+    EXPECT_LE(relativeL2(r[6].floats, drelu), tol);
+    EXPECT_LE(relativeL2(r[7].floats, dbRelu), tol);
+    EXPECT_LE(relativeL2(r[8].floats, geluNoBias), tol);
+  }
+  // No tokens: empty matrices, zero bias gradients.
+  auto r = p.run(Precision::F32, {HostTensor::zeros(ElementType::F32, {0, 7}), w,
+                                  b, HostTensor::zeros(ElementType::F32, {0, 5}), w2});
+  EXPECT_EQ(r[3].shape, (std::vector<int64_t>{0, 8}));
+  EXPECT_EQ(r[5].floats, std::vector<double>(n, 0.0));
+  EXPECT_EQ(r[7].floats, std::vector<double>(n, 0.0));
+}
+
+// In bf16 the result, the GELU input and the bias gradient are rounded once
+// from f32 math; ReLU's 0 for NaN follows select(p > 0, p, 0).
+TEST(ReferenceMatmul, ActivationEpiloguesInBf16) {
+  Program p = parseProgram(R"(
+func.func @f(%x: tensor<?x16xbf16>, %w: tensor<16x64xbf16>, %b: tensor<64xbf16>, %dy: tensor<?x16xbf16>, %w2: tensor<64x16xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<64xbf16>) {
+  %g, %pre = ls2.matmul %x, %w bias(%b : tensor<64xbf16>) {activation = #ls2<gemm_activation gelu_tanh>} : tensor<?x16xbf16>, tensor<16x64xbf16> -> tensor<?x64xbf16> aux tensor<?x64xbf16>
+  %dg, %db = ls2.matmul %dy, %w2 aux(%pre : tensor<?x64xbf16>) {activation = #ls2<gemm_activation gelu_tanh_grad>, transpose_b} : tensor<?x16xbf16>, tensor<64x16xbf16> -> tensor<?x64xbf16>, tensor<64xbf16>
+  return %g, %pre, %dg, %db : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<64xbf16>
+}
+func.func @nan(%x: tensor<?x2xf32>, %w: tensor<2x3xf32>) -> (tensor<?x3xf32>, tensor<?x4xi32>) {
+  %r, %m = ls2.matmul %x, %w {activation = #ls2<gemm_activation relu>} : tensor<?x2xf32>, tensor<2x3xf32> -> tensor<?x3xf32> aux tensor<?x4xi32>
+  return %r, %m : tensor<?x3xf32>, tensor<?x4xi32>
+})");
+  std::mt19937 rng = testRng();
+  auto bf16 = [&](std::vector<int64_t> shape) {
+    std::vector<double> v = uniform(rng, count(shape), -1, 1);
+    for (double &e : v)
+      e = std::round(e * 128) / 128; // exact in bf16
+    return HostTensor::fromFloats(ElementType::BF16, std::move(shape), v);
+  };
+  const int64_t t = 12, n = 64;
+  HostTensor x = bf16({t, 16}), w = bf16({16, n}), b = bf16({n}),
+             dy = bf16({t, 16}), w2 = bf16({n, 16});
+  std::vector<double> pre = naiveMatmul(x, w, false, false);
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      pre[i * n + j] += b.floats[j];
+  std::vector<double> acc = naiveMatmul(dy, w2, false, true);
+  std::vector<double> gelu(pre.size()), dgelu(pre.size()), db(n, 0.0);
+  for (size_t e = 0; e < pre.size(); ++e) {
+    gelu[e] = naiveGelu(pre[e]);
+    dgelu[e] = acc[e] * naiveGeluDerivative(pre[e]);
+    db[e % n] += dgelu[e];
+  }
+  auto r = p.run(Precision::F32, {x, w, b, dy, w2}, "f");
+  EXPECT_EQ(r[0].type, ElementType::BF16);
+  EXPECT_LE(relativeL2(r[0].floats, gelu), kBF16Tolerance);
+  EXPECT_LE(relativeL2(r[1].floats, pre), kBF16Tolerance);
+  EXPECT_LE(relativeL2(r[2].floats, dgelu), kBF16Tolerance);
+  EXPECT_LE(relativeL2(r[3].floats, db), kBF16Tolerance);
+  // 0 * inf = NaN in the product: ReLU gives 0 and a clear mask bit.
+  HostTensor xn = HostTensor::fromFloats(ElementType::F32, {1, 2}, {0.0, 1.0});
+  HostTensor wn = HostTensor::fromFloats(ElementType::F32, {2, 3},
+                                         {INFINITY, 1.0, -1.0, 1.0, 2.0, -3.0});
+  r = p.run(Precision::F32, {xn, wn}, "nan");
+  EXPECT_EQ(r[0].floats, (std::vector<double>{0.0, 2.0, 0.0}));
+  EXPECT_EQ(r[1].ints, (std::vector<int64_t>{2, 0, 0, 0}));
+}
+
 //===----------------------------------------------------------------------===//
 // Gather and scatter_add
 //===----------------------------------------------------------------------===//

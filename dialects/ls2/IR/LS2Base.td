@@ -86,6 +86,18 @@ def LS2_GeluApproximation : I32EnumAttr<"GeluApproximation",
 def LS2_GeluApproximationAttr
     : EnumAttr<LS2_Dialect, LS2_GeluApproximation, "gelu_approximation">;
 
+def LS2_GemmActivation : I32EnumAttr<"GemmActivation",
+    "an activation epilogue of ls2.matmul (cuBLASLt's)", [
+      I32EnumAttrCase<"Relu", 0, "relu">,
+      I32EnumAttrCase<"GeluTanh", 1, "gelu_tanh">,
+      I32EnumAttrCase<"ReluGrad", 2, "relu_grad">,
+      I32EnumAttrCase<"GeluTanhGrad", 3, "gelu_tanh_grad">]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::ls2c::ls2";
+}
+def LS2_GemmActivationAttr
+    : EnumAttr<LS2_Dialect, LS2_GemmActivation, "gemm_activation">;
+
 def LS2_LossReduction : I32EnumAttr<"LossReduction",
     "how per-token losses are combined (PyTorch semantics)", [
       I32EnumAttrCase<"Mean", 0, "mean">, I32EnumAttrCase<"Sum", 1, "sum">,

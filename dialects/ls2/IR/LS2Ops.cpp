@@ -468,6 +468,19 @@ Type MatmulOp::getAccumulationType() {
   return Float32Type::get(getContext());
 }
 
+bool MatmulOp::hasForwardActivation() {
+  auto act = getActivation();
+  return act && (*act == GemmActivation::Relu || *act == GemmActivation::GeluTanh);
+}
+
+bool MatmulOp::hasActivationGrad() {
+  auto act = getActivation();
+  return act && (*act == GemmActivation::ReluGrad ||
+                 *act == GemmActivation::GeluTanhGrad);
+}
+
+int64_t MatmulOp::reluMaskWords(int64_t n) { return (n + 127) / 128 * 4; }
+
 float AttentionOp::getEffectiveScale() {
   if (auto scale = getScale())
     return scale->convertToFloat();

@@ -250,7 +250,8 @@ class LS2_ReduceOp<string mnemonic, string what>
 def LS2_ReduceSumOp : LS2_ReduceOp<"reduce_sum", "sum">;
 def LS2_ReduceMaxOp : LS2_ReduceOp<"reduce_max", "maximum">;
 
-def LS2_MatmulOp : LS2_Op<"matmul", [Pure, LS2_VJP]> {
+def LS2_MatmulOp : LS2_Op<"matmul", [Pure, LS2_VJP, AttrSizedOperandSegments,
+    AttrSizedResultSegments]> {
   let summary = "batched matrix product with transpose flags and epilogues";
   let description = [{
     `a` is [..., M, K] (or [..., K, M] with `transpose_a`), `b` is [..., K, N]
@@ -263,28 +264,88 @@ def LS2_MatmulOp : LS2_Op<"matmul", [Pure, LS2_VJP]> {
              : tensor<?x768xf16>, tensor<3072x768xf16> -> tensor<?x3072xf16>
 
     Epilogues (cuBLASLt's, attached by ls2-fuse; the frontend and autodiff
-    never make them):
+    never make them). Below, acc is the f32 accumulator and "f32 steps"
+    means each step of the formula is rounded to f32, in the order written
+    (ls2-decompose's order, so a fused f32 program computes the same bits
+    as the unfused one):
       `bias(%b : tensor<Nxf16>)` adds b[n] to every row of the f32
         accumulator before the result is rounded (CUBLASLT_EPILOGUE_BIAS);
       a second result `bias_grad` [M'] (rank-2 `a` with `transpose_a`, so
         the product is aᵀ·b over a's rows) is the sum of a over its rows,
         accumulated in f32 in row order (CUBLASLT_EPILOGUE_BGRADA): the bias
         gradient computed with the weight gradient.
+    Activation epilogues (`activation`; rank-2 operands only):
+      `relu`: with p = acc (+ bias), rounded to f32, the result is
+        (p > 0 ? p : 0) rounded once (NaN gives 0, as select(p > 0, p, 0)
+        and cuBLASLt do). An optional result `aux` is the mask p > 0 as a
+        bit mask, tensor<M x W x i32> with W = ceil(N / 128) * 4: bit n % 32
+        of word n / 32 in row m (cuBLASLt's ReLU bit mask, leading dimension
+        ceil(N / 128) * 128 bits) (CUBLASLT_EPILOGUE_RELU[_AUX][_BIAS]).
+      `gelu_tanh`: the result is the tanh GELU of p, 0.5 p (1 + tanh(
+        sqrt(2/pi) (p + 0.044715 p^3))) in f32 steps, rounded once; an
+        optional result `aux` (the result's type) is p rounded to the
+        result's type, the GELU input the backward reads
+        (CUBLASLT_EPILOGUE_GELU[_AUX][_BIAS]). cuBLASLt has no erf GELU, so
+        `ls2.gelu` without `approximate = tanh` never becomes this.
+      `relu_grad`: operand `aux` is a `relu` aux bit mask; the result is
+        acc where its bit is set, else 0 (CUBLASLT_EPILOGUE_DRELU).
+      `gelu_tanh_grad`: operand `aux` (the result's type) is the GELU input
+        x; the result is acc * gelu'(x) in f32 steps, ls2.gelu_grad's tanh
+        derivative, rounded once (CUBLASLT_EPILOGUE_DGELU).
+      With `relu_grad` or `gelu_tanh_grad` a `bias_grad` result [N] (the
+        result's element type) is the sum of the rounded result over its
+        rows in row order, accumulated in f32 and rounded once
+        (CUBLASLT_EPILOGUE_DRELU_BGRAD, DGELU_BGRAD): the bias gradient of
+        the layer whose activation this differentiates.
+
+      %h, %pre = ls2.matmul %x, %w1 bias(%b1 : tensor<3072xbf16>)
+                   {activation = #ls2<gemm_activation gelu_tanh>}
+                   : tensor<?x768xbf16>, tensor<768x3072xbf16>
+                   -> tensor<?x3072xbf16> aux tensor<?x3072xbf16>
+      %dp, %db1 = ls2.matmul %dh, %w2 aux(%pre : tensor<?x3072xbf16>)
+                   {activation = #ls2<gemm_activation gelu_tanh_grad>, transpose_b}
+                   : tensor<?x768xbf16>, tensor<3072x768xbf16>
+                   -> tensor<?x3072xbf16>, tensor<3072xbf16>
   }];
   let arguments = (ins LS2_FloatTensor:$a, LS2_FloatTensor:$b,
                        Optional<LS2_FloatTensor>:$bias,
+                       Optional<LS2_NumericTensor>:$aux,
                        UnitAttr:$transpose_a, UnitAttr:$transpose_b,
-                       OptionalAttr<TypeAttr>:$acc_type);
+                       OptionalAttr<TypeAttr>:$acc_type,
+                       OptionalAttr<LS2_GemmActivationAttr>:$activation);
   let results = (outs LS2_FloatTensor:$result,
-                      Optional<LS2_FloatTensor>:$bias_grad);
+                      Optional<LS2_FloatTensor>:$bias_grad,
+                      Optional<LS2_NumericTensor>:$aux_out);
   let assemblyFormat = [{
-    $a `,` $b (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict `:` type($a)
+    $a `,` $b (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`aux` `(` $aux^ `:` type($aux) `)`)? attr-dict `:` type($a)
     `,` type($b) `->` type($result) (`,` type($bias_grad)^)?
+    (`aux` type($aux_out)^)?
   }];
   let hasVerifier = 1;
+  let builders = [
+    // The product with at most a bias and a BGRADA bias gradient (no
+    // activation): what the frontend, autodiff and GEMM merging build.
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Type":$bias_grad,
+                   "::mlir::Value":$a, "::mlir::Value":$b,
+                   "::mlir::Value":$bias, "bool":$transpose_a,
+                   "bool":$transpose_b, "::mlir::TypeAttr":$acc_type), [{
+      build($_builder, $_state, result, bias_grad, /*aux_out=*/::mlir::Type(),
+            a, b, bias, /*aux=*/::mlir::Value(), transpose_a, transpose_b,
+            acc_type, /*activation=*/nullptr);
+    }]>
+  ];
   let extraClassDeclaration = [{
     /// The accumulation type: acc_type when given, else f32.
     ::mlir::Type getAccumulationType();
+    /// relu or gelu_tanh (forward activations, which may produce `aux`).
+    bool hasForwardActivation();
+    /// relu_grad or gelu_tanh_grad (activation gradients, which read `aux`).
+    bool hasActivationGrad();
+    /// The i32 words per row of a ReLU bit mask over `n` columns:
+    /// ceil(n / 128) * 4 (cuBLASLt's leading dimension, a multiple of 128
+    /// bits).
+    static int64_t reluMaskWords(int64_t n);
   }];
 }
 

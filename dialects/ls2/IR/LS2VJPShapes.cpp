@@ -211,7 +211,7 @@ RankedTensorType matmulType(Value x, Value y, bool ta, bool tb) {
 //        flattened rows when a is not transposed.
 LogicalResult MatmulOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                  SmallVectorImpl<Value> &operandGrads) {
-  if (getBias() || getBiasGrad())
+  if (getBias() || getBiasGrad() || getActivation())
     return emitOpError("has a cuBLASLt epilogue; differentiate before ls2-fuse "
                        "attaches epilogues");
   if (noResultGrads(*this, resultGrads, operandGrads))

@@ -220,14 +220,80 @@ LogicalResult MatmulOp::verify() {
       return emitOpError("bias must be [N] = ")
              << shapeToString({n}) << ", got " << t;
   }
+  std::optional<GemmActivation> act = getActivation();
+  bool grad = hasActivationGrad();
   if (Value g = getBiasGrad()) {
     auto t = cast<RankedTensorType>(g.getType());
-    if (ra != 2 || !getTransposeA())
-      return emitOpError("bias_grad needs a rank-2 a with transpose_a");
-    if (t.getRank() != 1 || !dimsCompatible(t.getDimSize(0), m))
-      return emitOpError("bias_grad must be [M] = ")
-             << shapeToString({m}) << ", got " << t;
+    if (grad) {
+      // DRELU_BGRAD / DGELU_BGRAD: the sums of the result's columns.
+      if (t.getRank() != 1 || !dimsCompatible(t.getDimSize(0), n))
+        return emitOpError("bias_grad of an activation gradient must be [N] "
+                           "= ")
+               << shapeToString({n}) << ", got " << t;
+      if (t.getElementType() != c.getElementType())
+        return emitOpError("bias_grad of an activation gradient must have the "
+                           "result's element type (cuBLASLt's rule), got ")
+               << t.getElementType() << " and " << c.getElementType();
+    } else {
+      if (act)
+        return emitOpError("bias_grad with activation ")
+               << stringifyGemmActivation(*act)
+               << ": only relu_grad and gelu_tanh_grad have a bias gradient";
+      if (ra != 2 || !getTransposeA())
+        return emitOpError("bias_grad needs a rank-2 a with transpose_a");
+      if (t.getRank() != 1 || !dimsCompatible(t.getDimSize(0), m))
+        return emitOpError("bias_grad must be [M] = ")
+               << shapeToString({m}) << ", got " << t;
+    }
   }
+  if (!act) {
+    if (getAux())
+      return emitOpError("an aux operand needs activation relu_grad or "
+                         "gelu_tanh_grad");
+    if (getAuxOut())
+      return emitOpError("an aux result needs activation relu or gelu_tanh");
+    return success();
+  }
+  StringRef name = stringifyGemmActivation(*act);
+  if (ra != 2 || rb != 2)
+    return emitOpError("activation ")
+           << name << " needs rank-2 operands, got " << a << " and " << b;
+  if (grad && getBias())
+    return emitOpError("activation ") << name << " cannot have a bias";
+  // The aux tensor: the GELU input in the result's type, or the ReLU bit
+  // mask, [M, ceil(N / 128) * 4] i32 words.
+  auto checkAux = [&](Value aux, const char *what) -> LogicalResult {
+    auto t = cast<RankedTensorType>(aux.getType());
+    bool relu = *act == GemmActivation::Relu || *act == GemmActivation::ReluGrad;
+    if (!relu) {
+      if (t != c)
+        return emitOpError(what) << " of activation " << name
+                                 << " must have the result's type " << c
+                                 << ", got " << t;
+      return success();
+    }
+    int64_t words = ShapedType::isDynamic(n) ? ShapedType::kDynamic
+                                             : reluMaskWords(n);
+    if (t.getRank() != 2 || !t.getElementType().isInteger(32) ||
+        !dimsCompatible(t.getDimSize(0), m) ||
+        !dimsCompatible(t.getDimSize(1), words))
+      return emitOpError(what)
+             << " of activation " << name
+             << " must be the ReLU bit mask [M, ceil(N / 128) * 4] = "
+             << shapeToString({m, words}) << " of i32, got " << t;
+    return success();
+  };
+  if (grad) {
+    if (!getAux())
+      return emitOpError("activation ") << name << " needs an aux operand";
+    if (getAuxOut())
+      return emitOpError("activation ") << name << " has no aux result";
+    return checkAux(getAux(), "aux");
+  }
+  if (getAux())
+    return emitOpError("activation ") << name << " has no aux operand";
+  if (Value aux = getAuxOut())
+    return checkAux(aux, "aux result");
   return success();
 }
 

@@ -16,13 +16,18 @@
 // GPU delegate, greedy_by_size_assignment.cc). Buffers are taken in some
 // order; each goes into the smallest gap between already placed buffers that
 // conflict with it in time and that is large enough (lowest offset on ties),
-// else just above the highest of them. Two orders are run, as XLA's buffer
-// assignment does (`ChooseBestHeapAlgorithm` over kSpatial and kTemporal),
-// and the smaller arena is kept:
+// else just above the highest of them. Three orders are run, the two of
+// XLA's buffer assignment (`ChooseBestHeapAlgorithm` over kSpatial and
+// kTemporal) and the product of the two keys, and the smallest arena is
+// kept (the first of equals):
 //   - greedy by size (XLA kSpatial): size descending, then live-range length
 //     descending, then id ascending;
 //   - greedy by duration (XLA kTemporal): live-range length descending, then
-//     size descending, then id ascending.
+//     size descending, then id ascending;
+//   - greedy by area: size x steps live descending, then size descending,
+//     then id ascending (small programs whose buffers are a few sizes of
+//     similar lifetimes, where neither key alone separates them: tiny-bert's
+//     train step plans at 1.049x its lower bound this way, 1.066x without).
 // Placement scans the placed buffers in offset order, so planning n buffers
 // is O(n^2) in the worst case with a small constant (thousands of buffers
 // plan in milliseconds).
@@ -67,12 +72,13 @@ struct PlannedBuffer {
 
 /// The order in which the greedy placement takes the buffers.
 enum class ArenaStrategy {
-  Best,             ///< run both orders below, keep the smaller arena
+  Best,             ///< run the orders below, keep the smallest arena
   GreedyBySize,     ///< XLA kSpatial (TFLite / Pisarchyk & Lee greedy by size)
   GreedyByDuration, ///< XLA kTemporal
+  GreedyByArea,     ///< size x live-range length
 };
 
-/// "greedy-by-size", "greedy-by-duration" or "best".
+/// "greedy-by-size", "greedy-by-duration", "greedy-by-area" or "best".
 const char *arenaStrategyName(ArenaStrategy strategy);
 
 struct ArenaPlanOptions {
@@ -95,8 +101,9 @@ struct ArenaPlan {
   /// group once (at its largest member) over its merged range.
   int64_t lowerBoundBytes = 0;
   int64_t alignment = kDefaultArenaAlignment; ///< bytes
-  /// The order that produced `offsets`: "greedy-by-size" or
-  /// "greedy-by-duration" (on a tie under ArenaStrategy::Best, the first).
+  /// The order that produced `offsets`: "greedy-by-size",
+  /// "greedy-by-duration" or "greedy-by-area" (on a tie under
+  /// ArenaStrategy::Best, the first).
   std::string strategy;
 };
 

@@ -146,8 +146,14 @@ def Fuse : Pass<"ls2-fuse", "::mlir::func::FuncOp"> {
     gradients). Each group becomes an `ls2.fusion` op named after what it
     computes (e.g. `embedding_layer_norm_dropout_0`) with the attribute
     `ls2.bytes_saved`: the device-memory bytes (at the shape bounds) that
-    its intermediate values no longer move. With `report`, prints every
-    group and every refused pair with its reason.
+    its intermediate values no longer move. Groups that only finish a
+    GEMM's result as cuBLASLt's epilogues can (a bias; a weight gradient's
+    bias gradient; a bias with ReLU or the tanh GELU, saving the
+    activation's input as the GEMM's `aux` result when the backward reads
+    it; the activation's gradient from that aux with the bias gradient)
+    become the GEMM's epilogue attributes instead (FusionEpilogues.h). With
+    `report`, prints every group, every refused pair with its reason, and
+    every epilogue attached or refused with its reason.
 
     Rematerialization (`rematerialize`, on by default): in a function with
     a loss, ops that depend on the backward seed (`loss_grad`,

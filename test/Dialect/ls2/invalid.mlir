@@ -602,6 +602,86 @@ func.func @matmul_result(%x: tensor<?x768xf16>, %w: tensor<3072x768xf16>) -> ten
 
 // -----
 
+func.func @matmul_aux_without_activation(%x: tensor<?x64xf32>, %w: tensor<64x128xf32>) -> tensor<?x128xf32> {
+  // expected-error @+1 {{'ls2.matmul' op an aux result needs activation relu or gelu_tanh}}
+  %0, %1 = ls2.matmul %x, %w : tensor<?x64xf32>, tensor<64x128xf32> -> tensor<?x128xf32> aux tensor<?x128xf32>
+  return %0 : tensor<?x128xf32>
+}
+
+// -----
+
+func.func @matmul_aux_operand_without_grad(%x: tensor<?x64xf32>, %w: tensor<64x128xf32>, %p: tensor<?x128xf32>) -> tensor<?x128xf32> {
+  // expected-error @+1 {{'ls2.matmul' op an aux operand needs activation relu_grad or gelu_tanh_grad}}
+  %0 = ls2.matmul %x, %w aux(%p : tensor<?x128xf32>) : tensor<?x64xf32>, tensor<64x128xf32> -> tensor<?x128xf32>
+  return %0 : tensor<?x128xf32>
+}
+
+// -----
+
+func.func @matmul_activation_batched(%x: tensor<4x?x64xf32>, %w: tensor<64x128xf32>) -> tensor<4x?x128xf32> {
+  // expected-error @+1 {{'ls2.matmul' op activation relu needs rank-2 operands, got 'tensor<4x?x64xf32>' and 'tensor<64x128xf32>'}}
+  %0 = ls2.matmul %x, %w {activation = #ls2<gemm_activation relu>} : tensor<4x?x64xf32>, tensor<64x128xf32> -> tensor<4x?x128xf32>
+  return %0 : tensor<4x?x128xf32>
+}
+
+// -----
+
+func.func @matmul_gelu_aux_type(%x: tensor<?x64xbf16>, %w: tensor<64x128xbf16>) -> tensor<?x128xbf16> {
+  // expected-error @+1 {{'ls2.matmul' op aux result of activation gelu_tanh must have the result's type 'tensor<?x128xbf16>', got 'tensor<?x128xf32>'}}
+  %0, %1 = ls2.matmul %x, %w {activation = #ls2<gemm_activation gelu_tanh>} : tensor<?x64xbf16>, tensor<64x128xbf16> -> tensor<?x128xbf16> aux tensor<?x128xf32>
+  return %0 : tensor<?x128xbf16>
+}
+
+// -----
+
+func.func @matmul_relu_mask_shape(%x: tensor<?x64xf16>, %w: tensor<64x200xf16>) -> tensor<?x200xf16> {
+  // expected-error @+1 {{'ls2.matmul' op aux result of activation relu must be the ReLU bit mask [M, ceil(N / 128) * 4] = [?, 8] of i32, got 'tensor<?x7xi32>'}}
+  %0, %1 = ls2.matmul %x, %w {activation = #ls2<gemm_activation relu>} : tensor<?x64xf16>, tensor<64x200xf16> -> tensor<?x200xf16> aux tensor<?x7xi32>
+  return %0 : tensor<?x200xf16>
+}
+
+// -----
+
+func.func @matmul_grad_needs_aux(%dy: tensor<?x64xf16>, %w: tensor<200x64xf16>) -> tensor<?x200xf16> {
+  // expected-error @+1 {{'ls2.matmul' op activation gelu_tanh_grad needs an aux operand}}
+  %0 = ls2.matmul %dy, %w {activation = #ls2<gemm_activation gelu_tanh_grad>, transpose_b} : tensor<?x64xf16>, tensor<200x64xf16> -> tensor<?x200xf16>
+  return %0 : tensor<?x200xf16>
+}
+
+// -----
+
+func.func @matmul_grad_bias(%dy: tensor<?x64xf16>, %w: tensor<200x64xf16>, %p: tensor<?x200xf16>, %b: tensor<200xf16>) -> tensor<?x200xf16> {
+  // expected-error @+1 {{'ls2.matmul' op activation gelu_tanh_grad cannot have a bias}}
+  %0 = ls2.matmul %dy, %w bias(%b : tensor<200xf16>) aux(%p : tensor<?x200xf16>) {activation = #ls2<gemm_activation gelu_tanh_grad>, transpose_b} : tensor<?x64xf16>, tensor<200x64xf16> -> tensor<?x200xf16>
+  return %0 : tensor<?x200xf16>
+}
+
+// -----
+
+func.func @matmul_grad_bias_grad_shape(%dy: tensor<?x64xf16>, %w: tensor<200x64xf16>, %p: tensor<?x200xf16>) -> tensor<?x200xf16> {
+  // expected-error @+1 {{'ls2.matmul' op bias_grad of an activation gradient must be [N] = [200], got 'tensor<64xf16>'}}
+  %0, %1 = ls2.matmul %dy, %w aux(%p : tensor<?x200xf16>) {activation = #ls2<gemm_activation gelu_tanh_grad>, transpose_b} : tensor<?x64xf16>, tensor<200x64xf16> -> tensor<?x200xf16>, tensor<64xf16>
+  return %0 : tensor<?x200xf16>
+}
+
+// -----
+
+func.func @matmul_grad_bias_grad_dtype(%dy: tensor<?x64xf16>, %w: tensor<200x64xf16>, %p: tensor<?x8xi32>) -> tensor<?x200xf16> {
+  // expected-error @+1 {{'ls2.matmul' op bias_grad of an activation gradient must have the result's element type (cuBLASLt's rule), got 'f32' and 'f16'}}
+  %0, %1 = ls2.matmul %dy, %w aux(%p : tensor<?x8xi32>) {activation = #ls2<gemm_activation relu_grad>, transpose_b} : tensor<?x64xf16>, tensor<200x64xf16> -> tensor<?x200xf16>, tensor<200xf32>
+  return %0 : tensor<?x200xf16>
+}
+
+// -----
+
+func.func @matmul_forward_activation_bias_grad(%x: tensor<?x64xf16>, %g: tensor<?x200xf16>) -> tensor<64x200xf16> {
+  // expected-error @+1 {{'ls2.matmul' op bias_grad with activation relu: only relu_grad and gelu_tanh_grad have a bias gradient}}
+  %0, %1 = ls2.matmul %x, %g {activation = #ls2<gemm_activation relu>, transpose_a} : tensor<?x64xf16>, tensor<?x200xf16> -> tensor<64x200xf16>, tensor<64xf16>
+  return %0 : tensor<64x200xf16>
+}
+
+// -----
+
 func.func @gather_table(%t: tensor<?x768xf32>, %ids: tensor<?xi32>) -> tensor<?x768xf32> {
   // expected-error @+2 {{'ls2.gather' op table must have rank >= 1 and a static row count, got tensor<?x768xf32>}}
   // expected-error @+1 {{'ls2.gather' op failed to infer returned types}}

@@ -266,6 +266,34 @@ func.func @matmul_shared_b(%x: tensor<?x16x768xbf16>, %w: tensor<768x3072xbf16>)
   return %0 : tensor<?x16x3072xbf16>
 }
 
+// The cuBLASLt epilogues ls2-fuse attaches: bias, BGRADA, the activations
+// with their aux (the GELU input; the ReLU bit mask, ceil(N / 128) * 4 i32
+// words a row) and their gradients reading it, with the bias gradient.
+// CHECK-LABEL: func.func @matmul_epilogues(
+// CHECK-SAME: %[[X:[^ ,]+]]: tensor<?x64xbf16>, %[[W1:[^ ,]+]]: tensor<64x200xbf16>, %[[B1:[^ ,]+]]: tensor<200xbf16>, %[[DY:[^ ,]+]]: tensor<?x64xbf16>, %[[W2:[^ ,]+]]: tensor<200x64xbf16>)
+// CHECK-NEXT: %[[B:[^ ,]+]] = ls2.matmul %[[X]], %[[W1]] bias(%[[B1]] : tensor<200xbf16>) : tensor<?x64xbf16>, tensor<64x200xbf16> -> tensor<?x200xbf16>
+// CHECK-NEXT: %[[W:[^ ,]+]], %[[BG:[^ ,]+]] = ls2.matmul %[[X]], %[[DY]] {transpose_a} : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<64x64xbf16>, tensor<64xbf16>
+// CHECK-NEXT: %[[G:[^ ,]+]], %[[PRE:[^ ,]+]] = ls2.matmul %[[X]], %[[W1]] bias(%[[B1]] : tensor<200xbf16>)
+// CHECK-SAME: {activation = #ls2<gemm_activation gelu_tanh>} : tensor<?x64xbf16>, tensor<64x200xbf16> -> tensor<?x200xbf16> aux tensor<?x200xbf16>
+// CHECK-NEXT: %[[DG:[^ ,]+]], %[[DB:[^ ,]+]] = ls2.matmul %[[DY]], %[[W2]] aux(%[[PRE]] : tensor<?x200xbf16>)
+// CHECK-SAME: {activation = #ls2<gemm_activation gelu_tanh_grad>, transpose_b} : tensor<?x64xbf16>, tensor<200x64xbf16> -> tensor<?x200xbf16>, tensor<200xbf16>
+// CHECK-NEXT: %[[R:[^ ,]+]], %[[MASK:[^ ,]+]] = ls2.matmul %[[X]], %[[W1]] bias(%[[B1]] : tensor<200xbf16>)
+// CHECK-SAME: {activation = #ls2<gemm_activation relu>} : tensor<?x64xbf16>, tensor<64x200xbf16> -> tensor<?x200xbf16> aux tensor<?x8xi32>
+// CHECK-NEXT: %[[DR:[^ ,]+]] = ls2.matmul %[[DY]], %[[W2]] aux(%[[MASK]] : tensor<?x8xi32>)
+// CHECK-SAME: {activation = #ls2<gemm_activation relu_grad>, transpose_b} : tensor<?x64xbf16>, tensor<200x64xbf16> -> tensor<?x200xbf16>
+// CHECK-NEXT: %[[NB:[^ ,]+]] = ls2.matmul %[[X]], %[[W1]] {activation = #ls2<gemm_activation gelu_tanh>} : tensor<?x64xbf16>, tensor<64x200xbf16> -> tensor<?x200xbf16>
+// CHECK-NEXT: return
+func.func @matmul_epilogues(%x: tensor<?x64xbf16>, %w1: tensor<64x200xbf16>, %b1: tensor<200xbf16>, %dy: tensor<?x64xbf16>, %w2: tensor<200x64xbf16>) -> (tensor<?x200xbf16>, tensor<64x64xbf16>, tensor<64xbf16>, tensor<?x200xbf16>, tensor<?x200xbf16>, tensor<200xbf16>, tensor<?x200xbf16>, tensor<?x200xbf16>, tensor<?x200xbf16>) {
+  %0 = ls2.matmul %x, %w1 bias(%b1 : tensor<200xbf16>) : tensor<?x64xbf16>, tensor<64x200xbf16> -> tensor<?x200xbf16>
+  %1, %2 = ls2.matmul %x, %dy {transpose_a} : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<64x64xbf16>, tensor<64xbf16>
+  %3, %4 = ls2.matmul %x, %w1 bias(%b1 : tensor<200xbf16>) {activation = #ls2<gemm_activation gelu_tanh>} : tensor<?x64xbf16>, tensor<64x200xbf16> -> tensor<?x200xbf16> aux tensor<?x200xbf16>
+  %5, %6 = ls2.matmul %dy, %w2 aux(%4 : tensor<?x200xbf16>) {activation = #ls2<gemm_activation gelu_tanh_grad>, transpose_b} : tensor<?x64xbf16>, tensor<200x64xbf16> -> tensor<?x200xbf16>, tensor<200xbf16>
+  %7, %8 = ls2.matmul %x, %w1 bias(%b1 : tensor<200xbf16>) {activation = #ls2<gemm_activation relu>} : tensor<?x64xbf16>, tensor<64x200xbf16> -> tensor<?x200xbf16> aux tensor<?x8xi32>
+  %9 = ls2.matmul %dy, %w2 aux(%8 : tensor<?x8xi32>) {activation = #ls2<gemm_activation relu_grad>, transpose_b} : tensor<?x64xbf16>, tensor<200x64xbf16> -> tensor<?x200xbf16>
+  %10 = ls2.matmul %x, %w1 {activation = #ls2<gemm_activation gelu_tanh>} : tensor<?x64xbf16>, tensor<64x200xbf16> -> tensor<?x200xbf16>
+  return %0, %1, %2, %3, %5, %6, %7, %9, %10 : tensor<?x200xbf16>, tensor<64x64xbf16>, tensor<64xbf16>, tensor<?x200xbf16>, tensor<?x200xbf16>, tensor<200xbf16>, tensor<?x200xbf16>, tensor<?x200xbf16>, tensor<?x200xbf16>
+}
+
 // CHECK-LABEL: func.func @embedding(
 // CHECK-SAME: %[[WTE:[^ ,]+]]: tensor<50257x768xbf16>, %[[IDS:[^ ,]+]]: tensor<?xi32>, %[[IDS2:[^ ,]+]]: tensor<?x?xi64>, %[[POS:[^ ,]+]]: tensor<1024xf32>, %[[G:[^ ,]+]]: tensor<?x768xf32>)
 // CHECK-NEXT: %[[R0:[^ ,]+]] = ls2.gather %[[WTE]][%[[IDS]]] : tensor<50257x768xbf16>, tensor<?xi32> -> tensor<?x768xbf16>

@@ -49,7 +49,11 @@ private:
 /// Layout constants (docs/bundle-format.md). All integers little-endian.
 inline constexpr char kBundleMagic[8] = {'L', 'S', '2', 'B',
                                          'N', 'D', 'L', '\0'};
-inline constexpr uint32_t kBundleFormatVersion = 1;
+/// The version written; the loader also reads every version from
+/// kOldestBundleFormatVersion on (version 1 has no GEMM activation
+/// epilogues: no `aux` and `auxLd` keys).
+inline constexpr uint32_t kBundleFormatVersion = 2;
+inline constexpr uint32_t kOldestBundleFormatVersion = 1;
 inline constexpr uint64_t kBundleHeaderBytes = 56;
 inline constexpr uint64_t kBundleSectionEntryBytes = 56;
 inline constexpr uint64_t kBundleSectionAlignment = 64;

@@ -6,9 +6,11 @@
 // and the bias gradient of `a` (biasGrad[m] = sum_k op(a)[m, k]: BGRADA in
 // the program's row-major terms, cuBLASLt's BGRADB once the operands are
 // swapped for its column-major view; GemmRunner.cpp explains the mapping),
-// batched with strides. The algorithm cuBLASLt's heuristic picks is cached
-// per shape, dtypes, epilogue and operand alignment; the workspace is the
-// caller's (a slice of the arena). No MLIR; needs the CUDA runtime and
+// the activation epilogues (ReLU, the tanh GELU, with a bias and an aux
+// output; their gradients reading that aux, with the bias gradient of the
+// result: Program.h's GemmEpilogue), batched with strides. The algorithm
+// cuBLASLt's heuristic picks is cached per shape, dtypes, epilogue and
+// operand alignment; the workspace is the caller's (a slice of the arena). No MLIR; needs the CUDA runtime and
 // cuBLASLt. A runner is not thread-safe.
 //
 //===----------------------------------------------------------------------===//
@@ -38,6 +40,9 @@ public:
 struct GemmPointers {
   const void *a = nullptr, *b = nullptr, *bias = nullptr;
   void *c = nullptr, *biasGrad = nullptr;
+  /// The activation epilogues' aux matrix: written by Relu/Gelu *Aux*, read
+  /// by DRelu/DGelu.
+  void *aux = nullptr;
 };
 
 /// The sizes of one call: m, n, k and batch with dynamic dims resolved.
@@ -54,11 +59,11 @@ public:
   GemmRunner(const GemmRunner &) = delete;
   GemmRunner &operator=(const GemmRunner &) = delete;
 
-  /// Enqueues C = op(A) op(B) (+ bias, or with the bias gradient) on
-  /// `stream`. A shape with m, n or batch 0 does nothing; k 0 writes zeros
-  /// (the bias broadcast with a bias epilogue, and a zero bias gradient).
-  /// The bias-gradient epilogue needs batch 1. Throws GemmError (the call,
-  /// cuBLASLt's status and the shape).
+  /// Enqueues C = op(A) op(B) with its epilogue on `stream`. A shape with m,
+  /// n or batch 0 does nothing; k 0 gives the epilogue of a zero product
+  /// (zeros, the bias broadcast, its activation and aux, zero bias
+  /// gradients). The bias-gradient and activation epilogues need batch 1.
+  /// Throws GemmError (the call, cuBLASLt's status and the shape).
   void run(const Gemm &gemm, const GemmShape &shape, const GemmPointers &p,
            cudaStream_t stream);
 

@@ -123,14 +123,46 @@ struct KernelArg {
   Dim value;        ///< for Int64 (static or a dynamic dim)
 };
 
-/// cuBLASLt epilogues (ls2.matmul's bias and bias_grad).
-enum class GemmEpilogue : uint8_t { None, Bias, BiasGradA };
+/// cuBLASLt epilogues (ls2.matmul's bias, bias_grad and activation), one
+/// per cublasLtEpilogue_t the compiler uses, in the program's row-major
+/// terms (GemmRunner.cpp maps them onto cuBLASLt's column-major view):
+///   Bias           C = acc + bias[n]
+///   BiasGradA      biasGrad[m] = sum_k op(a)[m, k] (with transposeA)
+///   Relu*, Gelu*   C = act(acc (+ bias[n])), the tanh GELU; *Aux also
+///                  writes `aux`: the ReLU bit mask (bit n % 32 of i32 word
+///                  n / 32 of row m, auxLd bits a row) or the GELU input
+///                  (c's dtype, auxLd elements a row)
+///   DRelu, DGelu   C = acc * act'(aux) (the mask's bit, or the tanh GELU
+///                  derivative at aux); *BGrad also writes
+///                  biasGrad[n] = sum_m C[m, n] (c's dtype)
+enum class GemmEpilogue : uint8_t {
+  None, Bias, BiasGradA,
+  Relu, ReluAux, ReluBias, ReluAuxBias,
+  Gelu, GeluAux, GeluBias, GeluAuxBias,
+  DRelu, DReluBGrad, DGelu, DGeluBGrad
+};
+
+/// What an epilogue reads and writes.
+bool epilogueHasBias(GemmEpilogue e);     ///< reads `bias` [N]
+bool epilogueHasBiasGrad(GemmEpilogue e); ///< writes `biasGrad`
+bool epilogueWritesAux(GemmEpilogue e);   ///< Relu*Aux*, Gelu*Aux*
+bool epilogueReadsAux(GemmEpilogue e);    ///< DRelu*, DGelu*
+bool epilogueIsRelu(GemmEpilogue e);      ///< Relu* and DRelu* (bit-mask aux)
+bool epilogueIsActivation(GemmEpilogue e); ///< any Relu/Gelu/DRelu/DGelu
+/// "none", "bias", "bias_grad_a", "relu", "relu_aux", ..., "dgelu_bgrad"
+/// (the bundle spelling).
+const char *epilogueName(GemmEpilogue e);
 
 /// C[M, N] = op(A) op(B) per batch, row-major, f32 accumulation. A is [M, K]
 /// (or [K, M] transposed) with leading dimension lda (elements) and batch
 /// stride strideA (elements, 0 = shared), likewise B and C.
 struct Gemm {
   BufferRef a, b, c, bias, biasGrad;
+  /// The activation epilogues' aux matrix ([M, auxLd] in its units: bits
+  /// of the ReLU mask, elements of c's dtype for the GELU input); unused
+  /// (auxLd 0) otherwise.
+  BufferRef aux;
+  int64_t auxLd = 0;
   DType aType = DType::F32, bType = DType::F32, cType = DType::F32,
         biasType = DType::F32;
   bool transposeA = false, transposeB = false;
