@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <type_traits>
 
 namespace ls2c::runtime {
 
@@ -26,6 +27,26 @@ void checkDriver(CUresult r, const std::string &what) {
     cuGetErrorString(r, &text);
     throw RuntimeError(what + ": " + name + " (" + text + ")");
   }
+}
+
+/// An instantiated CUDA graph, destroyed with the object (a launch still in
+/// flight finishes first: cudaGraphExecDestroy frees it on completion).
+struct GraphExecDeleter {
+  void operator()(cudaGraphExec_t e) const { cudaGraphExecDestroy(e); }
+};
+using GraphExec = std::unique_ptr<std::remove_pointer_t<cudaGraphExec_t>, GraphExecDeleter>;
+using GraphAction = GraphCache<GraphExec>::Action;
+
+/// Step `si` of `f` in words, for errors ("launch of K", "gemm", "copy").
+std::string stepText(const Program &p, const Function &f, size_t si) {
+  if (si >= f.steps.size())
+    return "after the last step";
+  const Step &s = f.steps[si];
+  std::string kind = s.kind == Step::Kind::Launch ? "launch of " + p.kernels[s.kernel].name
+                     : s.kind == Step::Kind::Gemm ? "gemm"
+                     : s.kind == Step::Kind::Copy ? "copy"
+                                                  : "attention";
+  return "step " + std::to_string(si) + " (" + kind + ")";
 }
 
 std::string bytesText(size_t b) {
@@ -94,7 +115,25 @@ struct Executor::Impl {
   DeviceBuffer arena, gemmWorkspace;
   std::unique_ptr<GemmRunner> gemm;
 
+  GraphCache<GraphExec> graphs{Executor::kMaxGraphs};
+  /// Captures go to this stream: the caller's may be the legacy default
+  /// stream, which cannot capture.
+  cudaStream_t captureStream = nullptr;
+  /// Per function, its BiasGradA GEMM steps: GemmRunner's fallback for
+  /// them sums over k with a ones vector (per a's dtype) that it grows
+  /// lazily, its only such buffer (GraphCache.h); their k are a run's
+  /// helper needs. Keep in step with GemmRunner::Impl::onesOf's callers.
+  std::vector<std::vector<size_t>> helperSteps;
+  bool capturing = false;
+  size_t step = 0; ///< the step being enqueued (named by capture errors)
+
   ~Impl() {
+    // Graphs point into the modules and buffers below: they go first.
+    graphs.clear();
+    if (capturing)
+      abortCapture();
+    if (captureStream)
+      cudaStreamDestroy(captureStream);
     for (cudaEvent_t e : events)
       cudaEventDestroy(e);
     for (CUmodule m : modules)
@@ -108,6 +147,58 @@ struct Executor::Impl {
       events.push_back(e);
     }
     checkCuda(cudaEventRecord(events[i], stream), "cudaEventRecord");
+  }
+
+  cudaStream_t beginCapture() {
+    // Thread-local: this thread's unsafe calls (cudaMalloc, synchronous
+    // copies) fail during the capture; other threads' are left alone.
+    checkCuda(cudaStreamBeginCapture(captureStream, cudaStreamCaptureModeThreadLocal),
+              "cudaStreamBeginCapture");
+    capturing = true;
+    return captureStream;
+  }
+
+  /// Before step `si` (f.steps.size(): after the last): while capturing,
+  /// throws when an earlier step invalidated the capture without failing.
+  void atStep(size_t si) {
+    step = si;
+    if (!capturing)
+      return;
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(captureStream, &st) != cudaSuccess ||
+        st != cudaStreamCaptureStatusActive) {
+      step = si > 0 ? si - 1 : 0;
+      throw RuntimeError("the capture was invalidated");
+    }
+  }
+
+  GraphExec endCapture(const std::string &name) {
+    capturing = false;
+    cudaGraph_t g = nullptr;
+    cudaError_t e = cudaStreamEndCapture(captureStream, &g);
+    if (e != cudaSuccess || !g) {
+      if (g)
+        cudaGraphDestroy(g);
+      cudaGetLastError();
+      throw RuntimeError("@" + name + ": ending its CUDA graph capture: " + cudaGetErrorName(e) +
+                         "; run with graphs off (Executor::setGraphs(false), --no-graphs)");
+    }
+    cudaGraphExec_t exec = nullptr;
+    e = cudaGraphInstantiate(&exec, g, 0);
+    cudaGraphDestroy(g);
+    checkCuda(e, "@" + name + ": cudaGraphInstantiate");
+    return GraphExec(exec);
+  }
+
+  void abortCapture() {
+    capturing = false;
+    cudaGraph_t g = nullptr;
+    cudaStreamEndCapture(captureStream, &g);
+    if (g)
+      cudaGraphDestroy(g);
+    // Capture errors are not sticky: clear them so that later runs'
+    // cudaGetLastError checks do not report them again.
+    cudaGetLastError();
   }
 };
 
@@ -145,6 +236,15 @@ Executor::Executor(Program program) : prog(std::move(program)), impl(std::make_u
       DeviceBuffer(GemmRunner::kRecommendedWorkspaceBytes, "the cuBLASLt workspace");
   impl->gemm = std::make_unique<GemmRunner>(impl->gemmWorkspace.data(),
                                             impl->gemmWorkspace.size());
+  checkCuda(cudaStreamCreateWithFlags(&impl->captureStream, cudaStreamNonBlocking),
+            "cudaStreamCreateWithFlags (graph capture)");
+  for (const Function &f : prog.functions) {
+    std::vector<size_t> &steps = impl->helperSteps.emplace_back();
+    for (size_t si = 0; si < f.steps.size(); ++si)
+      if (f.steps[si].kind == Step::Kind::Gemm &&
+          f.steps[si].gemm.epilogue == GemmEpilogue::BiasGradA)
+        steps.push_back(si);
+  }
 }
 
 Executor::~Executor() = default;
@@ -156,7 +256,7 @@ const Function &Executor::function(const std::string &name) const {
   throw RuntimeError("the program of " + prog.modelName + " has no function '" + name + "'");
 }
 
-void Executor::run(const std::string &name, const Call &call, cudaStream_t stream) {
+void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t callerStream) {
   const Function &f = function(name);
   if (call.arguments.size() != f.arguments.size() ||
       call.argumentShapes.size() != f.arguments.size() ||
@@ -232,10 +332,30 @@ void Executor::run(const std::string &name, const Call &call, cudaStream_t strea
     return base ? base + r.byteOffset : nullptr;
   };
 
+  // CUDA graphs (Executor.h, GraphCache.h): replay, capture, or step by
+  // step.
+  size_t fi = static_cast<size_t>(&f - prog.functions.data());
+  HelperNeeds needs;
+  for (size_t si : impl->helperSteps[fi])
+    needs.emplace_back(static_cast<int>(f.steps[si].gemm.aType), dimValue(f.steps[si].gemm.k));
+  GraphKey key;
+  bool wantGraph = graphsOn && !timing;
+  if (wantGraph)
+    key = makeGraphKey(fi, call.argumentShapes, call.arguments, call.results);
+  auto decision = impl->graphs.decide(wantGraph ? &key : nullptr, needs);
+  if (decision.action == GraphAction::Replay) {
+    if (cudaError_t e = cudaGraphLaunch(decision.exec->get(), callerStream); e != cudaSuccess)
+      checkCuda(e, "@" + name + ": cudaGraphLaunch");
+    return;
+  }
+  cudaStream_t stream =
+      decision.action == GraphAction::Capture ? impl->beginCapture() : callerStream;
+
   if (timing)
     impl->labels.clear();
   for (size_t si = 0; si < f.steps.size(); ++si) {
     const Step &s = f.steps[si];
+    impl->atStep(si);
     // Messages are built only on failure: this loop runs every step.
     auto where = [&] { return "@" + name + " step " + std::to_string(si); };
     if (timing) {
@@ -286,10 +406,12 @@ void Executor::run(const std::string &name, const Call &call, cudaStream_t strea
       p.a = pointer(g.a);
       p.b = pointer(g.b);
       p.c = pointer(g.c);
-      if (g.epilogue == GemmEpilogue::Bias)
+      if (epilogueHasBias(g.epilogue))
         p.bias = pointer(g.bias);
-      if (g.epilogue == GemmEpilogue::BiasGradA)
+      if (epilogueHasBiasGrad(g.epilogue))
         p.biasGrad = pointer(g.biasGrad);
+      if (epilogueWritesAux(g.epilogue) || epilogueReadsAux(g.epilogue))
+        p.aux = pointer(g.aux);
       impl->gemm->run(g, shape, p, stream);
       break;
     }
@@ -307,8 +429,39 @@ void Executor::run(const std::string &name, const Call &call, cudaStream_t strea
   }
   if (timing)
     impl->record(f.steps.size(), stream);
+  if (decision.action == GraphAction::Capture) {
+    impl->atStep(f.steps.size());
+    GraphExec exec = impl->endCapture(name);
+    if (cudaError_t e = cudaGraphLaunch(exec.get(), callerStream); e != cudaSuccess)
+      checkCuda(e, "@" + name + ": cudaGraphLaunch");
+    impl->graphs.store(key, std::move(exec));
+    return;
+  }
   checkCuda(cudaGetLastError(), "@" + name);
+  impl->graphs.ranEagerly(needs);
 }
+
+void Executor::run(const std::string &name, const Call &call, cudaStream_t stream) {
+  try {
+    enqueue(name, call, stream);
+  } catch (const std::exception &e) {
+    if (!impl->capturing)
+      throw;
+    impl->abortCapture();
+    throw RuntimeError("@" + name + " " + stepText(prog, function(name), impl->step) +
+                       " failed while capturing a CUDA graph (which refuses host "
+                       "synchronization and allocation): " + e.what() +
+                       "; run with graphs off (Executor::setGraphs(false), --no-graphs)");
+  }
+}
+
+void Executor::setGraphs(bool on) {
+  graphsOn = on;
+  if (!on)
+    impl->graphs.clear();
+}
+
+GraphStats Executor::graphStats() const { return impl->graphs.stats(); }
 
 std::vector<std::pair<std::string, float>> Executor::stepTimes() const {
   std::vector<std::pair<std::string, float>> out;

@@ -2,7 +2,7 @@
 //
 // ls2c-gpu-step BUNDLE (--params P.safetensors | --init-seed S)
 //               --batch B.safetensors -o OUT [--steps K] [--dropout-seed N]
-//               [--profile]
+//               [--profile] [--no-graphs]
 //
 // The GPU twin of `ls2c step` (lib/Trainer/ReferenceStep.cpp): the same
 // inputs and the same output file (per-step loss, grad_norm and lr; the
@@ -13,6 +13,10 @@
 // machine. --init-seed initializes the parameters as the description says
 // (for models too big to carry a parameter file); --profile times every
 // step of the last train step with CUDA events and prints them by kernel.
+// Every call reuses its buffers (results swap with the state they replace),
+// so the executor's CUDA graphs are captured in the first steps and
+// replayed after; --no-graphs runs every step by step, and the output
+// must be the same bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,6 +54,7 @@ struct Options {
   int64_t dropoutSeed = 0;
   int64_t initSeed = -1; ///< >= 0: initialize parameters (no --params)
   bool profile = false;  ///< time every step of the last train step
+  bool graphs = true;    ///< the executor's CUDA graphs (--no-graphs)
 };
 
 /// The last train step's steps by label, slowest first, as a table.
@@ -76,6 +81,7 @@ void printProfile(const std::vector<std::pair<std::string, float>> &times) {
 int run(const Options &o) {
   Program program = readBundle(o.bundle);
   Executor executor(program);
+  executor.setGraphs(o.graphs);
   std::printf("%s: model %s on %s, %zu kernels\n", o.bundle.c_str(),
               program.modelName.c_str(), executor.arch().c_str(), program.kernels.size());
 
@@ -125,6 +131,9 @@ int run(const Options &o) {
   state["micro_batches"] = uploadTensor({1.0}, {}, DType::F32, 4, "micro batches");
   state["dropout_seed"] =
       uploadTensor({static_cast<double>(o.dropoutSeed)}, {}, DType::I64, 8, "dropout seed");
+  state["dropout_offset"] = uploadTensor({0.0}, {}, DType::I64, 8, "offset");
+  state["gradients"] = uploadTensor(std::vector<double>(master.size(), 0.0), ws, DType::F32,
+                                    wsBytes, "gradients");
 
   // Batch inputs and buffers (sinusoidal tables) of @accumulate_gradients.
   std::map<std::string, DeviceTensor> inputs;
@@ -148,40 +157,39 @@ int run(const Options &o) {
     }
   }
 
-  // One call of `f`: arguments by name, fresh result buffers; results whose
-  // name is state replace it.
-  auto call = [&](const Function &f, std::map<std::string, DeviceTensor> &outputs) {
+  // One call of `f`: arguments by name; results whose name is state replace
+  // it (the old buffer becomes the spare the next call writes), the others
+  // land in outputs[f]. Buffers are reused so that the calls' pointers
+  // repeat and their CUDA graphs replay.
+  std::map<std::string, std::map<std::string, DeviceTensor>> outputs;
+  std::map<std::string, DeviceTensor> spare;
+  auto call = [&](const Function &f) -> std::map<std::string, DeviceTensor> & {
     Executor::Call c = bindArguments(f, state, inputs);
-    std::vector<DeviceTensor> results;
+    std::map<std::string, DeviceTensor> &out = outputs[f.name];
     for (const TensorSpec &spec : f.results) {
-      DeviceTensor t;
+      DeviceTensor &t = state.count(spec.name) ? spare[spec.name] : out[spec.name];
+      if (t.buffer.size() < std::max<size_t>(specBytes(spec), 1))
+        t.buffer = DeviceBuffer(specBytes(spec), "result " + spec.name);
       t.shape = resultShape(spec, c);
       t.dtype = spec.dtype;
-      t.buffer = DeviceBuffer(specBytes(spec), "result " + spec.name);
-      results.push_back(std::move(t));
-    }
-    for (DeviceTensor &t : results)
       c.results.push_back(t.buffer.data());
+    }
     executor.run(f.name, c);
     if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
       throw RuntimeError("@" + f.name + ": " + cudaGetErrorString(e));
-    for (size_t i = 0; i < results.size(); ++i) {
-      const std::string &name = f.results[i].name;
-      if (state.count(name))
-        state[name] = std::move(results[i]);
-      else
-        outputs[name] = std::move(results[i]);
-    }
+    for (const TensorSpec &spec : f.results)
+      if (state.count(spec.name))
+        std::swap(state[spec.name], spare[spec.name]);
+    return out;
   };
 
   std::vector<double> losses, norms, rates, firstGradients;
   for (int64_t k = 0; k < o.steps; ++k) {
     executor.setTiming(o.profile && k + 1 == o.steps);
-    state["dropout_offset"] = uploadTensor({static_cast<double>(k)}, {}, DType::I64, 8, "offset");
-    state["gradients"] = uploadTensor(std::vector<double>(master.size(), 0.0), ws, DType::F32,
-                                wsBytes, "gradients");
-    std::map<std::string, DeviceTensor> out;
-    call(accumulate, out);
+    int64_t offset = k;
+    state.at("dropout_offset").buffer.upload(&offset, 8);
+    state.at("gradients").buffer.fill(0);
+    auto &out = call(accumulate);
     losses.push_back(downloadTensor(out.at("loss"))[0]);
     if (k == 0) {
       firstGradients = downloadTensor(state.at("gradients"));
@@ -192,18 +200,23 @@ int run(const Options &o) {
     std::vector<std::pair<std::string, float>> times;
     if (o.profile && k + 1 == o.steps)
       times = executor.stepTimes();
-    out.clear();
-    call(optimizer, out);
+    auto &opt = call(optimizer);
     if (o.profile && k + 1 == o.steps) {
       for (const auto &t : executor.stepTimes())
         times.push_back(t);
       printProfile(times);
     }
-    norms.push_back(downloadTensor(out.at("grad_norm"))[0]);
-    rates.push_back(downloadTensor(out.at("lr"))[0]);
+    norms.push_back(downloadTensor(opt.at("grad_norm"))[0]);
+    rates.push_back(downloadTensor(opt.at("lr"))[0]);
     std::printf("step %lld: loss %.6f, grad norm %.6f, lr %.3g\n",
                 static_cast<long long>(k + 1), losses.back(), norms.back(), rates.back());
   }
+
+  GraphStats g = executor.graphStats();
+  std::printf("CUDA graphs %s: %llu captured, %llu replayed, %llu runs step by step\n",
+              o.graphs ? "on" : "off", static_cast<unsigned long long>(g.captures),
+              static_cast<unsigned long long>(g.replays),
+              static_cast<unsigned long long>(g.eagerRuns));
 
   std::vector<double> finalMaster = downloadTensor(state.at("master_weights"));
   SafetensorsFile file;
@@ -254,6 +267,8 @@ int main(int argc, char **argv) {
       o.initSeed = std::stoll(value());
     else if (a == "--profile")
       o.profile = true;
+    else if (a == "--no-graphs")
+      o.graphs = false;
     else
       positional.push_back(a);
   }
@@ -261,7 +276,9 @@ int main(int argc, char **argv) {
       o.output.empty() || o.steps < 1) {
     std::fprintf(stderr, "usage: ls2c-gpu-step BUNDLE (--params P.safetensors | --init-seed S) "
                          "--batch B.safetensors -o OUT.safetensors [--steps K] "
-                         "[--dropout-seed N] [--profile]\n");
+                         "[--dropout-seed N] [--profile] [--no-graphs]\n"
+                         "  --no-graphs  run every step by step instead of replaying CUDA "
+                         "graphs\n");
     return 2;
   }
   o.bundle = positional[0];

@@ -3,7 +3,7 @@
 // ls2c-gpu-train TRAIN.ls2b --eval EVAL.ls2b --data input.txt --steps N
 //                [--batch-sequences B] [--eval-interval K] [--eval-batches E]
 //                [--seed S] [--metrics metrics.jsonl] [--log-interval M]
-//                [--time-limit SECONDS]
+//                [--time-limit SECONDS] [--no-graphs]
 //
 // The GPU twin of `ls2c train` (lib/Trainer/Trainer.cpp) for decoder models
 // on character corpora, with the compiled program instead of the reference
@@ -20,8 +20,10 @@
 // the dropout offset the step index. Metrics are JSON lines as `ls2c train`
 // writes them (a step line per step, a valid_loss line per evaluation) and a
 // final summary line; train tokens/s counts the wall clock of the training
-// steps only (each synchronized), not evaluation or startup. No MLIR: it runs
-// on the GPU machine.
+// steps only (each synchronized), not evaluation or startup. Both executors
+// replay CUDA graphs (the calls' buffers repeat every other step; the first
+// steps capture them) unless --no-graphs. No MLIR: it runs on the GPU
+// machine.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,6 +66,7 @@ struct Options {
   int64_t logInterval = 50;
   uint64_t seed = 1;
   double timeLimit = 0; ///< seconds of training; 0 = none
+  bool graphs = true;   ///< the executors' CUDA graphs (--no-graphs)
 };
 
 /// A usage or input problem (exit status 2).
@@ -287,6 +290,8 @@ int run(const Options &o) {
 
   Runner train(std::move(trainProgram));
   Runner eval(std::move(evalProgram));
+  train.executor.setGraphs(o.graphs);
+  eval.executor.setGraphs(o.graphs);
   const Program &program = train.executor.program();
   std::printf("%s: model %s (%s), %zu parameters, %zu kernels on %s; eval %s\n",
               o.bundle.c_str(), program.modelName.c_str(), program.computeDType.c_str(),
@@ -449,6 +454,7 @@ int run(const Options &o) {
   double steadyTokensPerSecond =
       steadySeconds > 0 ? static_cast<double>(steadyTokens) / steadySeconds : tokensPerSecond;
   double total = elapsed();
+  GraphStats graphs = train.executor.graphStats();
   metrics.write({{"final", true},
                  {"steps", step},
                  {"skipped_steps", skipped},
@@ -461,12 +467,21 @@ int run(const Options &o) {
                  {"mean_step_ms", trainSeconds / static_cast<double>(step) * 1e3},
                  {"total_seconds", total},
                  {"device", train.executor.arch()},
-                 {"model", program.modelName}});
+                 {"model", program.modelName},
+                 {"graphs", o.graphs},
+                 {"graph_captures", graphs.captures},
+                 {"graph_replays", graphs.replays},
+                 {"step_by_step_runs", graphs.eagerRuns}});
   std::printf("final: %lld steps, validation loss %.4f, train %.1f s, %.0f train tokens/s "
               "(%.0f after %lld warm-up steps), %.1f ms/step, total %.1f s\n",
               static_cast<long long>(step), validLoss, trainSeconds, tokensPerSecond,
               steadyTokensPerSecond, static_cast<long long>(warmupSteps),
               trainSeconds / static_cast<double>(step) * 1e3, total);
+  std::printf("CUDA graphs %s (train program): %llu captured, %llu replayed, %llu runs step "
+              "by step\n",
+              o.graphs ? "on" : "off", static_cast<unsigned long long>(graphs.captures),
+              static_cast<unsigned long long>(graphs.replays),
+              static_cast<unsigned long long>(graphs.eagerRuns));
   return 0;
 }
 
@@ -478,7 +493,9 @@ int main(int argc, char **argv) {
   const char *usage =
       "usage: ls2c-gpu-train TRAIN.ls2b --eval EVAL.ls2b --data input.txt --steps N\n"
       "         [--batch-sequences B] [--eval-interval K] [--eval-batches E] [--seed S]\n"
-      "         [--metrics metrics.jsonl] [--log-interval M] [--time-limit SECONDS]\n";
+      "         [--metrics metrics.jsonl] [--log-interval M] [--time-limit SECONDS]\n"
+      "         [--no-graphs]\n"
+      "  --no-graphs  run every step by step instead of replaying CUDA graphs\n";
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
@@ -520,6 +537,8 @@ int main(int argc, char **argv) {
         o.metrics = value();
       else if (a == "--time-limit")
         o.timeLimit = static_cast<double>(integer());
+      else if (a == "--no-graphs")
+        o.graphs = false;
       else if (a.size() > 1 && a[0] == '-')
         throw InputError("unknown option " + a);
       else

@@ -8,12 +8,14 @@
 // skipped when there is no work), cuBLASLt GEMMs, copies. The caller owns
 // the argument and result buffers (device memory, each at least its
 // TensorSpec's bytes at maxShape) and says the arguments' actual shapes,
-// which decide every dynamic size. No MLIR.
+// which decide every dynamic size. By default each distinct call is
+// captured once into a CUDA graph and replayed after (setGraphs). No MLIR.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LS2C_RUNTIME_EXECUTOR_H
 #define LS2C_RUNTIME_EXECUTOR_H
 
+#include "ls2c/Runtime/GraphCache.h"
 #include "ls2c/Runtime/Program.h"
 
 #include <cuda_runtime_api.h>
@@ -78,7 +80,9 @@ public:
   };
   /// Runs function `name` on `stream` (enqueued; the caller synchronizes).
   /// Checks first that every argument has its spec's rank, static dims and
-  /// dynamic dims within maxShape (refused before any launch).
+  /// dynamic dims within maxShape (refused before any launch, graphs or
+  /// not). With graphs on, a failure while capturing throws RuntimeError
+  /// naming the function and the step (setGraphs).
   void run(const std::string &name, const Call &call, cudaStream_t stream = nullptr);
 
   /// The architecture the kernels were loaded for.
@@ -91,11 +95,33 @@ public:
   void setTiming(bool on) { timing = on; }
   std::vector<std::pair<std::string, float>> stepTimes() const;
 
+  /// CUDA graphs, on by default: they replace a launch per step (hundreds
+  /// per train step) by one graph launch. A call is keyed by the function,
+  /// every argument's shape and every argument's and result's device
+  /// pointer (GraphKey), all that its launches bake in; argument contents
+  /// may change freely. A key's first run is captured (on the executor's
+  /// own stream, so `stream` may be the legacy default stream),
+  /// instantiated and launched on `stream`; later runs of it replay the
+  /// graph after the same shape checks. At most kMaxGraphs graphs are kept,
+  /// the least recently used destroyed first. Runs go step by step instead
+  /// with timing on (per-step events) and when a run may grow a GEMM helper
+  /// buffer (GraphCache.h; the first train step). Capture refuses host
+  /// synchronization and allocation: a step doing either throws
+  /// RuntimeError naming it, and graphs off runs it as before. Turning
+  /// graphs off destroys the cached ones.
+  void setGraphs(bool on);
+  bool graphs() const { return graphsOn; }
+  GraphStats graphStats() const;
+  static constexpr size_t kMaxGraphs = 16;
+
 private:
   struct Impl;
+  /// run() without turning a capture failure into an error naming the step.
+  void enqueue(const std::string &name, const Call &call, cudaStream_t callerStream);
   Program prog;
   std::string archName;
   bool timing = false;
+  bool graphsOn = true;
   std::unique_ptr<Impl> impl;
 };
 
