@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The GPU bench cycle: loss-curve parity with PyTorch (bench/parity.py) and the side-by-side
+# benchmark against PyTorch eager and torch.compile (bench/side_by_side.py).
+#
+# On the compiler machine (MLIR, no GPU):
+#   scripts/gpu-bench.sh [prepare]      builds ls2c and ls2c-gpu-step in $LS2C_BUILD_DIR (default
+#                                       build; LS2C_NO_BUILD=1 uses the binaries as they are) and
+#                                       writes .gpu-bench/ (git-ignored, < 64 MiB): bin/ (the
+#                                       MLIR-free ls2c-gpu-step, and libfmt if it links it), parity/
+#                                       (descriptions + sm_90 bundles of the parity cases), bench/
+#                                       (bundles + compile statistics of the benchmark configs)
+# On the GPU machine (carry .gpu-bench; bench/*.py travel with the tree):
+#   scripts/gpu-bench.sh run [all|parity [CASE...]|bench [CONFIG...]] [--out DIR]
+#     parity: bench/parity.py on the GPU cases (tiny-*, bert-base and gpt2-small in fp32 and in
+#             their preset dtype, 50 steps; or the CASEs named; $PARITY_ARGS adds options such as
+#             --noise-floor); bench: bench/side_by_side.py (default configs, or the CONFIGs
+#             named); all: both (about 15 minutes). Each ends with bench/summary.py's
+#             short table. Results: DIR (default $OUT, else .gpu-bench/out)/parity.json,
+#             side_by_side.json and the logs. Exit status: non-zero if a check failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+G=.gpu-bench
+
+run_gpu() {
+  local what=${1:-all}
+  [ $# -gt 0 ] && shift
+  local out=${OUT:-$G/out} cases=() configs=()
+  while [ $# -gt 0 ]; do
+    case "$1" in
+    --out) out=$2; shift 2 ;;
+    *) case "$what" in
+       parity) cases+=(--case "$1") ;;
+       bench) configs+=(--config "$1") ;;
+       *) echo "usage: $0 run [all|parity [CASE...]|bench [CONFIG...]] [--out DIR]" >&2; return 2 ;;
+       esac
+       shift ;;
+    esac
+  done
+  mkdir -p "$out"
+  local py=python3
+  [ -x /opt/torch/.venv/bin/python3 ] && py=/opt/torch/.venv/bin/python3
+  export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}:$PWD/$G/lib
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+  local status=0
+  if [ "$what" = all ] || [ "$what" = parity ]; then
+    "$py" bench/parity.py run --backend gpu --dir "$G/parity" --gpu-step "$G/bin/ls2c-gpu-step" \
+      --json "$out/parity.json" ${PARITY_ARGS:-} "${cases[@]}" 2>&1 | tee "$out/parity.log" || status=1
+  fi
+  if [ "$what" = all ] || [ "$what" = bench ]; then
+    "$py" bench/side_by_side.py run --dir "$G/bench" --gpu-step "$G/bin/ls2c-gpu-step" \
+      --tmp "${TMPDIR:-/tmp}" --json "$out/side_by_side.json" "${configs[@]}" 2>&1 | tee "$out/side_by_side.log" ||
+      status=1
+  fi
+  echo
+  "$py" bench/summary.py --parity "$out/parity.json" --bench "$out/side_by_side.json"
+  return $status
+}
+
+if [ "${1:-prepare}" = run ]; then
+  shift
+  run_gpu "$@"
+  exit $?
+fi
+
+BUILD=${LS2C_BUILD_DIR:-build}
+[ "${LS2C_NO_BUILD:-0}" = 1 ] || cmake --build "$BUILD" --target ls2c ls2c-gpu-step
+PY=python3
+[ -x .venv/bin/python ] && PY=.venv/bin/python
+rm -rf "$G"
+mkdir -p "$G/bin" "$G/lib"
+EXCLUDE=$(git rev-parse --git-path info/exclude)
+mkdir -p "$(dirname "$EXCLUDE")"
+grep -qx "/$G/" "$EXCLUDE" 2>/dev/null || echo "/$G/" >> "$EXCLUDE"
+cp "$BUILD/tools/ls2c-gpu-step/ls2c-gpu-step" "$G/bin/"
+# libfmt is the one non-CUDA, non-base library the tool links that the GPU machine may lack.
+for lib in $(ldd "$G/bin/ls2c-gpu-step" | awk '/libfmt/ {print $3}'); do cp -L "$lib" "$G/lib/"; done
+"$PY" bench/parity.py prepare --out "$G/parity" --ls2c "$BUILD/tools/ls2c/ls2c"
+"$PY" bench/side_by_side.py prepare --out "$G/bench" --ls2c "$BUILD/tools/ls2c/ls2c"
+SIZE=$(du -sm "$G" | cut -f1)
+du -sh "$G"
+if [ "$SIZE" -ge 64 ]; then
+  echo "error: $G is $SIZE MiB, over the 64 MiB a device call carries" >&2
+  exit 1
+fi
+echo
+echo "On the GPU machine (carry $G), one command runs the checks and the benchmark:"
+echo "  scripts/gpu-bench.sh run all --out \$OUT"
+echo "or, within 10-minute calls: scripts/gpu-bench.sh run parity --out \$OUT; then"
+echo "  scripts/gpu-bench.sh run bench bert-base gpt2-medium --out \$OUT; scripts/gpu-bench.sh run bench transformer-base vit-b16 --out \$OUT"
