@@ -1,8 +1,8 @@
 //===- GpuStep.cpp - K train steps of a bundle on the GPU -----------------===//
 //
 // ls2c-gpu-step BUNDLE (--params P.safetensors | --init-seed S)
-//               --batch B.safetensors -o OUT [--steps K] [--dropout-seed N]
-//               [--profile] [--no-graphs]
+//               --batch B.safetensors [-o OUT] [--steps K] [--dropout-seed N]
+//               [--profile] [--time] [--no-graphs] [--save-params P.safetensors]
 //
 // The GPU twin of `ls2c step` (lib/Trainer/ReferenceStep.cpp): the same
 // inputs and the same output file (per-step loss, grad_norm and lr; the
@@ -12,7 +12,12 @@
 // program on a GPU against the CPU reference. No MLIR: it runs on the GPU
 // machine. --init-seed initializes the parameters as the description says
 // (for models too big to carry a parameter file); --profile times every
-// step of the last train step with CUDA events and prints them by kernel.
+// step of the last train step with CUDA events and prints them by kernel;
+// --time measures every train step's device time (gradient zeroing,
+// @accumulate_gradients and @optimizer_step, CUDA events on the stream, CUDA
+// graphs as configured) and the device memory in use; --save-params writes
+// the initial parameters by reference name (F32) so another framework can
+// start from the same bits.
 // Every call reuses its buffers (results swap with the state they replace),
 // so the executor's CUDA graphs are captured in the first steps and
 // replayed after; --no-graphs runs every step by step, and the output
@@ -28,6 +33,8 @@
 #include "ls2c/Model/ParameterLayout.h"
 #include "ls2c/Support/Safetensors.h"
 #include "ls2c/Training/Workspace.h"
+
+#include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -54,8 +61,49 @@ struct Options {
   int64_t dropoutSeed = 0;
   int64_t initSeed = -1; ///< >= 0: initialize parameters (no --params)
   bool profile = false;  ///< time every step of the last train step
+  bool time = false;     ///< device time of each train step, device memory
+  std::string saveParams; ///< write the initial parameters here
   bool graphs = true;    ///< the executor's CUDA graphs (--no-graphs)
 };
+
+/// A CUDA event pair on the legacy default stream, where the executor and
+/// the buffer fills run.
+class StepTimer {
+public:
+  StepTimer() {
+    for (cudaEvent_t *e : {&start, &end})
+      if (cudaError_t r = cudaEventCreate(e); r != cudaSuccess)
+        throw RuntimeError(std::string("cudaEventCreate: ") + cudaGetErrorString(r));
+  }
+  ~StepTimer() {
+    cudaEventDestroy(start);
+    cudaEventDestroy(end);
+  }
+  StepTimer(const StepTimer &) = delete;
+  StepTimer &operator=(const StepTimer &) = delete;
+  void begin() { cudaEventRecord(start, nullptr); }
+  void finish() { cudaEventRecord(end, nullptr); }
+  /// Milliseconds between begin() and finish() (waits for finish()).
+  float milliseconds() const {
+    float ms = 0;
+    if (cudaError_t r = cudaEventSynchronize(end); r != cudaSuccess)
+      throw RuntimeError(std::string("cudaEventSynchronize: ") + cudaGetErrorString(r));
+    cudaEventElapsedTime(&ms, start, end);
+    return ms;
+  }
+
+private:
+  cudaEvent_t start = nullptr, end = nullptr;
+};
+
+/// Bytes of device memory in use (total minus free, this process and any
+/// other on the device).
+size_t deviceBytesInUse() {
+  size_t free = 0, total = 0;
+  if (cudaError_t r = cudaMemGetInfo(&free, &total); r != cudaSuccess)
+    throw RuntimeError(std::string("cudaMemGetInfo: ") + cudaGetErrorString(r));
+  return total - free;
+}
 
 /// The last train step's steps by label, slowest first, as a table.
 void printProfile(const std::vector<std::pair<std::string, float>> &times) {
@@ -111,6 +159,15 @@ int run(const Options &o) {
     std::vector<double> v = floatValues(it->second, o.params + ": " + slot.name);
     std::copy(v.begin(), v.end(), master.begin() + static_cast<long>(slot.offset));
   }
+  if (!o.saveParams.empty()) {
+    SafetensorsFile initial;
+    for (const ParameterSlot &slot : program.parameters) {
+      initial.tensors[slot.name] =
+          floatTensor("F32", slot.shape, master.data() + slot.offset, numel(slot.shape));
+    }
+    initial.metadata = {{"ls2c.model", program.modelName}};
+    writeSafetensors(o.saveParams, initial);
+  }
   SafetensorsFile batch = readSafetensors(o.batch);
 
   // The training state by name, as the functions take and return it.
@@ -163,7 +220,7 @@ int run(const Options &o) {
   // repeat and their CUDA graphs replay.
   std::map<std::string, std::map<std::string, DeviceTensor>> outputs;
   std::map<std::string, DeviceTensor> spare;
-  auto call = [&](const Function &f) -> std::map<std::string, DeviceTensor> & {
+  auto call = [&](const Function &f, StepTimer *timer) -> std::map<std::string, DeviceTensor> & {
     Executor::Call c = bindArguments(f, state, inputs);
     std::map<std::string, DeviceTensor> &out = outputs[f.name];
     for (const TensorSpec &spec : f.results) {
@@ -175,6 +232,7 @@ int run(const Options &o) {
       c.results.push_back(t.buffer.data());
     }
     executor.run(f.name, c);
+    timer->finish();
     if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
       throw RuntimeError("@" + f.name + ": " + cudaGetErrorString(e));
     for (const TensorSpec &spec : f.results)
@@ -184,12 +242,15 @@ int run(const Options &o) {
   };
 
   std::vector<double> losses, norms, rates, firstGradients;
+  StepTimer accumulateTimer, optimizerTimer;
+  size_t peakBytes = 0;
   for (int64_t k = 0; k < o.steps; ++k) {
     executor.setTiming(o.profile && k + 1 == o.steps);
     int64_t offset = k;
     state.at("dropout_offset").buffer.upload(&offset, 8);
+    accumulateTimer.begin();
     state.at("gradients").buffer.fill(0);
-    auto &out = call(accumulate);
+    auto &out = call(accumulate, &accumulateTimer);
     losses.push_back(downloadTensor(out.at("loss"))[0]);
     if (k == 0) {
       firstGradients = downloadTensor(state.at("gradients"));
@@ -200,7 +261,10 @@ int run(const Options &o) {
     std::vector<std::pair<std::string, float>> times;
     if (o.profile && k + 1 == o.steps)
       times = executor.stepTimes();
-    auto &opt = call(optimizer);
+    optimizerTimer.begin();
+    auto &opt = call(optimizer, &optimizerTimer);
+    float stepMs = accumulateTimer.milliseconds() + optimizerTimer.milliseconds();
+    peakBytes = std::max(peakBytes, deviceBytesInUse());
     if (o.profile && k + 1 == o.steps) {
       for (const auto &t : executor.stepTimes())
         times.push_back(t);
@@ -208,9 +272,15 @@ int run(const Options &o) {
     }
     norms.push_back(downloadTensor(opt.at("grad_norm"))[0]);
     rates.push_back(downloadTensor(opt.at("lr"))[0]);
-    std::printf("step %lld: loss %.6f, grad norm %.6f, lr %.3g\n",
-                static_cast<long long>(k + 1), losses.back(), norms.back(), rates.back());
+    std::printf("step %lld: loss %.6f, grad norm %.6f, lr %.3g", static_cast<long long>(k + 1),
+                losses.back(), norms.back(), rates.back());
+    if (o.time)
+      std::printf(", time %.3f ms", stepMs);
+    std::printf("\n");
   }
+  if (o.time)
+    std::printf("device memory: peak %zu bytes (in use after a step, cudaMemGetInfo)\n",
+                peakBytes);
 
   GraphStats g = executor.graphStats();
   std::printf("CUDA graphs %s: %llu captured, %llu replayed, %llu runs step by step\n",
@@ -218,6 +288,8 @@ int run(const Options &o) {
               static_cast<unsigned long long>(g.replays),
               static_cast<unsigned long long>(g.eagerRuns));
 
+  if (o.output.empty())
+    return 0;
   std::vector<double> finalMaster = downloadTensor(state.at("master_weights"));
   SafetensorsFile file;
   std::vector<int64_t> perStep = {o.steps};
@@ -269,16 +341,26 @@ int main(int argc, char **argv) {
       o.profile = true;
     else if (a == "--no-graphs")
       o.graphs = false;
+    else if (a == "--time")
+      o.time = true;
+    else if (a == "--save-params")
+      o.saveParams = value();
     else
       positional.push_back(a);
   }
   if (positional.size() != 1 || (o.params.empty() == (o.initSeed < 0)) || o.batch.empty() ||
-      o.output.empty() || o.steps < 1) {
+      o.steps < 1) {
     std::fprintf(stderr, "usage: ls2c-gpu-step BUNDLE (--params P.safetensors | --init-seed S) "
-                         "--batch B.safetensors -o OUT.safetensors [--steps K] "
-                         "[--dropout-seed N] [--profile] [--no-graphs]\n"
-                         "  --no-graphs  run every step by step instead of replaying CUDA "
-                         "graphs\n");
+                         "--batch B.safetensors [-o OUT.safetensors] [--steps K] "
+                         "[--dropout-seed N] [--profile] [--time] [--no-graphs] "
+                         "[--save-params P.safetensors]\n"
+                         "  -o FILE             losses, first-step gradients, final parameters\n"
+                         "  --profile           time every step of the last train step\n"
+                         "  --time              each train step's device time and the device "
+                         "memory in use\n"
+                         "  --no-graphs         run every step by step instead of replaying "
+                         "CUDA graphs\n"
+                         "  --save-params FILE  write the initial parameters (F32, by name)\n");
     return 2;
   }
   o.bundle = positional[0];
