@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The GPU check cycle in one device call (issue 6: one script builds what the GPU machine needs,
+# runs the checks there and prints a short table last). The PyTorch side-by-side benchmark and
+# loss-curve parity are scripts/gpu-bench.sh's (a separate call: they take longer).
+#
+# Here (MLIR, no GPU):  scripts/gpu-all.sh prepare
+#   builds the tools, then writes .gpu-all/ (git-ignored, under the 64 MiB a device call
+#   carries): bin/ (ls2c-kernel-check, ls2c-gemm-check, ls2c-gpu-step: no MLIR), cases/
+#   (generated kernels against the interpreter: the tensor-core attention set and the
+#   embedding gradients), step/ (scripts/gpu-step-check.py's tiny presets and 16,384-token
+#   probes with their CPU references), prof/ (BERT-base and GPT-2 medium bundles and batches).
+# There (the device tool, carry [".gpu-all"]):  scripts/gpu-all.sh run
+#   runs each check with a time limit, writes logs and the step outputs to $OUT (default
+#   .gpu-all/out) and prints one line per check. Exit status: non-zero if a check failed.
+# Back here:  scripts/gpu-all.sh compare DIR   (DIR: the fetched $OUT) compares the step
+#   outputs with the CPU references (scripts/gpu-step-check.py compare).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+G=.gpu-all
+BUILD=${LS2C_BUILD_DIR:-build}
+
+prepare() {
+  cmake --build "$BUILD" --target ls2c ls2c-kernel-cases ls2c-kernel-check ls2c-gemm-check \
+    ls2c-gpu-step
+  local exclude
+  exclude=$(git rev-parse --git-path info/exclude)
+  mkdir -p "$(dirname "$exclude")"
+  grep -qx "/$G/" "$exclude" 2>/dev/null || echo "/$G/" >> "$exclude"
+  rm -rf "$G"
+  mkdir -p "$G/bin" "$G/cases"
+  cp "$BUILD/test/gpu/ls2c-kernel-check" "$BUILD/test/gpu/ls2c-gemm-check" \
+    "$BUILD/tools/ls2c-gpu-step/ls2c-gpu-step" "$G/bin/"
+  local cases="$BUILD/test/gpu/ls2c-kernel-cases" m
+  for m in test/gpu/Inputs/attention-*.json; do
+    "$cases" "$m" "$G/cases/$(basename "$m" .json)" --tokens 400 --only attention
+  done
+  for m in examples/tiny-bert.json test/gpu/Inputs/sizes-h100-bf16-v50257.json; do
+    "$cases" "$m" "$G/cases/scatter-$(basename "$m" .json)" --tokens 19 --only scatter_add
+  done
+  # The step check's references (CPU, a few minutes with the probes), then its folder.
+  python3 -c 'import jax' 2>/dev/null && py=python3 || py=.venv/bin/python
+  "$py" scripts/gpu-step-check.py prepare --probes --ls2c "$BUILD/tools/ls2c/ls2c"
+  cp -r .gpu-run/step "$G/step"
+  LS2C_BUILD_DIR=$BUILD scripts/gpu-profile.sh bert-base gpt2-medium
+  mv .gpu-prof "$G/prof"
+  du -sh "$G"
+}
+
+run() {
+  export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  local out=${OUT:-$G/out} failed=0 summary=()
+  mkdir -p "$out"
+  note() { summary+=("$(printf '%-34s %s' "$1" "$2")"); }
+  check() { # name, seconds, command...: runs it, logs it, notes ok/FAIL and its last line
+    local name=$1 limit=$2 rc=0
+    shift 2
+    timeout "$limit" "$@" > "$out/$name.log" 2>&1 || rc=$?
+    [ $rc -eq 0 ] || failed=1
+    note "$name" "$([ $rc -eq 0 ] && echo ok || echo "FAIL (rc $rc)"): $(tail -1 "$out/$name.log")"
+  }
+  nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader || true
+  local d
+  for d in "$G"/cases/*; do
+    check "cases-$(basename "$d")" 120 "$G/bin/ls2c-kernel-check" "$d"
+  done
+  check gemm-check 180 "$G/bin/ls2c-gemm-check"
+  local p a
+  for p in "$G"/step/*/; do
+    p=$(basename "$p")
+    a=("$G/step/$p/model.ls2b" --params "$G/step/$p/params.safetensors"
+       --batch "$G/step/$p/batch.safetensors")
+    check "step-$p" 120 "$G/bin/ls2c-gpu-step" "${a[@]}" -o "$out/$p.safetensors" --steps 3
+    check "graphs-off-$p" 120 "$G/bin/ls2c-gpu-step" "${a[@]}" -o "$out/$p.eager" --steps 3 \
+      --no-graphs
+    if cmp -s "$out/$p.safetensors" "$out/$p.eager"; then
+      note "graphs-vs-eager-$p" "ok: identical bytes"
+    else
+      failed=1
+      note "graphs-vs-eager-$p" "FAIL: outputs differ"
+    fi
+    rm -f "$out/$p.eager"
+  done
+  for p in bert-base gpt2-medium; do
+    check "time-$p" 240 "$G/bin/ls2c-gpu-step" "$G/prof/$p.ls2b" --init-seed 1 \
+      --batch "$G/prof/$p.batch.safetensors" --steps 12 --time
+    note "  median step" "$(grep -o 'time [0-9.]* ms' "$out/time-$p.log" | tail -10 |
+      awk '{print $2}' | sort -n | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)] " ms"}')"
+  done
+  echo
+  printf '%s\n' "${summary[@]}"
+  echo "step outputs in $out: compare them here with: scripts/gpu-all.sh compare DIR"
+  return $failed
+}
+
+case "${1:-}" in
+prepare) prepare ;;
+run) run ;;
+compare)
+  [ $# -eq 2 ] || { echo "usage: $0 compare DIR" >&2; exit 2; }
+  python3 -c 'import jax' 2>/dev/null && py=python3 || py=.venv/bin/python
+  "$py" scripts/gpu-step-check.py compare "$2" ;;
+*)
+  echo "usage: $0 prepare | run | compare DIR" >&2
+  exit 2 ;;
+esac
