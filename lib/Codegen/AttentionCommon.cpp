@@ -86,4 +86,46 @@ void addDropoutParams(Params &p, const AttentionSpec &s) {
   p.pointer("const long long *offset", ParamBinding::Kind::Operand, s.offset);
 }
 
+unsigned addForwardParams(Params &p, const AttentionSpec &s) {
+  const std::string &t = s.storage;
+  p.pointer("const " + t + " *q", ParamBinding::Kind::Operand, s.query);
+  p.pointer("const " + t + " *k", ParamBinding::Kind::Operand, s.key);
+  p.pointer("const " + t + " *v", ParamBinding::Kind::Operand, s.value);
+  p.pointer("const int *cu_seqlens_q", ParamBinding::Kind::Operand, s.cuQ);
+  p.pointer("const int *cu_seqlens_k", ParamBinding::Kind::Operand, s.cuK);
+  addDropoutParams(p, s);
+  p.pointer(t + " *out", ParamBinding::Kind::Result, 0);
+  p.pointer("float *lse", ParamBinding::Kind::Result, 1);
+  unsigned tokens = p.size("tokens_q", s.tokensQ);
+  p.size("entries", s.entriesQ);
+  p.rowStride("stride_q", s.query, false);
+  p.rowStride("stride_k", s.key, false);
+  p.rowStride("stride_v", s.value, false);
+  p.rowStride("stride_out", 0, true);
+  if (s.dropout)
+    p.constant("stream", s.stream);
+  return tokens;
+}
+
+void addGradInputs(Params &p, const AttentionSpec &s, const GradOperands &g) {
+  const std::string &t = s.storage;
+  p.pointer("const " + t + " *dout", ParamBinding::Kind::Operand, g.dout);
+  p.pointer("const " + t + " *q", ParamBinding::Kind::Operand, s.query);
+  p.pointer("const " + t + " *k", ParamBinding::Kind::Operand, s.key);
+  p.pointer("const " + t + " *v", ParamBinding::Kind::Operand, s.value);
+  p.pointer("const " + t + " *out", ParamBinding::Kind::Operand, g.out);
+  p.pointer("const float *lse", ParamBinding::Kind::Operand, g.lse);
+  p.pointer("const int *cu_seqlens_q", ParamBinding::Kind::Operand, s.cuQ);
+  p.pointer("const int *cu_seqlens_k", ParamBinding::Kind::Operand, s.cuK);
+  addDropoutParams(p, s);
+}
+
+void addGradStrides(Params &p, const AttentionSpec &s, const GradOperands &g) {
+  p.rowStride("stride_dout", g.dout, false);
+  p.rowStride("stride_q", s.query, false);
+  p.rowStride("stride_k", s.key, false);
+  p.rowStride("stride_v", s.value, false);
+  p.rowStride("stride_out", g.out, false);
+}
+
 } // namespace ls2c::codegen::attention

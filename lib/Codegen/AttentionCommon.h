@@ -136,6 +136,24 @@ private:
   std::vector<std::string> decls;
 };
 
+/// Operand indices of ls2.attention_grad beyond the spec's.
+struct GradOperands {
+  unsigned dout = 0, out = 0, lse = 0;
+};
+
+/// The forward kernels' parameters, in binding order: q, k, v, cu_seqlens_q
+/// and _k, (seed, offset), out, lse, the query token count, batch + 1, the
+/// row strides of q, k, v and out, (the Philox stream). Returns the index
+/// of the token count parameter.
+unsigned addForwardParams(Params &p, const AttentionSpec &s);
+
+/// The tensors both gradient kernels read, in the op's order: dout, q, k, v,
+/// out, lse, cu_seqlens_q and _k, (seed, offset).
+void addGradInputs(Params &p, const AttentionSpec &s, const GradOperands &g);
+
+/// The row strides of dout, q, k, v and out.
+void addGradStrides(Params &p, const AttentionSpec &s, const GradOperands &g);
+
 /// The generated source's first line: which op, function and specialization.
 std::string header(mlir::Operation *op, const AttentionSpec &s, const std::string &what);
 

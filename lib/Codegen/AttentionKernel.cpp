@@ -125,23 +125,7 @@ FailureOr<GeneratedKernel> generateAttentionKernel(ls2::AttentionOp op,
   GeneratedKernel out;
   out.kernel.name = kernelName;
   Params p(out);
-  std::string t = s.storage;
-  p.pointer("const " + t + " *q", ParamBinding::Kind::Operand, s.query);
-  p.pointer("const " + t + " *k", ParamBinding::Kind::Operand, s.key);
-  p.pointer("const " + t + " *v", ParamBinding::Kind::Operand, s.value);
-  p.pointer("const int *cu_seqlens_q", ParamBinding::Kind::Operand, s.cuQ);
-  p.pointer("const int *cu_seqlens_k", ParamBinding::Kind::Operand, s.cuK);
-  addDropoutParams(p, s);
-  p.pointer(t + " *out", ParamBinding::Kind::Result, 0);
-  p.pointer("float *lse", ParamBinding::Kind::Result, 1);
-  unsigned tokens = p.size("tokens_q", s.tokensQ);
-  p.size("entries", s.entriesQ);
-  p.rowStride("stride_q", s.query, false);
-  p.rowStride("stride_k", s.key, false);
-  p.rowStride("stride_v", s.value, false);
-  p.rowStride("stride_out", 0, true);
-  if (s.dropout)
-    p.constant("stream", s.stream);
+  unsigned tokens = addForwardParams(p, s);
   out.kernel.launch = warpPerUnit(s.tokensQ, tokens, s.heads);
 
   std::map<std::string, std::string> values = commonValues(s, kernelName);
@@ -218,27 +202,11 @@ generateAttentionGradKernels(ls2::AttentionGradOp op, const SymbolicDims &dims,
   auto operand = [&](unsigned odsIndex) {
     return static_cast<unsigned>(op.getODSOperandIndexAndLength(odsIndex).first);
   };
+  const GradOperands go{operand(0), operand(4), operand(5)};
   if (flashApplies(s))
-    return generateFlashBackward(op, s, {operand(0), operand(4), operand(5)}, kernelName);
-  // The operands both kernels read, in the op's order.
-  auto inputs = [&](Params &p) {
-    p.pointer("const " + t + " *dout", ParamBinding::Kind::Operand, operand(0));
-    p.pointer("const " + t + " *q", ParamBinding::Kind::Operand, s.query);
-    p.pointer("const " + t + " *k", ParamBinding::Kind::Operand, s.key);
-    p.pointer("const " + t + " *v", ParamBinding::Kind::Operand, s.value);
-    p.pointer("const " + t + " *out", ParamBinding::Kind::Operand, operand(4));
-    p.pointer("const float *lse", ParamBinding::Kind::Operand, operand(5));
-    p.pointer("const int *cu_seqlens_q", ParamBinding::Kind::Operand, s.cuQ);
-    p.pointer("const int *cu_seqlens_k", ParamBinding::Kind::Operand, s.cuK);
-    addDropoutParams(p, s);
-  };
-  auto strides = [&](Params &p) {
-    p.rowStride("stride_dout", operand(0), false);
-    p.rowStride("stride_q", s.query, false);
-    p.rowStride("stride_k", s.key, false);
-    p.rowStride("stride_v", s.value, false);
-    p.rowStride("stride_out", operand(4), false);
-  };
+    return generateFlashBackward(op, s, go, kernelName);
+  auto inputs = [&](Params &p) { addGradInputs(p, s, go); };
+  auto strides = [&](Params &p) { addGradStrides(p, s, go); };
   std::map<std::string, std::string> values = commonValues(s, kernelName + "_dq");
   std::vector<GeneratedKernel> kernels(2);
 

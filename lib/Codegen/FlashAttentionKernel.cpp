@@ -231,23 +231,7 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
   GeneratedKernel out;
   out.kernel.name = kernelName;
   Params p(out);
-  std::string t = s.storage;
-  p.pointer("const " + t + " *q", ParamBinding::Kind::Operand, s.query);
-  p.pointer("const " + t + " *k", ParamBinding::Kind::Operand, s.key);
-  p.pointer("const " + t + " *v", ParamBinding::Kind::Operand, s.value);
-  p.pointer("const int *cu_seqlens_q", ParamBinding::Kind::Operand, s.cuQ);
-  p.pointer("const int *cu_seqlens_k", ParamBinding::Kind::Operand, s.cuK);
-  addDropoutParams(p, s);
-  p.pointer(t + " *out", ParamBinding::Kind::Result, 0);
-  p.pointer("float *lse", ParamBinding::Kind::Result, 1);
-  unsigned tokens = p.size("tokens_q", s.tokensQ);
-  p.size("entries", s.entriesQ);
-  p.rowStride("stride_q", s.query, false);
-  p.rowStride("stride_k", s.key, false);
-  p.rowStride("stride_v", s.value, false);
-  p.rowStride("stride_out", 0, true);
-  if (s.dropout)
-    p.constant("stream", s.stream);
+  unsigned tokens = addForwardParams(p, s);
   // Q, K and V tiles of 64 rows.
   uint32_t shared = static_cast<uint32_t>(3 * kTile * (s.headDim + 8) * 2);
   out.kernel.launch = tileLaunch(s.tokensQ, tokens, s.heads, shared);
@@ -375,24 +359,8 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
                                                    const GradOperands &go,
                                                    const std::string &kernelName) {
   std::string t = s.storage;
-  auto inputs = [&](Params &p) {
-    p.pointer("const " + t + " *dout", ParamBinding::Kind::Operand, go.dout);
-    p.pointer("const " + t + " *q", ParamBinding::Kind::Operand, s.query);
-    p.pointer("const " + t + " *k", ParamBinding::Kind::Operand, s.key);
-    p.pointer("const " + t + " *v", ParamBinding::Kind::Operand, s.value);
-    p.pointer("const " + t + " *out", ParamBinding::Kind::Operand, go.out);
-    p.pointer("const float *lse", ParamBinding::Kind::Operand, go.lse);
-    p.pointer("const int *cu_seqlens_q", ParamBinding::Kind::Operand, s.cuQ);
-    p.pointer("const int *cu_seqlens_k", ParamBinding::Kind::Operand, s.cuK);
-    addDropoutParams(p, s);
-  };
-  auto strides = [&](Params &p) {
-    p.rowStride("stride_dout", go.dout, false);
-    p.rowStride("stride_q", s.query, false);
-    p.rowStride("stride_k", s.key, false);
-    p.rowStride("stride_v", s.value, false);
-    p.rowStride("stride_out", go.out, false);
-  };
+  auto inputs = [&](Params &p) { addGradInputs(p, s, go); };
+  auto strides = [&](Params &p) { addGradStrides(p, s, go); };
   // Key tiles in dq and query tiles in dk/dv: 64 rows up to head dim 64,
   // 32 beyond, so accumulators, fragments and scores fit in registers.
   int inner = s.headDim <= 64 ? 64 : 32;

@@ -29,11 +29,6 @@ bool flashApplies(const AttentionSpec &s);
 GeneratedKernel generateFlashForward(mlir::Operation *op, const AttentionSpec &s,
                                      const std::string &kernelName);
 
-/// Operand indices of ls2.attention_grad beyond the spec's.
-struct GradOperands {
-  unsigned dout = 0, out = 0, lse = 0;
-};
-
 /// The two backward kernels, "<kernelName>_dq" (per 64-query tile and
 /// query head) and "<kernelName>_dkdv" (per 64-key tile and kv head, the
 /// group's query heads summed in order), launched in that order.
