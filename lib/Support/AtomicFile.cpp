@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <vector>
 
 namespace ls2c {
@@ -48,6 +50,19 @@ void writeInPlace(const std::string &path, std::string_view contents) {
     err = errno;
   if (err)
     fail(path, "write", err);
+}
+
+/// Test hook: with LS2C_TEST_KILL_DURING_WRITE=N in the environment, the
+/// N-th atomic write of the process while it is set (counting from 1)
+/// writes half of its temporary file and then kills the process with
+/// SIGKILL, as a crash or `kill -9` in the middle of a checkpoint would
+/// (test/tools/ls2c-train-kill.test).
+bool killDuringThisWrite() {
+  const char *n = std::getenv("LS2C_TEST_KILL_DURING_WRITE");
+  if (!n || !*n)
+    return false;
+  static std::atomic<long> writes{0};
+  return std::strtol(n, nullptr, 10) == ++writes;
 }
 
 } // namespace
@@ -95,6 +110,11 @@ void writeFileAtomically(const std::string &requested, std::string_view contents
     mode = 0666 & ~mask;
   }
   int err = ::fchmod(fd, mode) != 0 ? errno : 0;
+  if (!err && killDuringThisWrite()) {
+    (void)writeAll(fd, contents.substr(0, contents.size() / 2));
+    ::fsync(fd);
+    ::raise(SIGKILL);
+  }
   if (!err)
     err = writeAll(fd, contents);
   if (!err && ::fsync(fd) != 0)

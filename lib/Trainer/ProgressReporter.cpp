@@ -1,6 +1,7 @@
 //===- ProgressReporter.cpp - progress line and metrics -------------------===//
 #include "ProgressReporter.h"
 
+#include "ls2c/Support/AtomicFile.h"
 #include "ls2c/Trainer/Trainer.h"
 
 #include <nlohmann/json.hpp>
@@ -33,9 +34,17 @@ ProgressReporter::ProgressReporter(const std::string &metricsPath,
                                    int64_t totalSteps)
     : progress(progress), terminal(::isatty(STDERR_FILENO)),
       totalSteps(totalSteps), start(std::chrono::steady_clock::now()) {
-  std::string kept = resumeAfter >= 0 ? recordsUpTo(metricsPath, resumeAfter) : "";
-  metrics.open(metricsPath, std::ios::trunc);
-  metrics << kept << std::flush;
+  if (resumeAfter >= 0) {
+    // Replaced atomically: a run killed now keeps the records it had.
+    try {
+      writeFileAtomically(metricsPath, recordsUpTo(metricsPath, resumeAfter));
+    } catch (const FileWriteError &e) {
+      throw TrainError(e.what());
+    }
+    metrics.open(metricsPath, std::ios::app);
+  } else {
+    metrics.open(metricsPath, std::ios::trunc);
+  }
   if (!metrics)
     throw TrainError("cannot write metrics file '" + metricsPath + "'");
 }

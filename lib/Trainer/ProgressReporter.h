@@ -19,8 +19,9 @@ namespace ls2c {
 class ProgressReporter {
 public:
   /// Starts a new metrics file, or, with resumeAfter >= 0, keeps the
-  /// existing file's records up to that step and appends after them (a run
-  /// stopped after its last checkpoint repeats those steps). Throws
+  /// existing file's records up to that step (rewritten atomically) and
+  /// appends after them (a run stopped after its last checkpoint repeats
+  /// those steps). Throws
   /// TrainError when the metrics file cannot be written.
   ProgressReporter(const std::string &metricsPath, int64_t resumeAfter,
                    bool progress, int64_t totalSteps);

@@ -6,7 +6,10 @@
 // link is written through (the file it names is replaced, the link kept); an
 // existing file keeps its permission bits (not its owner, nor other hard
 // links to it); devices, FIFOs and sockets (/dev/null) are written in place,
-// since renaming over them would replace the device. No MLIR dependency.
+// since renaming over them would replace the device. A process killed while
+// writing leaves the target as it was (and its temporary file behind); tests
+// check this with the LS2C_TEST_KILL_DURING_WRITE hook (AtomicFile.cpp). No
+// MLIR dependency.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LS2C_SUPPORT_ATOMICFILE_H

@@ -1,0 +1,463 @@
+#!/usr/bin/env python3
+"""Checks a checkpoint converted by `ls2c convert --to-hf` against Hugging Face transformers.
+
+Builds BertForMaskedLM ("encoder" descriptions) or GPT2LMHeadModel ("decoder") from the
+config equivalent to MODEL.json, loads the converted state dict into it, runs it on a packed
+batch (unpacked to a padded batch with an attention mask), and compares with ls2c's CPU
+reference backend on the same weights and batch (`ls2c step --steps 1 --precision f32` on a
+dropout-free fp32 copy of the description, with the parameters converted back by
+`ls2c convert --from-hf`): the loss (mean cross-entropy over labelled tokens, ls2c's labels:
+GPT-2 labels are the next tokens, not shifted inside the model as transformers' own loss
+does) and the gradient of every parameter. transformers' model.state_dict() names and shapes
+are also checked against the ones this script derives from the config (and ls2c lists).
+
+Logits: no ls2c command outputs them today. `@forward` returns only the mean loss
+(lib/Frontend: every builder ends in g.loss(logits, labels)), and `ls2c step` writes loss,
+grad_norm, lr, grad/<name> and param/<name>. What is missing is (1) a frontend option that
+returns the logits [T, vocab] from @forward instead of (or beside) the loss, and (2) an
+`ls2c step --logits` (or `ls2c forward`) output that writes them as "logits" to the output
+safetensors. Until then the loss and all gradients are compared (the gradients of the
+output projection and cls.predictions.bias are sums of dloss/dlogits over the tokens, so
+they pin the logits of labelled tokens down to their softmax), the logits transformers
+computes are saved (DIR/hf-logits.safetensors, [T, vocab] in packed order) and compared
+when a file DIR/ls2c-logits.safetensors with a "logits" tensor exists.
+
+ls2c needs MLIR, which the GPU machine lacks, and transformers needs torch, which the
+development machines lack; so the work is split in two phases that share a directory:
+
+  hf_logits.py prepare MODEL.json HF.safetensors --ls2c LS2C --out DIR   # numpy, safetensors
+  hf_logits.py compare DIR [--device cuda]                              # torch, transformers
+  hf_logits.py run MODEL.json HF.safetensors --ls2c LS2C [--out DIR]    # both, one machine
+  hf_logits.py config MODEL.json                                        # the config.json
+  hf_logits.py self-check MODEL.json... --ls2c LS2C                     # config and names
+                                                                        # against ls2c's
+Exit status: 0 agree, 1 differ, 2 bad input or a missing dependency.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+# Defaults of docs/model-description.md for the two architectures transformers has here.
+_DEFAULTS = {
+    "encoder": dict(norm="post", activation="gelu", hidden_dropout=0.1, attention_dropout=0.1,
+                    layer_norm_eps=1e-12, tie_embeddings=True, padding_idx=0, type_vocab_size=2),
+    "decoder": dict(norm="pre", activation="gelu_tanh", hidden_dropout=0.1, attention_dropout=0.1,
+                    layer_norm_eps=1e-5, tie_embeddings=True, padding_idx=-1),
+}
+_HF_ACTIVATION = {"relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_new"}
+
+
+class Refused(Exception):
+    """A description without a transformers equivalent, bad input or a missing dependency."""
+
+
+def description(path):
+    """MODEL.json with the documented defaults filled in."""
+    d = json.load(open(path))
+    arch = d.get("architecture")
+    if arch not in _DEFAULTS:
+        raise Refused(f"{path}: $.architecture: {arch!r}: Hugging Face checkpoints are defined "
+                      "for 'encoder' (BertForMaskedLM) and 'decoder' (GPT2LMHeadModel) only")
+    c = dict(_DEFAULTS[arch], activation_dropout=0.0, label_smoothing=0.0)
+    c.update(d)
+    c.setdefault("kv_heads", c["heads"])
+    if arch == "encoder" and c["norm"] != "post":
+        raise Refused(f"{path}: $.norm: 'pre': BertForMaskedLM is post-LN")
+    if arch == "decoder" and c["norm"] != "pre":
+        raise Refused(f"{path}: $.norm: 'post': GPT2LMHeadModel is pre-LN with a final ln_f")
+    if c["kv_heads"] != c["heads"]:
+        raise Refused(f"{path}: $.kv_heads: {c['kv_heads']}: no grouped-query attention in "
+                      "BERT / GPT-2")
+    return c
+
+
+def hf_config(c):
+    """config.json of the equivalent BertConfig / GPT2Config (what `ls2c convert --hf-config`
+    writes)."""
+    act = _HF_ACTIVATION[c["activation"]]
+    if c["architecture"] == "encoder":
+        return {
+            "architectures": ["BertForMaskedLM"], "model_type": "bert",
+            "vocab_size": c["vocab"], "hidden_size": c["hidden"],
+            "num_hidden_layers": c["encoder_layers"], "num_attention_heads": c["heads"],
+            "intermediate_size": c["ffn"], "hidden_act": act,
+            "hidden_dropout_prob": c["hidden_dropout"],
+            "attention_probs_dropout_prob": c["attention_dropout"],
+            "max_position_embeddings": c["max_seq_len"], "type_vocab_size": c["type_vocab_size"],
+            "initializer_range": 0.02, "layer_norm_eps": c["layer_norm_eps"],
+            "pad_token_id": c["padding_idx"] if c["padding_idx"] >= 0 else None,
+            "position_embedding_type": "absolute", "is_decoder": False,
+            "tie_word_embeddings": c["tie_embeddings"], "torch_dtype": "float32",
+        }
+    return {
+        "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
+        "vocab_size": c["vocab"], "n_positions": c["max_seq_len"], "n_embd": c["hidden"],
+        "n_layer": c["decoder_layers"], "n_head": c["heads"], "n_inner": c["ffn"],
+        "activation_function": act, "resid_pdrop": c["hidden_dropout"],
+        "embd_pdrop": c["hidden_dropout"], "attn_pdrop": c["attention_dropout"],
+        "layer_norm_epsilon": c["layer_norm_eps"], "initializer_range": 0.02,
+        "scale_attn_weights": True, "scale_attn_by_inverse_layer_idx": False,
+        "reorder_and_upcast_attn": False, "add_cross_attention": False,
+        "tie_word_embeddings": c["tie_embeddings"], "torch_dtype": "float32",
+    }
+
+
+def hf_state_dict(cfg):
+    """[(name, shape)] of model.state_dict() as transformers' modules allocate them
+    (modeling_bert.py / modeling_gpt2.py; non-persistent buffers excluded, tied names
+    included)."""
+    s = []
+    if cfg["model_type"] == "bert":
+        V, H, I = cfg["vocab_size"], cfg["hidden_size"], cfg["intermediate_size"]
+
+        def linear(p, i, o):  # nn.Linear(i, o)
+            s.extend([(p + ".weight", [o, i]), (p + ".bias", [o])])
+
+        def ln(p):
+            s.extend([(p + ".weight", [H]), (p + ".bias", [H])])
+
+        s.append(("bert.embeddings.word_embeddings.weight", [V, H]))
+        s.append(("bert.embeddings.position_embeddings.weight", [cfg["max_position_embeddings"], H]))
+        s.append(("bert.embeddings.token_type_embeddings.weight", [cfg["type_vocab_size"], H]))
+        ln("bert.embeddings.LayerNorm")
+        for i in range(cfg["num_hidden_layers"]):
+            p = f"bert.encoder.layer.{i}."
+            for q in ("query", "key", "value"):
+                linear(p + "attention.self." + q, H, H)
+            linear(p + "attention.output.dense", H, H)
+            ln(p + "attention.output.LayerNorm")
+            linear(p + "intermediate.dense", H, I)
+            linear(p + "output.dense", I, H)
+            ln(p + "output.LayerNorm")
+        s.append(("cls.predictions.bias", [V]))
+        linear("cls.predictions.transform.dense", H, H)
+        ln("cls.predictions.transform.LayerNorm")
+        s.extend([("cls.predictions.decoder.weight", [V, H]), ("cls.predictions.decoder.bias", [V])])
+        return s
+    V, E = cfg["vocab_size"], cfg["n_embd"]
+    inner = cfg["n_inner"] or 4 * E
+
+    def conv1d(p, nf, nx):  # Conv1D(nf, nx): weight [nx, nf]
+        s.extend([(p + ".weight", [nx, nf]), (p + ".bias", [nf])])
+
+    def ln(p):
+        s.extend([(p + ".weight", [E]), (p + ".bias", [E])])
+
+    s.extend([("transformer.wte.weight", [V, E]), ("transformer.wpe.weight", [cfg["n_positions"], E])])
+    for i in range(cfg["n_layer"]):
+        p = f"transformer.h.{i}."
+        ln(p + "ln_1")
+        conv1d(p + "attn.c_attn", 3 * E, E)
+        conv1d(p + "attn.c_proj", E, E)
+        ln(p + "ln_2")
+        conv1d(p + "mlp.c_fc", inner, E)
+        conv1d(p + "mlp.c_proj", E, inner)
+    ln("transformer.ln_f")
+    s.append(("lm_head.weight", [V, E]))
+    return s
+
+
+def tied_names(cfg):
+    """Second names of tied tensors: {name: the name ls2c keeps}."""
+    if cfg["model_type"] == "bert":
+        t = {"cls.predictions.decoder.bias": "cls.predictions.bias"}
+        if cfg["tie_word_embeddings"]:
+            t["cls.predictions.decoder.weight"] = "bert.embeddings.word_embeddings.weight"
+        return t
+    return {"lm_head.weight": "transformer.wte.weight"} if cfg["tie_word_embeddings"] else {}
+
+
+# ------------------------------------------------------------------------------ batches
+
+def make_batch(c, seed):
+    """A packed batch as `ls2c step` reads it: three sequences of different lengths within
+    max_seq_len and max_batch_tokens. Input ids avoid padding_idx (transformers' BERT zeroes
+    the padding row's embedding gradient, ls2c does not)."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    L, budget = c["max_seq_len"], c["max_batch_tokens"]
+    lengths = []
+    for n in (L, max(1, L // 2), max(1, L // 3 + 1)):
+        if sum(lengths) + n <= budget:
+            lengths.append(n)
+    cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    pos = np.concatenate([np.arange(n) for n in lengths]).astype(np.int32)
+    V, T = c["vocab"], int(cu[-1])
+    ids = rng.integers(0, V, T)
+    pad = c["padding_idx"]
+    if pad >= 0:
+        ids = np.where(ids == pad, (pad + 1) % V, ids)
+    if c["architecture"] == "encoder":
+        labels = np.where(rng.random(T) < 0.3, rng.integers(0, V, T), -100)
+        labels[0] = ids[0]
+        return dict(input_ids=ids.astype(np.int32), position_ids=pos,
+                    token_type_ids=rng.integers(0, c["type_vocab_size"], T).astype(np.int32),
+                    cu_seqlens=cu, labels=labels.astype(np.int32))
+    labels = np.append(ids[1:], -100)
+    labels[cu[1:] - 1] = -100
+    return dict(input_ids=ids.astype(np.int32), position_ids=pos, cu_seqlens=cu,
+                labels=labels.astype(np.int32))
+
+
+def unpack(batch, pad_id):
+    """Packed [T] inputs -> padded [B, Lmax] numpy arrays plus attention_mask, and the
+    (b, i) coordinates of each packed token."""
+    import numpy as np
+    cu = batch["cu_seqlens"]
+    B = len(cu) - 1
+    Lmax = int(max(cu[1:] - cu[:-1]))
+    out = {}
+    for k in ("input_ids", "position_ids", "token_type_ids"):
+        if k in batch:
+            a = np.full((B, Lmax), pad_id if k == "input_ids" else 0, np.int64)
+            for b in range(B):
+                a[b, :cu[b + 1] - cu[b]] = batch[k][cu[b]:cu[b + 1]]
+            out[k] = a
+    mask = np.zeros((B, Lmax), np.int64)
+    coords = []
+    for b in range(B):
+        n = cu[b + 1] - cu[b]
+        mask[b, :n] = 1
+        coords.extend((b, i) for i in range(n))
+    out["attention_mask"] = mask
+    return out, coords
+
+
+def repack(padded, coords):
+    import numpy as np
+    return np.stack([padded[b, i] for b, i in coords])
+
+
+# ------------------------------------------------------------------------------ ls2c side
+
+def ls2c_run(ls2c, *args):
+    r = subprocess.run([ls2c, *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise Refused(f"{ls2c} {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def prepare(model, hf_file, ls2c, out, seed):
+    """Phase 1 (numpy, safetensors, ls2c): everything compare() needs, in `out`."""
+    from safetensors.numpy import save_file
+    c = description(model)
+    cfg = hf_config(c)
+    os.makedirs(out, exist_ok=True)
+    # The same model without dropout, in fp32 (the parameters are the same).
+    d = json.load(open(model))
+    for k in ("hidden_dropout", "attention_dropout", "activation_dropout"):
+        d[k] = 0.0
+    d["dtype"] = "fp32"
+    d.setdefault("name", os.path.splitext(os.path.basename(model))[0])
+    json.dump(d, open(os.path.join(out, "model.json"), "w"), indent=1)
+    json.dump(cfg, open(os.path.join(out, "config.json"), "w"), indent=2)
+    ls2c_cfg = os.path.join(out, "ls2c-config.json")
+    ls2c_run(ls2c, "convert", "--list", model, "--hf-config", ls2c_cfg)
+    if json.load(open(ls2c_cfg)) != cfg:
+        raise Refused(f"the config built here differs from `ls2c convert --hf-config`: "
+                      f"{cfg} vs {json.load(open(ls2c_cfg))}")
+    shutil.copyfile(hf_file, os.path.join(out, "hf.safetensors"))
+    params = os.path.join(out, "params.safetensors")
+    ls2c_run(ls2c, "convert", "--from-hf", model, hf_file, "-o", params)
+    batch = make_batch(c, seed)
+    save_file(batch, os.path.join(out, "batch.safetensors"))
+    ls2c_run(ls2c, "step", os.path.join(out, "model.json"), "--params", params, "--batch",
+             os.path.join(out, "batch.safetensors"), "-o", os.path.join(out, "ls2c-step.safetensors"),
+             "--steps", "1", "--precision", "f32")
+    print(f"prepared {out}: {cfg['architectures'][0]}, batch of {len(batch['cu_seqlens']) - 1} "
+          f"sequences, {len(batch['input_ids'])} tokens")
+
+
+# ------------------------------------------------------------------------------ transformers
+
+def import_torch_transformers():
+    try:
+        import torch
+        import transformers
+    except ImportError as e:
+        raise Refused(f"compare needs torch and transformers (the GPU machine's Python): {e}")
+    return torch, transformers
+
+
+def rel(a, b):
+    import numpy as np
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+
+
+def compare(out, device, tol, logits_tol):
+    """Phase 2 (torch, transformers): runs the transformers model and compares."""
+    import numpy as np
+    from safetensors.numpy import load_file, save_file
+    torch, transformers = import_torch_transformers()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    cfg = json.load(open(os.path.join(out, "config.json")))
+    cfg.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, resid_pdrop=0.0,
+               embd_pdrop=0.0, attn_pdrop=0.0)
+    fields = {k: v for k, v in cfg.items() if k not in ("architectures", "model_type", "torch_dtype")}
+    bert = cfg["model_type"] == "bert"
+    Config = transformers.BertConfig if bert else transformers.GPT2Config
+    Model = transformers.BertForMaskedLM if bert else transformers.GPT2LMHeadModel
+    try:
+        config = Config(**fields, attn_implementation="eager")
+    except TypeError:
+        config = Config(**fields)
+    model = Model(config).to(device=device, dtype=torch.float32).eval()
+
+    problems = []
+    # Parameters under every name (tied ones twice), in state_dict() order; buffers left out
+    # (older transformers saved position_ids and attn.bias as persistent buffers).
+    expected = [(k, tuple(s)) for k, s in hf_state_dict(cfg)]
+    actual = [(k, tuple(v.shape)) for k, v in model.named_parameters(remove_duplicate=False)]
+    if actual != expected:
+        problems.append(f"transformers' parameters differ from the names ls2c uses: missing "
+                        f"{sorted(set(expected) - set(actual))[:3]}, extra "
+                        f"{sorted(set(actual) - set(expected))[:3]}")
+    state = {k: torch.from_numpy(v.copy()) for k, v in load_file(os.path.join(out, "hf.safetensors")).items()}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [k for k in missing if k not in tied_names(cfg)]
+    if missing or unexpected:
+        raise Refused(f"hf.safetensors does not load: missing {missing[:5]}, unexpected {unexpected[:5]}")
+    if hasattr(model, "tie_weights"):
+        model.tie_weights()
+
+    batch = load_file(os.path.join(out, "batch.safetensors"))
+    pad = cfg.get("pad_token_id") or 0
+    padded, coords = unpack(batch, pad)
+    inputs = {k: torch.from_numpy(v).to(device) for k, v in padded.items()}
+    logits = model(**inputs).logits  # [B, Lmax, V]
+    index = torch.tensor(coords, device=device)
+    packed = logits[index[:, 0], index[:, 1]]  # [T, V]
+    labels = torch.from_numpy(batch["labels"].astype(np.int64)).to(device)
+    loss = torch.nn.functional.cross_entropy(packed, labels, ignore_index=-100)
+    loss.backward()
+
+    step = load_file(os.path.join(out, "ls2c-step.safetensors"))
+    hf_loss, ls2c_loss = float(loss), float(step["loss"][0])
+    loss_err = abs(hf_loss - ls2c_loss) / max(abs(hf_loss), 1e-30)
+    if not loss_err <= tol:
+        problems.append(f"loss: transformers {hf_loss:.9g}, ls2c {ls2c_loss:.9g} (rel {loss_err:.2e})")
+    worst = (0.0, "")
+    for key in sorted(step):
+        if not key.startswith("grad/"):
+            continue
+        name = key[len("grad/"):]
+        p = model.get_parameter(name)
+        g = (p.grad if p.grad is not None else torch.zeros_like(p)).detach().double().cpu().numpy()
+        err = rel(g, step[key])
+        worst = max(worst, (err, name))
+        if not err <= tol:
+            problems.append(f"gradient of {name}: rel L2 error {err:.2e} > {tol:g}")
+    save_file({"logits": packed.detach().float().cpu().numpy()}, os.path.join(out, "hf-logits.safetensors"))
+    logits_line = "logits: not compared (ls2c has no logits output; saved hf-logits.safetensors)"
+    theirs = os.path.join(out, "ls2c-logits.safetensors")
+    if os.path.exists(theirs):
+        err = rel(packed.detach().double().cpu().numpy(), load_file(theirs)["logits"].astype(np.float64))
+        logits_line = f"logits: rel L2 error {err:.2e}"
+        if not err <= logits_tol:
+            problems.append(f"logits: rel L2 error {err:.2e} > {logits_tol:g}")
+    print(f"{cfg['architectures'][0]} on {device}: loss transformers {hf_loss:.7f}, ls2c {ls2c_loss:.7f} "
+          f"(rel {loss_err:.1e}); worst gradient rel L2 error {worst[0]:.1e} ({worst[1]}); {logits_line}")
+    for p in problems:
+        print("DIFFERS:", p)
+    return 1 if problems else 0
+
+
+# ------------------------------------------------------------------------------ self-check
+
+def parse_list(text):
+    """`ls2c convert --list` lines: name [d0, d1] rule [tied to X]."""
+    out = []
+    for line in text.splitlines():
+        if " [" not in line:  # "wrote config.json"
+            continue
+        name, rest = line.split(" [", 1)
+        dims = rest.split("]", 1)[0]
+        out.append((name, [int(x) for x in dims.split(", ")] if dims else []))
+    return out
+
+
+def self_check(models, ls2c):
+    """What runs without torch: the config and the state-dict names against ls2c's, and the
+    batch's unpacking. Returns the number of problems."""
+    import numpy as np
+    bad = 0
+    for model in models:
+        c = description(model)
+        cfg = hf_config(c)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "config.json")
+            listed = parse_list(ls2c_run(ls2c, "convert", "--list", model, "--hf-config", path))
+            theirs = json.load(open(path))
+        problems = []
+        if theirs != cfg:
+            problems.append(f"config differs: {sorted(k for k in set(cfg) | set(theirs) if cfg.get(k) != theirs.get(k))}")
+        if listed != hf_state_dict(cfg):
+            problems.append("state-dict names or shapes differ from `ls2c convert --list`")
+        batch = make_batch(c, 1)
+        padded, coords = unpack(batch, cfg.get("pad_token_id") or 0)
+        for k in ("input_ids", "position_ids", "token_type_ids"):
+            if k in batch and not np.array_equal(repack(padded[k], coords), batch[k]):
+                problems.append(f"unpacking {k} does not round-trip")
+        if int(padded["attention_mask"].sum()) != len(batch["input_ids"]):
+            problems.append("attention mask does not count the tokens")
+        print(f"{model}: {cfg['architectures'][0]}, {len(listed)} tensors, batch "
+              f"{padded['attention_mask'].shape}: {'ok' if not problems else '; '.join(problems)}")
+        bad += len(problems)
+    return bad
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("config")
+    p.add_argument("model")
+    p = sub.add_parser("self-check")
+    p.add_argument("models", nargs="+")
+    p.add_argument("--ls2c", default="ls2c")
+    for name in ("prepare", "run"):
+        p = sub.add_parser(name)
+        p.add_argument("model")
+        p.add_argument("hf_checkpoint")
+        p.add_argument("--ls2c", default="ls2c")
+        p.add_argument("--out", required=name == "prepare")
+        p.add_argument("--seed", type=int, default=1)
+        if name == "run":
+            p.add_argument("--device", default=None)
+            p.add_argument("--tol", type=float, default=1e-4)
+            p.add_argument("--logits-tol", type=float, default=1e-5)
+    p = sub.add_parser("compare")
+    p.add_argument("dir")
+    p.add_argument("--device", default=None)
+    p.add_argument("--tol", type=float, default=1e-4,
+                   help="relative error of the loss and each gradient (fp32, whole step)")
+    p.add_argument("--logits-tol", type=float, default=1e-5)
+    a = ap.parse_args()
+    try:
+        if a.cmd == "config":
+            print(json.dumps(hf_config(description(a.model)), indent=2))
+            return 0
+        if a.cmd == "self-check":
+            return 1 if self_check(a.models, a.ls2c) else 0
+        if a.cmd == "prepare":
+            prepare(a.model, a.hf_checkpoint, a.ls2c, a.out, a.seed)
+            return 0
+        if a.cmd == "run":
+            import_torch_transformers()
+            out = a.out or tempfile.mkdtemp(prefix="hf-logits-")
+            prepare(a.model, a.hf_checkpoint, a.ls2c, out, a.seed)
+            a.dir = out
+        torch, _ = import_torch_transformers()
+        device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        return compare(a.dir, device, a.tol, a.logits_tol)
+    except (Refused, OSError) as e:
+        print(f"hf_logits.py: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
