@@ -9,7 +9,8 @@ PACKAGES=(
   cmake ninja-build g++ python3 python3-venv
   libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
   libfmt-dev nlohmann-json3-dev libgtest-dev
-  libopenblas-dev libsentencepiece-dev libssl-dev
+  libopenblas-dev libsentencepiece-dev libssl-dev zlib1g-dev
+  dataset-fashion-mnist
 )
 
 missing=()

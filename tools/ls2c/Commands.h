@@ -24,6 +24,8 @@ int runCheck(const std::vector<std::string> &args);
 int runCompile(const std::vector<std::string> &args);
 int runTrain(const std::vector<std::string> &args);
 int runStep(const std::vector<std::string> &args);
+int runTokenize(const std::vector<std::string> &args);
+int runConvert(const std::vector<std::string> &args);
 
 } // namespace ls2c::cli
 

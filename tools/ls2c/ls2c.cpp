@@ -43,6 +43,13 @@ commands:
                                run train steps on given parameters and one
                                batch; write losses, gradients and updated
                                parameters (see ls2c step --help)
+  tokenize CORPUS... -o TOKENS (--model MODEL | --train bpe|unigram|char)
+                               train or load a tokenizer and encode text into
+                               a token file (see ls2c tokenize --help)
+  convert --to-hf|--from-hf MODEL.json IN -o OUT
+                               convert checkpoints to and from Hugging Face
+                               BertForMaskedLM / GPT2LMHeadModel state dicts
+                               (see ls2c convert --help)
 
 options:
   -h, --help                   show this help
@@ -80,8 +87,12 @@ static int dispatch(const std::vector<std::string> &args) {
       return runTrain(rest);
     if (command == "step")
       return runStep(rest);
+    if (command == "tokenize")
+      return runTokenize(rest);
+    if (command == "convert")
+      return runConvert(rest);
     return usageError("unknown command '" + command +
-                      "' (commands: check, compile, train, step; see ls2c --help)");
+                      "' (commands: check, compile, train, step, tokenize, convert; see ls2c --help)");
   } catch (const std::exception &e) {
     std::fprintf(stderr, "ls2c: internal error: %s\n", e.what());
     return kExitInternal;
