@@ -40,15 +40,27 @@ prepare() {
   # The step check's references (CPU, a few minutes with the probes), then its folder.
   python3 -c 'import jax' 2>/dev/null && py=python3 || py=.venv/bin/python
   "$py" scripts/gpu-step-check.py prepare --probes --ls2c "$BUILD/tools/ls2c/ls2c"
+  # The references stay here (.gpu-run/step, for compare): only what the GPU runs travels.
   cp -r .gpu-run/step "$G/step"
+  rm -f "$G"/step/*/reference.safetensors
   LS2C_BUILD_DIR=$BUILD scripts/gpu-profile.sh bert-base gpt2-medium
   mv .gpu-prof "$G/prof"
-  du -sh "$G"
+  local bytes
+  bytes=$(du -sb "$G" | cut -f1)
+  echo "$G: $bytes bytes"
+  if [ "$bytes" -gt 67108864 ]; then
+    echo "$G is over the 64 MiB a device call carries" >&2
+    exit 1
+  fi
 }
 
 run() {
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   local out=${OUT:-$G/out} failed=0 summary=()
+  if [ ! -x "$G/bin/ls2c-gpu-step" ]; then
+    echo "$G is missing: run scripts/gpu-all.sh prepare here and carry $G to the GPU machine" >&2
+    return 2
+  fi
   mkdir -p "$out"
   note() { summary+=("$(printf '%-34s %s' "$1" "$2")"); }
   check() { # name, seconds, command...: runs it, logs it, notes ok/FAIL and its last line

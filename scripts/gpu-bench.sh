@@ -24,6 +24,14 @@ G=.gpu-bench
 run_gpu() {
   local what=${1:-all}
   [ $# -gt 0 ] && shift
+  case "$what" in
+  all|parity|bench) ;;
+  *) echo "usage: $0 run [all|parity [CASE...]|bench [CONFIG...]] [--out DIR]" >&2; return 2 ;;
+  esac
+  if [ ! -x "$G/bin/ls2c-gpu-step" ]; then
+    echo "$G is missing: run scripts/gpu-bench.sh prepare here and carry $G" >&2
+    return 2
+  fi
   local out=${OUT:-$G/out} cases=() configs=()
   while [ $# -gt 0 ]; do
     case "$1" in
@@ -56,11 +64,16 @@ run_gpu() {
   return $status
 }
 
-if [ "${1:-prepare}" = run ]; then
+case "${1:-prepare}" in
+run)
   shift
   run_gpu "$@"
-  exit $?
-fi
+  exit $? ;;
+prepare) ;;
+*)
+  echo "usage: $0 [prepare] | run [all|parity [CASE...]|bench [CONFIG...]] [--out DIR]" >&2
+  exit 2 ;;
+esac
 
 BUILD=${LS2C_BUILD_DIR:-build}
 [ "${LS2C_NO_BUILD:-0}" = 1 ] || cmake --build "$BUILD" --target ls2c ls2c-gpu-step

@@ -15,6 +15,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SETS=("${@:-tiny}")
+for SET in "${SETS[@]}"; do
+  case "$SET" in
+  tiny|sizes|attention) ;;
+  *) echo "usage: $0 [tiny|sizes|attention]..." >&2; exit 2 ;;
+  esac
+done
 cmake --build build --target ls2c-kernel-cases ls2c-kernel-check
 CASES=build/test/gpu/ls2c-kernel-cases
 rm -rf .gpu-run

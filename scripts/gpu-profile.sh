@@ -16,6 +16,30 @@ cd "$(dirname "$0")/.."
 PRESETS=("${@:-bert-base}")
 [ $# -eq 0 ] && PRESETS=(bert-base gpt2-medium)
 BUILD=${LS2C_BUILD_DIR:-build}
+# Every argument is checked before anything is built or removed.
+model_of() { # MODEL[:SHAPE] -> the description's path
+  local m=${1%%:*}
+  if [ -f "$m" ]; then echo "$m"; elif [ -f "examples/$m.json" ]; then echo "examples/$m.json"; fi
+}
+for spec in "${PRESETS[@]}"; do
+  model=$(model_of "$spec")
+  [ -n "$model" ] || { echo "$0: $spec: no such description (a path or examples/NAME.json)" >&2; exit 2; }
+  if [ "$spec" != "${spec%%:*}" ] && ! [[ "${spec#*:}" =~ ^[1-9][0-9]*x[1-9][0-9]*$ ]]; then
+    echo "$0: $spec: the batch shape must be SEQSxLEN, e.g. 4x4096" >&2
+    exit 2
+  fi
+  python3 - "$model" "${spec#*:}" "$spec" <<'PY' || exit 2
+import json, sys
+c = json.load(open(sys.argv[1]))
+if c.get("architecture") not in ("encoder", "decoder"):
+    sys.exit(f"{sys.argv[3]}: profiles cover encoder and decoder descriptions, not {c.get('architecture')}")
+if "x" in sys.argv[2]:
+    seqs, length = map(int, sys.argv[2].split("x"))
+    if length > c["max_seq_len"] or seqs * length > c["max_batch_tokens"]:
+        sys.exit(f"{sys.argv[3]}: {seqs} x {length} exceeds max_seq_len {c['max_seq_len']} or "
+                 f"max_batch_tokens {c['max_batch_tokens']}")
+PY
+done
 cmake --build "$BUILD" --target ls2c ls2c-gpu-step
 EXCLUDE=$(git rev-parse --git-path info/exclude)
 mkdir -p "$(dirname "$EXCLUDE")"
@@ -24,9 +48,8 @@ rm -rf .gpu-prof
 mkdir -p .gpu-prof
 cp "$BUILD/tools/ls2c-gpu-step/ls2c-gpu-step" .gpu-prof/
 for spec in "${PRESETS[@]}"; do
-  model=${spec%%:*}
-  shape=$([ "$model" = "$spec" ] && echo "" || echo "${spec#*:}")
-  [ -f "$model" ] || model="examples/$model.json"
+  model=$(model_of "$spec")
+  shape=$([ "${spec%%:*}" = "$spec" ] && echo "" || echo "${spec#*:}")
   p=$(basename "$model" .json)
   "$BUILD/tools/ls2c/ls2c" compile "$model" --arch=sm_90 -o ".gpu-prof/$p.ls2b"
   python3 - "$model" ".gpu-prof/$p.batch.safetensors" "$shape" <<'PY'

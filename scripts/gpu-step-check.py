@@ -7,18 +7,21 @@ packed batch (test/oracle/run_oracle.py's generators), the CPU reference result 
 --probes also the large-batch probes (PROBES: tiny widths at 16,384 tokens, dropout off, in
 fp32 and bf16), where full-size models went wrong on the H200 (fp32 bias gradients, a bf16
 NaN gradient norm) while the tiny presets at a few dozen tokens were right.
-On the GPU machine, for each preset:
-    .gpu-run/bin/ls2c-gpu-step .gpu-run/step/P/model.ls2b --params .gpu-run/step/P/params.safetensors \
+On the GPU machine (scripts/gpu-all.sh run does this), for each case P:
+    ls2c-gpu-step .gpu-run/step/P/model.ls2b --params .gpu-run/step/P/params.safetensors \
         --batch .gpu-run/step/P/batch.safetensors -o $OUT/P.safetensors --steps 3
 compare DIR: compares DIR/<preset>.safetensors (fetched back) with the reference: losses,
 gradient norms, learning rates, first-step gradients and final parameters, relative L2 error
-against the fp32 train-step tolerance 1e-4 (DESIGN.md: 10x the per-kernel 1e-5). Gradients
+against a train step's tolerance for the model's dtype (DESIGN.md: 10x the per-kernel one: fp32
+1e-4, fp16 5e-2, bf16 2e-1). Gradients
 that are zero in exact arithmetic are measured against the norm of all gradients, and the
 parameters they update are left out (see compare()).
-Usage: scripts/gpu-step-check.py prepare [--ls2c BIN] | compare DIR
+Usage: scripts/gpu-step-check.py prepare [--probes] [--ls2c BIN] | compare DIR
+(needs JAX for prepare: run it with the project's .venv/bin/python)
 """
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -74,7 +77,24 @@ def cases(probes):
     return out
 
 
+def exclude_from_git(folder):
+    """Adds /folder/ to the clone's info/exclude so the prepared files never travel as
+    untracked files of the working tree."""
+    try:
+        path = subprocess.run(["git", "rev-parse", "--git-path", "info/exclude"], cwd=ROOT,
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return
+    path = os.path.join(ROOT, path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    lines = open(path).read().splitlines() if os.path.exists(path) else []
+    if f"/{folder}/" not in lines:
+        with open(path, "a") as f:
+            f.write(f"/{folder}/\n")
+
+
 def prepare(ls2c, probes):
+    exclude_from_git(".gpu-run")
     for name, d, shape in cases(probes):
         out = os.path.join(WORK, name)
         os.makedirs(out, exist_ok=True)
@@ -106,6 +126,9 @@ def compare(directory):
           f"{'zero-g':>6}")
     names = PRESETS + [p for p in PROBES if os.path.isdir(os.path.join(WORK, p))]
     for name in names:
+        if not os.path.exists(os.path.join(WORK, name, "reference.safetensors")):
+            sys.exit(f"{os.path.join(WORK, name)}: no CPU reference; run "
+                     "`scripts/gpu-step-check.py prepare` (or scripts/gpu-all.sh prepare) first")
         dtype = json.load(open(os.path.join(WORK, name, "model.json"))).get("dtype", "fp32")
         tol = STEP_TOL.get(dtype, TOL)
         ref = load_file(os.path.join(WORK, name, "reference.safetensors"))
@@ -134,11 +157,14 @@ def compare(directory):
             excluded += int(np.sum(~keep))
             a, b = got["param/" + pname][keep], ref["param/" + pname][keep]
             perr["param/" + pname] = rel(a, b) if b.size else 0.0
-        worst_g = max(gerr, key=gerr.get)
-        worst_p = max(perr, key=perr.get)
+        # A NaN error (a NaN or infinite output) is the worst of all.
+        def badness(errors, k):
+            return (not math.isfinite(errors[k]), errors[k] if math.isfinite(errors[k]) else 0.0)
+        worst_g = max(gerr, key=lambda k: badness(gerr, k))
+        worst_p = max(perr, key=lambda k: badness(perr, k))
         errs["grads"] = gerr[worst_g]
         errs["params"] = perr[worst_p]
-        ok = all(v <= tol for v in errs.values())
+        ok = all(math.isfinite(v) and v <= tol for v in errs.values())
         failed += not ok
         print(f"{name:18} " + " ".join(f"{errs[k]:9.2e}" for k in
                                         ("loss", "grad_norm", "lr", "grads", "params"))
@@ -161,6 +187,8 @@ def main():
     if a.mode == "prepare":
         prepare(a.ls2c, a.probes)
         return 0
+    if not a.dir:
+        ap.error("compare needs DIR, the folder of the GPU outputs (<preset>.safetensors)")
     return compare(a.dir)
 
 

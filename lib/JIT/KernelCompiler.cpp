@@ -78,6 +78,12 @@ void checkArch(const std::string &arch) {
       std::find(archs.begin(), archs.end(), std::stoi(digits)) == archs.end())
     throw std::invalid_argument("CUDA architecture '" + arch + "' is not supported by NVRTC " +
                                 nvrtcVersionString() + " (it supports " + list + ")");
+  // The generated attention kernels use mma.sync m16n8k16 with bf16 and
+  // cp.async-era PTX: Ampere (sm_80) is the oldest target.
+  if (std::stoi(digits) < 80)
+    throw std::invalid_argument("CUDA architecture '" + arch +
+                                "' is older than sm_80, the oldest ls2c generates kernels for "
+                                "(tensor-core attention needs mma.sync m16n8k16 with bf16)");
 }
 
 unsigned resolveJobs(unsigned requested) {

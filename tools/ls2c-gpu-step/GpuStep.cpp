@@ -313,6 +313,38 @@ int run(const Options &o) {
 
 } // namespace
 
+const char *kUsage =
+    "usage: ls2c-gpu-step BUNDLE (--params P.safetensors | --init-seed S) "
+    "--batch B.safetensors [-o OUT.safetensors] [--steps K] [--dropout-seed N] [--profile] "
+    "[--time] [--no-graphs] [--save-params P.safetensors]\n"
+    "  --params FILE       initial parameters by reference name (F32/F64)\n"
+    "  --init-seed S       or: initialize them as the description says, from seed S\n"
+    "  --batch FILE        the model's inputs by name (ids, position_ids, cu_seqlens, labels)\n"
+    "  -o FILE             losses, first-step gradients, final parameters (F64)\n"
+    "  --steps K           train steps on the batch (default 1)\n"
+    "  --dropout-seed N    Philox seed of dropout (default 0)\n"
+    "  --profile           time every step of the last train step\n"
+    "  --time              each train step's device time and the device memory in use\n"
+    "  --no-graphs         run every step by step instead of replaying CUDA graphs\n"
+    "  --save-params FILE  write the initial parameters (F32, by name)\n";
+
+/// `text` as an integer in [lo, INT64_MAX], or exit 2 naming the option.
+int64_t integerOption(const std::string &option, const std::string &text, int64_t lo) {
+  size_t used = 0;
+  long long x = 0;
+  try {
+    x = std::stoll(text, &used);
+  } catch (const std::exception &) {
+    used = 0;
+  }
+  if (text.empty() || used != text.size() || x < lo) {
+    std::fprintf(stderr, "ls2c-gpu-step: error: %s: '%s' is not an integer >= %lld\n",
+                 option.c_str(), text.c_str(), static_cast<long long>(lo));
+    std::exit(2);
+  }
+  return x;
+}
+
 int main(int argc, char **argv) {
   Options o;
   std::vector<std::string> positional;
@@ -325,6 +357,10 @@ int main(int argc, char **argv) {
       }
       return argv[++i];
     };
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
     if (a == "--params")
       o.params = value();
     else if (a == "--batch")
@@ -332,11 +368,11 @@ int main(int argc, char **argv) {
     else if (a == "-o")
       o.output = value();
     else if (a == "--steps")
-      o.steps = std::stoll(value());
+      o.steps = integerOption(a, value(), 1);
     else if (a == "--dropout-seed")
-      o.dropoutSeed = std::stoll(value());
+      o.dropoutSeed = integerOption(a, value(), 0);
     else if (a == "--init-seed")
-      o.initSeed = std::stoll(value());
+      o.initSeed = integerOption(a, value(), 0);
     else if (a == "--profile")
       o.profile = true;
     else if (a == "--no-graphs")
@@ -345,24 +381,24 @@ int main(int argc, char **argv) {
       o.time = true;
     else if (a == "--save-params")
       o.saveParams = value();
-    else
+    else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "ls2c-gpu-step: error: unknown option %s\n%s", a.c_str(), kUsage);
+      return 2;
+    } else
       positional.push_back(a);
   }
-  if (positional.size() != 1 || (o.params.empty() == (o.initSeed < 0)) || o.batch.empty() ||
-      o.steps < 1) {
-    std::fprintf(stderr, "usage: ls2c-gpu-step BUNDLE (--params P.safetensors | --init-seed S) "
-                         "--batch B.safetensors [-o OUT.safetensors] [--steps K] "
-                         "[--dropout-seed N] [--profile] [--time] [--no-graphs] "
-                         "[--save-params P.safetensors]\n"
-                         "  -o FILE             losses, first-step gradients, final parameters\n"
-                         "  --profile           time every step of the last train step\n"
-                         "  --time              each train step's device time and the device "
-                         "memory in use\n"
-                         "  --no-graphs         run every step by step instead of replaying "
-                         "CUDA graphs\n"
-                         "  --save-params FILE  write the initial parameters (F32, by name)\n");
+  auto usageError = [](const std::string &why) {
+    std::fprintf(stderr, "ls2c-gpu-step: error: %s\n%s", why.c_str(), kUsage);
     return 2;
-  }
+  };
+  if (positional.size() != 1)
+    return usageError(positional.empty() ? "no bundle given" : "more than one bundle given");
+  if (!o.params.empty() && o.initSeed >= 0)
+    return usageError("--params and --init-seed exclude each other");
+  if (o.params.empty() && o.initSeed < 0)
+    return usageError("--params or --init-seed is needed");
+  if (o.batch.empty())
+    return usageError("--batch is needed");
   o.bundle = positional[0];
   try {
     return run(o);
