@@ -20,10 +20,10 @@ of equal-length sequences, batches.make_batch):
         first step timed on the host clock (for torch.compile: the compilation), then --warmup
         steps, then --steps steps each timed with CUDA events: median, in ms; peak memory =
         torch.cuda.max_memory_allocated over the whole run, in GiB.
-        ls2c: `ls2c-gpu-step model.ls2b --init-seed 1 --batch B --steps K --profile`: the step
-        time is its profile of the last train step (the sum of CUDA-event-timed launches of
-        @accumulate_gradients and @optimizer_step, ms); with a `--time` flag (see
-        parse_ls2c) the median of per-step times instead. Memory: the plan's estimated peak
+        ls2c: `ls2c-gpu-step model.ls2b --init-seed 1 --batch B --steps K --profile --time`:
+        the step time is the median of its per-step device times (--time: CUDA events around
+        the gradient zeroing, @accumulate_gradients and @optimizer_step, CUDA graphs on);
+        a tool without --time gives its --profile sum of the last step instead. Memory: the plan's estimated peak
         (stats.json) and, when nvidia-smi exists, the GPU's memory.used during the run minus
         before it (CUDA context and cuBLASLt workspace included).
 
@@ -122,11 +122,10 @@ MEMORY_RE = re.compile(r"^device memory: peak (\d+) bytes")
 
 
 def parse_ls2c(lines, warmup):
-    """Figures from ls2c-gpu-step's stdout. Today's format: `step K: loss L, grad norm G, lr R`
-    per step and, with --profile, `profile of the last train step: X ms in N steps` followed
-    by `  ms share calls step` rows. Also read, when the tool prints them (a requested --time
-    flag): `, time T ms` at the end of each step line (CUDA events around one whole train
-    step) and `device memory: peak N bytes`."""
+    """Figures from ls2c-gpu-step's stdout: `step K: loss L, grad norm G, lr R` per step and,
+    with --profile, `profile of the last train step: X ms in N steps` followed by
+    `  ms share calls step` rows; with --time, `, time T ms` at the end of each step line
+    and `device memory: peak N bytes` (in use after a step, the most over the run)."""
     r = {"losses": [], "grad_norms": [], "step_ms": [], "profile_ms": None, "top": [], "peak_bytes": None}
     in_profile = False
     for line in lines:
