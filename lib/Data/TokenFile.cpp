@@ -3,6 +3,8 @@
 
 #include "ls2c/Support/AtomicFile.h"
 
+#include "OpenRegularFile.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -106,20 +108,8 @@ void writeTokenFile(const std::string &path, const TokenFileContents &c) {
 }
 
 TokenFile::TokenFile(const std::string &path) : filePath(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    throw DataError(path + ": cannot open: " + std::strerror(errno));
   struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    throw DataError(path + ": cannot stat: " + std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw DataError(path + (S_ISDIR(st.st_mode) ? ": is a directory"
-                                                : ": is not a regular file"));
-  }
+  int fd = openRegularFile(path, 0, st);
   size_t size = static_cast<size_t>(st.st_size);
   if (size < kTokenFileHeaderBytes) {
     ::close(fd);

@@ -3,6 +3,8 @@
 
 #include "ls2c/Support/Utf8.h"
 
+#include "OpenRegularFile.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -87,20 +89,9 @@ std::string replaceInvalidUtf8(std::string_view s, uint64_t &replaced) {
 CorpusLineReader::CorpusLineReader(const std::string &path,
                                    InvalidUtf8Policy policy)
     : filePath(path), policy(policy) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
-    throw DataError(path + ": cannot open: " + std::strerror(errno));
+  // O_NONBLOCK: opening a FIFO must not hang before it is refused.
   struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    throw DataError(path + ": cannot stat: " + std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw DataError(path + (S_ISDIR(st.st_mode) ? ": is a directory"
-                                                : ": is not a regular file"));
-  }
+  int fd = openRegularFile(path, O_NONBLOCK, st);
   // Regular files never block; reading them is ordinary again.
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   if (st.st_size == 0) {

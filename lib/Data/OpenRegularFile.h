@@ -1,0 +1,40 @@
+//===- OpenRegularFile.h - open a data file for reading, or say why not ---===//
+#ifndef LS2C_LIB_DATA_OPENREGULARFILE_H
+#define LS2C_LIB_DATA_OPENREGULARFILE_H
+
+#include "ls2c/Data/CharCorpus.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace ls2c {
+
+/// Opens `path` read-only with `flags` added (O_CLOEXEC always) and fills
+/// `st`. Returns the descriptor (the caller closes it).
+/// Throws DataError naming the path when it cannot be opened or stat'ed, is
+/// a directory or is not a regular file (a FIFO or device would block or
+/// never end).
+inline int openRegularFile(const std::string &path, int flags, struct stat &st) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | flags);
+  if (fd < 0)
+    throw DataError(path + ": cannot open: " + std::strerror(errno));
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw DataError(path + ": cannot stat: " + std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw DataError(path + (S_ISDIR(st.st_mode) ? ": is a directory"
+                                                : ": is not a regular file"));
+  }
+  return fd;
+}
+
+} // namespace ls2c
+
+#endif // LS2C_LIB_DATA_OPENREGULARFILE_H
