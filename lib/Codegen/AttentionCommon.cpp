@@ -107,7 +107,13 @@ unsigned addForwardParams(Params &p, const AttentionSpec &s) {
   return tokens;
 }
 
-void addGradInputs(Params &p, const AttentionSpec &s, const GradOperands &g) {
+namespace {
+
+/// What both gradient kernels read, then their results, sizes and strides.
+unsigned addGradParams(Params &p, const AttentionSpec &s, const GradOperands &g,
+                       const std::vector<std::pair<std::string, unsigned>> &results,
+                       const runtime::Dim &tokens,
+                       const runtime::Dim &entries, const char *tokensName) {
   const std::string &t = s.storage;
   p.pointer("const " + t + " *dout", ParamBinding::Kind::Operand, g.dout);
   p.pointer("const " + t + " *q", ParamBinding::Kind::Operand, s.query);
@@ -118,14 +124,30 @@ void addGradInputs(Params &p, const AttentionSpec &s, const GradOperands &g) {
   p.pointer("const int *cu_seqlens_q", ParamBinding::Kind::Operand, s.cuQ);
   p.pointer("const int *cu_seqlens_k", ParamBinding::Kind::Operand, s.cuK);
   addDropoutParams(p, s);
-}
-
-void addGradStrides(Params &p, const AttentionSpec &s, const GradOperands &g) {
+  for (const auto &[name, index] : results)
+    p.pointer(t + " *" + name, ParamBinding::Kind::Result, index);
+  unsigned tokensParam = p.size(tokensName, tokens);
+  p.size("entries", entries);
   p.rowStride("stride_dout", g.dout, false);
   p.rowStride("stride_q", s.query, false);
   p.rowStride("stride_k", s.key, false);
   p.rowStride("stride_v", s.value, false);
   p.rowStride("stride_out", g.out, false);
+  for (const auto &[name, index] : results)
+    p.rowStride("stride_" + name, index, true);
+  if (s.dropout)
+    p.constant("stream", s.stream);
+  return tokensParam;
+}
+
+} // namespace
+
+unsigned addDqParams(Params &p, const AttentionSpec &s, const GradOperands &g) {
+  return addGradParams(p, s, g, {{"dq", 0}}, s.tokensQ, s.entriesQ, "tokens_q");
+}
+
+unsigned addDkDvParams(Params &p, const AttentionSpec &s, const GradOperands &g) {
+  return addGradParams(p, s, g, {{"dk", 1}, {"dv", 2}}, s.tokensK, s.entriesK, "tokens_k");
 }
 
 } // namespace ls2c::codegen::attention

@@ -147,12 +147,16 @@ struct GradOperands {
 /// of the token count parameter.
 unsigned addForwardParams(Params &p, const AttentionSpec &s);
 
-/// The tensors both gradient kernels read, in the op's order: dout, q, k, v,
-/// out, lse, cu_seqlens_q and _k, (seed, offset).
-void addGradInputs(Params &p, const AttentionSpec &s, const GradOperands &g);
+/// The dq kernels' parameters, in binding order: dout, q, k, v, out, lse,
+/// cu_seqlens_q and _k, (seed, offset), dq, the query token count, batch + 1,
+/// the row strides of dout, q, k, v, out and dq, (the Philox stream).
+/// Returns the index of the token count parameter.
+unsigned addDqParams(Params &p, const AttentionSpec &s, const GradOperands &g);
 
-/// The row strides of dout, q, k, v and out.
-void addGradStrides(Params &p, const AttentionSpec &s, const GradOperands &g);
+/// The dk/dv kernels' parameters: as addDqParams's, with dk and dv for dq,
+/// the key token count and the kv batch + 1, and the strides of dk and dv
+/// for dq's. Returns the index of the token count parameter.
+unsigned addDkDvParams(Params &p, const AttentionSpec &s, const GradOperands &g);
 
 /// The generated source's first line: which op, function and specialization.
 std::string header(mlir::Operation *op, const AttentionSpec &s, const std::string &what);

@@ -198,15 +198,12 @@ generateAttentionGradKernels(ls2::AttentionGradOp op, const SymbolicDims &dims,
   if (failed(spec))
     return failure();
   const AttentionSpec &s = *spec;
-  std::string t = s.storage;
   auto operand = [&](unsigned odsIndex) {
     return static_cast<unsigned>(op.getODSOperandIndexAndLength(odsIndex).first);
   };
   const GradOperands go{operand(0), operand(4), operand(5)};
   if (flashApplies(s))
     return generateFlashBackward(op, s, go, kernelName);
-  auto inputs = [&](Params &p) { addGradInputs(p, s, go); };
-  auto strides = [&](Params &p) { addGradStrides(p, s, go); };
   std::map<std::string, std::string> values = commonValues(s, kernelName + "_dq");
   std::vector<GeneratedKernel> kernels(2);
 
@@ -215,14 +212,7 @@ generateAttentionGradKernels(ls2::AttentionGradOp op, const SymbolicDims &dims,
     GeneratedKernel &dq = kernels[0];
     dq.kernel.name = kernelName + "_dq";
     Params p(dq);
-    inputs(p);
-    p.pointer(t + " *dq", ParamBinding::Kind::Result, 0);
-    unsigned tokens = p.size("tokens_q", s.tokensQ);
-    p.size("entries", s.entriesQ);
-    strides(p);
-    p.rowStride("stride_dq", 0, true);
-    if (s.dropout)
-      p.constant("stream", s.stream);
+    unsigned tokens = addDqParams(p, s, go);
     dq.kernel.launch = warpPerUnit(s.tokensQ, tokens, s.heads);
     values["VISIBLE"] = visibleText(s, "(row - q0)");
     std::string src = kernelStart(header(op, s, "dq"), s, p);
@@ -290,16 +280,7 @@ generateAttentionGradKernels(ls2::AttentionGradOp op, const SymbolicDims &dims,
     GeneratedKernel &dkv = kernels[1];
     dkv.kernel.name = kernelName + "_dkdv";
     Params p(dkv);
-    inputs(p);
-    p.pointer(t + " *dk", ParamBinding::Kind::Result, 1);
-    p.pointer(t + " *dv", ParamBinding::Kind::Result, 2);
-    unsigned tokens = p.size("tokens_k", s.tokensK);
-    p.size("entries", s.entriesK);
-    strides(p);
-    p.rowStride("stride_dk", 1, true);
-    p.rowStride("stride_dv", 2, true);
-    if (s.dropout)
-      p.constant("stream", s.stream);
+    unsigned tokens = addDkDvParams(p, s, go);
     dkv.kernel.launch = warpPerUnit(s.tokensK, tokens, s.kvHeads);
     values["NAME"] = kernelName + "_dkdv";
     // Query i sees key j when j < visible(i): under causal i >= j - (lk - lq).

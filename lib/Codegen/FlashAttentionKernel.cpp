@@ -358,9 +358,6 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
 std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const AttentionSpec &s,
                                                    const GradOperands &go,
                                                    const std::string &kernelName) {
-  std::string t = s.storage;
-  auto inputs = [&](Params &p) { addGradInputs(p, s, go); };
-  auto strides = [&](Params &p) { addGradStrides(p, s, go); };
   // Key tiles in dq and query tiles in dk/dv: 64 rows up to head dim 64,
   // 32 beyond, so accumulators, fragments and scores fit in registers.
   int inner = s.headDim <= 64 ? 64 : 32;
@@ -392,14 +389,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     GeneratedKernel &dq = kernels[0];
     dq.kernel.name = kernelName + "_dq";
     Params p(dq);
-    inputs(p);
-    p.pointer(t + " *dq", ParamBinding::Kind::Result, 0);
-    unsigned tokens = p.size("tokens_q", s.tokensQ);
-    p.size("entries", s.entriesQ);
-    strides(p);
-    p.rowStride("stride_dq", 0, true);
-    if (s.dropout)
-      p.constant("stream", s.stream);
+    unsigned tokens = addDqParams(p, s, go);
     uint32_t shared = (2 * kTile + 2 * inner) * rowBytes + 2 * kTile * 4;
     dq.kernel.launch = tileLaunch(s.tokensQ, tokens, s.heads, shared);
     std::string src = kernelStart(op, s, "dq", p);
@@ -500,16 +490,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     GeneratedKernel &dkv = kernels[1];
     dkv.kernel.name = kernelName + "_dkdv";
     Params p(dkv);
-    inputs(p);
-    p.pointer(t + " *dk", ParamBinding::Kind::Result, 1);
-    p.pointer(t + " *dv", ParamBinding::Kind::Result, 2);
-    unsigned tokens = p.size("tokens_k", s.tokensK);
-    p.size("entries", s.entriesK);
-    strides(p);
-    p.rowStride("stride_dk", 1, true);
-    p.rowStride("stride_dv", 2, true);
-    if (s.dropout)
-      p.constant("stream", s.stream);
+    unsigned tokens = addDkDvParams(p, s, go);
     uint32_t shared = (2 * kTile + 2 * inner) * rowBytes + 2 * inner * 4;
     dkv.kernel.launch = tileLaunch(s.tokensK, tokens, s.kvHeads, shared);
     std::string src = kernelStart(op, s, "dk and dv", p);
