@@ -156,4 +156,18 @@ Executor::Call bindArguments(const Function &f, std::map<std::string, DeviceTens
   return c;
 }
 
+void bindResults(const runtime::Function &f, runtime::Executor::Call &call,
+                 const std::map<std::string, DeviceTensor> &state,
+                 std::map<std::string, DeviceTensor> &spare,
+                 std::map<std::string, DeviceTensor> &outputs) {
+  for (const runtime::TensorSpec &spec : f.results) {
+    DeviceTensor &t = state.count(spec.name) ? spare[spec.name] : outputs[spec.name];
+    if (t.buffer.size() < std::max<size_t>(specBytes(spec), 1))
+      t.buffer = runtime::DeviceBuffer(specBytes(spec), "result " + spec.name);
+    t.shape = resultShape(spec, call);
+    t.dtype = spec.dtype;
+    call.results.push_back(t.buffer.data());
+  }
+}
+
 } // namespace ls2c::tools

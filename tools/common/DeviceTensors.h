@@ -41,6 +41,16 @@ runtime::Executor::Call bindArguments(const runtime::Function &f,
                                       std::map<std::string, DeviceTensor> &state,
                                       std::map<std::string, DeviceTensor> &inputs);
 
+/// Binds `call`'s results: a result named like a `state` tensor goes to
+/// its buffer in `spare` (the caller swaps state and spare after the run,
+/// so the calls' pointers repeat and CUDA graphs replay), any other to
+/// `outputs`; a buffer is reused when it holds the result's bound shape and
+/// reallocated otherwise. Sets each tensor's shape and dtype.
+void bindResults(const runtime::Function &f, runtime::Executor::Call &call,
+                 const std::map<std::string, DeviceTensor> &state,
+                 std::map<std::string, DeviceTensor> &spare,
+                 std::map<std::string, DeviceTensor> &outputs);
+
 /// `values` as `dtype` bytes, little-endian (integers truncated toward zero).
 std::vector<uint8_t> encodeValues(const std::vector<double> &values, runtime::DType dtype);
 /// The inverse of encodeValues.

@@ -223,14 +223,7 @@ int run(const Options &o) {
   auto call = [&](const Function &f, StepTimer *timer) -> std::map<std::string, DeviceTensor> & {
     Executor::Call c = bindArguments(f, state, inputs);
     std::map<std::string, DeviceTensor> &out = outputs[f.name];
-    for (const TensorSpec &spec : f.results) {
-      DeviceTensor &t = state.count(spec.name) ? spare[spec.name] : out[spec.name];
-      if (t.buffer.size() < std::max<size_t>(specBytes(spec), 1))
-        t.buffer = DeviceBuffer(specBytes(spec), "result " + spec.name);
-      t.shape = resultShape(spec, c);
-      t.dtype = spec.dtype;
-      c.results.push_back(t.buffer.data());
-    }
+    bindResults(f, c, state, spare, out);
     executor.run(f.name, c);
     timer->finish();
     if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)

@@ -141,15 +141,7 @@ struct Runner {
     const Function &f = executor.function(name);
     Executor::Call c = bindArguments(f, state, inputs);
     std::map<std::string, DeviceTensor> &out = outputs[name];
-    for (const TensorSpec &spec : f.results) {
-      bool isState = state.count(spec.name) != 0;
-      DeviceTensor &t = isState ? spare[spec.name] : out[spec.name];
-      if (t.buffer.size() < std::max<size_t>(specBytes(spec), 1))
-        t.buffer = DeviceBuffer(specBytes(spec), "result " + spec.name);
-      t.shape = resultShape(spec, c);
-      t.dtype = spec.dtype;
-      c.results.push_back(t.buffer.data());
-    }
+    bindResults(f, c, state, spare, out);
     executor.run(f.name, c);
     if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
       throw RuntimeError("@" + f.name + ": " + cudaGetErrorString(e));
