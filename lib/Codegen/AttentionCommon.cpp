@@ -19,17 +19,6 @@ std::string floatLiteral(float x) {
   return s + "f";
 }
 
-/// `text` with every ${KEY} replaced by its value.
-std::string substitute(std::string text, const std::map<std::string, std::string> &values) {
-  for (const auto &[key, value] : values) {
-    std::string pattern = "${" + key + "}";
-    for (size_t pos = 0; (pos = text.find(pattern, pos)) != std::string::npos;
-         pos += value.size())
-      text.replace(pos, pattern.size(), value);
-  }
-  return text;
-}
-
 /// Device helpers the attention kernels share (after the prelude).
 std::string attentionHelpers(bool dropout) {
   std::string s = R"cuda(

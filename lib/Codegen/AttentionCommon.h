@@ -14,6 +14,7 @@
 #include "ls2c/Codegen/KernelGenerator.h"
 
 #include "ElementalEmitter.h"
+#include "Prelude.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -29,9 +30,6 @@ using namespace mlir;
 
 /// `x` as a C float literal that reads back to the same float.
 std::string floatLiteral(float x);
-
-/// `text` with every ${KEY} replaced by its value.
-std::string substitute(std::string text, const std::map<std::string, std::string> &values);
 
 /// Device helpers the attention kernels share (after the prelude): the
 /// sequence of a packed row and, with dropout, the attention Philox layout.

@@ -46,18 +46,27 @@ __device__ __forceinline__ unsigned ls2_pack(float lo, float hi) {
   ${T2} v = ${PACK}(lo, hi);
   return *reinterpret_cast<unsigned *>(&v);
 }
-// Two adjacent elements of a shared tile.
-__device__ __forceinline__ unsigned ls2_lds32(const ls2_t *p) {
-  return *reinterpret_cast<const unsigned *>(p);
+// Four 8x8 matrices of a shared tile; lane l gives the address of row l % 8
+// of matrix l / 8 and receives, of each, row g and columns 2t, 2t + 1.
+__device__ __forceinline__ void ls2_ldsm(unsigned (&r)[4], const ls2_t *p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"((unsigned)__cvta_generic_to_shared(p)));
 }
-// The A fragment of rows r, r + 8 and columns c .. c + 15 of a shared tile
-// with `lds` elements per row.
+// The A fragment of rows r .. r + 15 and columns c .. c + 15 of a shared
+// tile with `lds` elements per row.
 __device__ __forceinline__ void ls2_a_fragment(unsigned (&a)[4], const ls2_t *tile, int lds,
                                                int r, int c) {
-  a[0] = ls2_lds32(tile + r * lds + c);
-  a[1] = ls2_lds32(tile + (r + 8) * lds + c);
-  a[2] = ls2_lds32(tile + r * lds + c + 8);
-  a[3] = ls2_lds32(tile + (r + 8) * lds + c + 8);
+  const int lane = threadIdx.x % 32;
+  ls2_ldsm(a, tile + (r + (lane & 7) + ((lane >> 3) & 1) * 8) * lds + c + (lane >> 4) * 8);
+}
+// B fragments of the 8-column tiles n and n + 8 of B = T^T, T a row-major
+// [n][k] shared tile, for k = c .. c + 15: b[0], b[1] of tile n, b[2], b[3]
+// of tile n + 8.
+__device__ __forceinline__ void ls2_b_fragments(unsigned (&b)[4], const ls2_t *tile, int lds,
+                                                int n, int c) {
+  const int lane = threadIdx.x % 32;
+  ls2_ldsm(b, tile + (n + (lane & 7) + (lane >> 4) * 8) * lds + c + ((lane >> 3) & 1) * 8);
 }
 // The A fragment of a 16x16 block from accumulators of two 8-column tiles.
 __device__ __forceinline__ void ls2_a_from_c(unsigned (&a)[4], const float (&lo)[4],
@@ -126,6 +135,45 @@ __device__ __forceinline__ float ls2_quad_sum(float x) {
 }
 )cuda";
 
+/// Dropout helpers of the tensor-core kernels: lanes that need the same
+/// Philox call (the attention layout draws one per query row and 4 keys)
+/// compute different ones and trade them with shuffles.
+const char *kFlashDropoutHelpers = R"cuda(
+__device__ __forceinline__ uint4 ls2_shfl_words(uint4 w, int lane) {
+  return make_uint4(__shfl_sync(0xffffffffu, w.x, lane), __shfl_sync(0xffffffffu, w.y, lane),
+                    __shfl_sync(0xffffffffu, w.z, lane), __shfl_sync(0xffffffffu, w.w, lane));
+}
+// Words of packed query rows `row` and `row` + 8 (a thread's two
+// accumulator rows) for the key block of j: lanes t and t ^ 1 share the
+// block; the odd one computes row + 8, the even one row.
+__device__ __forceinline__ void ls2_row_pair_philox(uint4 (&words)[2], long long seed,
+                                                    long long offset, unsigned stream,
+                                                    long long row, int heads, int head,
+                                                    long long j) {
+  const int lane = threadIdx.x % 32, odd = lane & 1;
+  const uint4 mine = ls2_attention_philox(seed, offset, stream,
+                                          (unsigned)((row + 8 * odd) * heads + head),
+                                          (unsigned)(j >> 2));
+  const uint4 theirs = ls2_shfl_words(mine, lane ^ 1);
+  words[0] = odd ? theirs : mine;
+  words[1] = odd ? mine : theirs;
+}
+// Words of a dk/dv thread's elements (keys `key`, `key` + 8 by packed query
+// rows `row`, `row` + 1, in accumulator order): the 4 lanes with the same
+// t and g / 4 need the same 4 calls; lane g % 4 = c computes call c.
+__device__ __forceinline__ void ls2_key_quad_philox(uint4 (&words)[4], long long seed,
+                                                    long long offset, unsigned stream,
+                                                    long long row, int heads, int head,
+                                                    long long key) {
+  const int lane = threadIdx.x % 32, c = (lane >> 2) & 3;
+  const uint4 mine = ls2_attention_philox(seed, offset, stream,
+                                          (unsigned)((row + (c & 1)) * heads + head),
+                                          (unsigned)((key + 8 * (c >> 1)) >> 2));
+#pragma unroll
+  for (int q = 0; q < 4; ++q) words[q] = ls2_shfl_words(mine, (lane & ~12) | (q << 2));
+}
+)cuda";
+
 /// Constants every kernel body starts with.
 const char *kFlashConstants = R"cuda(  constexpr int D = ${D}, HQ = ${HQ}, HKV = ${HKV}, GROUP = ${GROUP};
   constexpr int LDS = D + 8; // padded rows: fragment loads hit distinct banks
@@ -182,7 +230,8 @@ runtime::LaunchConfig tileLaunch(const runtime::Dim &tokens, unsigned tokensPara
 std::string kernelStart(Operation *op, const AttentionSpec &s, const std::string &what,
                         const Params &p) {
   return header(op, s, "tensor-core " + what) + kernelPrelude() +
-         attentionHelpers(s.dropout) + kFlashHelpers + "\nextern \"C\" __global__ void " +
+         attentionHelpers(s.dropout) + kFlashHelpers +
+         (s.dropout ? kFlashDropoutHelpers : "") + "\nextern \"C\" __global__ void " +
          "__launch_bounds__(" + std::to_string(kThreads) + ")\n${NAME}(" + p.declarations() +
          ") {\n" + kFlashConstants + (s.dropout ? kFlashDropoutConstants : "");
 }
@@ -210,13 +259,6 @@ std::string unitLoop(bool queries) {
 std::string keyEnd(const AttentionSpec &s) {
   return s.causal ? "    const long long kEnd = min(lk, max(0LL, min(first + ${TILE}, lq) + lk - lq));\n"
                   : "    const long long kEnd = lk;\n";
-}
-
-/// Dropout keep factor of (packed query row `row`, key j) into `var`.
-std::string keepFactor(const std::string &var, const std::string &row, const std::string &j) {
-  return "        const float " + var + " = ls2_attention_keep(ls2_attention_philox(seed_value, " +
-         "offset_value, (unsigned)stream, (unsigned)((" + row + ") * HQ + h), (unsigned)((" + j +
-         ") >> 2)), " + j + ", RATE) ? KEEP_SCALE : 0.0f;\n";
 }
 
 } // namespace
@@ -248,7 +290,7 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
     __syncthreads();
     unsigned qa[KS][4];
 #pragma unroll
-    for (int kk = 0; kk < KS; ++kk) ls2_a_fragment(qa[kk], sQ, LDS, wr + g, kk * 16 + 2 * t4);
+    for (int kk = 0; kk < KS; ++kk) ls2_a_fragment(qa[kk], sQ, LDS, wr, kk * 16);
 )cuda";
   src += keyEnd(s);
   src += R"cuda(    // Online softmax per row (r = 0: row g, 1: row g + 8): m the running
@@ -264,14 +306,16 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
       __syncthreads();
       float s[NT][4];
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+      for (int nt = 0; nt < NT; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+      for (int np = 0; np < NT / 2; ++np)
 #pragma unroll
         for (int kk = 0; kk < KS; ++kk) {
-          const ls2_t *kp = sK + (nt * 8 + g) * LDS + kk * 16 + 2 * t4;
-          ls2_mma(s[nt], qa[kk], ls2_lds32(kp), ls2_lds32(kp + 8));
+          unsigned kb[4];
+          ls2_b_fragments(kb, sK, LDS, np * 16, kk * 16);
+          ls2_mma(s[2 * np], qa[kk], kb[0], kb[1]);
+          ls2_mma(s[2 * np + 1], qa[kk], kb[2], kb[3]);
         }
-      }
       float mx[2] = {m[0], m[1]};
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
@@ -301,16 +345,16 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
 )cuda";
   if (s.dropout)
     src += R"cuda(#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
+      for (int nt = 0; nt < NT; ++nt) {
+        const long long j = n0 + nt * 8 + 2 * t4;
+        uint4 words[2];
+        ls2_row_pair_philox(words, seed_value, offset_value, (unsigned)stream, q0 + rows[0], HQ, h, j);
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          const long long j = n0 + nt * 8 + 2 * t4; // j and j + 1 share a Philox block
-          const uint4 words = ls2_attention_philox(seed_value, offset_value, (unsigned)stream,
-                                                   (unsigned)((q0 + rows[r]) * HQ + h),
-                                                   (unsigned)(j >> 2));
-          s[nt][2 * r] *= ls2_attention_keep(words, j, RATE) ? KEEP_SCALE : 0.0f;
-          s[nt][2 * r + 1] *= ls2_attention_keep(words, j + 1, RATE) ? KEEP_SCALE : 0.0f;
+          s[nt][2 * r] *= ls2_attention_keep(words[r], j, RATE) ? KEEP_SCALE : 0.0f;
+          s[nt][2 * r + 1] *= ls2_attention_keep(words[r], j + 1, RATE) ? KEEP_SCALE : 0.0f;
         }
+      }
 )cuda";
   src += R"cuda(#pragma unroll
       for (int dt = 0; dt < DT; ++dt) {
@@ -413,8 +457,8 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     unsigned qa[KS][4], da[KS][4];
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk) {
-      ls2_a_fragment(qa[kk], sQ, LDS, wr + g, kk * 16 + 2 * t4);
-      ls2_a_fragment(da[kk], sDO, LDS, wr + g, kk * 16 + 2 * t4);
+      ls2_a_fragment(qa[kk], sQ, LDS, wr, kk * 16);
+      ls2_a_fragment(da[kk], sDO, LDS, wr, kk * 16);
     }
     const long long rows[2] = {first + wr + g, first + wr + g + 8};
     const float rowL[2] = {sL[wr + g], sL[wr + g + 8]}, rowD[2] = {sD[wr + g], sD[wr + g + 8]};
@@ -430,30 +474,43 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
       __syncthreads();
       float s[NT][4], dp[NT][4];
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-        dp[nt][0] = dp[nt][1] = dp[nt][2] = dp[nt][3] = 0.0f;
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[nt][e] = dp[nt][e] = 0.0f;
+#pragma unroll
+      for (int np = 0; np < NT / 2; ++np)
 #pragma unroll
         for (int kk = 0; kk < KS; ++kk) {
-          const ls2_t *kp = sK + (nt * 8 + g) * LDS + kk * 16 + 2 * t4;
-          const ls2_t *vp = sV + (nt * 8 + g) * LDS + kk * 16 + 2 * t4;
-          ls2_mma(s[nt], qa[kk], ls2_lds32(kp), ls2_lds32(kp + 8));
-          ls2_mma(dp[nt], da[kk], ls2_lds32(vp), ls2_lds32(vp + 8));
+          unsigned kb[4], vb[4];
+          ls2_b_fragments(kb, sK, LDS, np * 16, kk * 16);
+          ls2_b_fragments(vb, sV, LDS, np * 16, kk * 16);
+          ls2_mma(s[2 * np], qa[kk], kb[0], kb[1]);
+          ls2_mma(s[2 * np + 1], qa[kk], kb[2], kb[3]);
+          ls2_mma(dp[2 * np], da[kk], vb[0], vb[1]);
+          ls2_mma(dp[2 * np + 1], da[kk], vb[2], vb[3]);
         }
-      }
       // dS = P (dP mask - D): P rebuilt from lse; a row without keys has
       // lse -inf and P = 0.
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+)cuda";
+    if (s.dropout)
+      src += R"cuda(        uint4 words[2];
+        ls2_row_pair_philox(words, seed_value, offset_value, (unsigned)stream, q0 + rows[0], HQ,
+                            h, n0 + nt * 8 + 2 * t4);
+)cuda";
+    src += R"cuda(#pragma unroll
         for (int e = 0; e < 4; ++e) {
           const long long i = rows[e / 2], j = n0 + nt * 8 + 2 * t4 + (e & 1);
           const bool ok = j < lk${CAUSAL_OK} && rowL[e / 2] != NEG_INF;
           const float p = ok ? exp2f(s[nt][e] * SCALE_LOG2 - rowL[e / 2]) : 0.0f;
 )cuda";
-    src += s.dropout ? keepFactor("mask", "q0 + i", "j") : "        const float mask = 1.0f;\n";
+    src += s.dropout ? "          const float mask = ls2_attention_keep(words[e / 2], j, RATE) ? "
+                       "KEEP_SCALE : 0.0f;\n"
+                     : "          const float mask = 1.0f;\n";
     src += R"cuda(          s[nt][e] = p * (dp[nt][e] * mask - rowD[e / 2]);
         }
+      }
 #pragma unroll
       for (int ks = 0; ks < BN / 16; ++ks) {
         unsigned sa[4];
@@ -535,30 +592,41 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
 #pragma unroll
         for (int kk = 0; kk < KS; ++kk) {
           unsigned ka[4], va[4];
-          ls2_a_fragment(ka, sK, LDS, wr + g, kk * 16 + 2 * t4);
-          ls2_a_fragment(va, sV, LDS, wr + g, kk * 16 + 2 * t4);
+          ls2_a_fragment(ka, sK, LDS, wr, kk * 16);
+          ls2_a_fragment(va, sV, LDS, wr, kk * 16);
 #pragma unroll
-          for (int nt = 0; nt < NT; ++nt) {
-            const ls2_t *qp = sQ + (nt * 8 + g) * LDS + kk * 16 + 2 * t4;
-            const ls2_t *dop = sDO + (nt * 8 + g) * LDS + kk * 16 + 2 * t4;
-            ls2_mma(st[nt], ka, ls2_lds32(qp), ls2_lds32(qp + 8));
-            ls2_mma(dpt[nt], va, ls2_lds32(dop), ls2_lds32(dop + 8));
+          for (int np = 0; np < NT / 2; ++np) {
+            unsigned qb[4], ob[4];
+            ls2_b_fragments(qb, sQ, LDS, np * 16, kk * 16);
+            ls2_b_fragments(ob, sDO, LDS, np * 16, kk * 16);
+            ls2_mma(st[2 * np], ka, qb[0], qb[1]);
+            ls2_mma(st[2 * np + 1], ka, qb[2], qb[3]);
+            ls2_mma(dpt[2 * np], va, ob[0], ob[1]);
+            ls2_mma(dpt[2 * np + 1], va, ob[2], ob[3]);
           }
         }
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+)cuda";
+    if (s.dropout)
+      src += R"cuda(          uint4 words[4];
+          ls2_key_quad_philox(words, seed_value, offset_value, (unsigned)stream,
+                              q0 + qFirst + nt * 8 + 2 * t4, HQ, h, keys[0]);
+)cuda";
+    src += R"cuda(#pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int c = nt * 8 + 2 * t4 + (e & 1);
             const long long j = keys[e / 2], i = qFirst + c;
             const bool ok = j < lk${CAUSAL_OK} && sL[c] != NEG_INF;
             const float p = ok ? exp2f(st[nt][e] * SCALE_LOG2 - sL[c]) : 0.0f;
 )cuda";
-    src += s.dropout ? "  " + keepFactor("mask", "q0 + i", "j")
+    src += s.dropout ? "            const float mask = ls2_attention_keep(words[e], j, RATE) ? "
+                       "KEEP_SCALE : 0.0f;\n"
                      : "            const float mask = 1.0f;\n";
     src += R"cuda(            st[nt][e] = p * mask;
             dpt[nt][e] = p * (dpt[nt][e] * mask - sD[c]);
           }
+        }
         // dV += (P mask)^T dO and dK += dS^T Q, the query tile as k.
 #pragma unroll
         for (int ks = 0; ks < BM / 16; ++ks) {

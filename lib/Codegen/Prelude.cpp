@@ -127,4 +127,14 @@ __device__ __forceinline__ float ls2_block_max(float x, float *smem) {
 )cuda";
 }
 
+std::string substitute(std::string text, const std::map<std::string, std::string> &values) {
+  for (const auto &[key, value] : values) {
+    std::string pattern = "${" + key + "}";
+    for (size_t pos = 0; (pos = text.find(pattern, pos)) != std::string::npos;
+         pos += value.size())
+      text.replace(pos, pattern.size(), value);
+  }
+  return text;
+}
+
 } // namespace ls2c::codegen
