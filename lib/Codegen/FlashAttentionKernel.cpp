@@ -89,7 +89,10 @@ __device__ __forceinline__ void ls2_b_fragments_t(unsigned (&b)[4], const ls2_t 
 }
 // Rows r0 .. r0 + ROWS - 1 of a [tokens, stride] tensor, columns c0 ..
 // c0 + D - 1, into a shared tile of LDS elements per row; rows from `valid`
-// on are zeros (a masked probability times garbage could be NaN).
+// on are zeros (a masked probability times garbage could be NaN). With
+// 16-byte aligned rows every chunk is a cp.async (src-size 0 zero-fills),
+// so all of a tile's loads are in flight at once instead of one latency per
+// chunk; ls2_sync() waits for them.
 template <int ROWS, int D, int LDS>
 __device__ __forceinline__ void ls2_load_tile(ls2_t *tile, const ls2_t *src, long long r0,
                                               long long valid, long long stride, long long c0,
@@ -98,18 +101,24 @@ __device__ __forceinline__ void ls2_load_tile(ls2_t *tile, const ls2_t *src, lon
   for (int c = threadIdx.x; c < ROWS * CHUNKS; c += blockDim.x) {
     const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
     ls2_t *to = tile + r * LDS + col;
-    if (r < valid) {
-      const ls2_t *from = src + (r0 + r) * stride + c0 + col;
-      if (vectors) {
-        *reinterpret_cast<uint4 *>(to) = *reinterpret_cast<const uint4 *>(from);
-      } else {
+    const bool in = r < valid;
+    const ls2_t *from = in ? src + (r0 + r) * stride + c0 + col : src;
+    if (vectors) {
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                   :: "r"((unsigned)__cvta_generic_to_shared(to)), "l"(from), "r"(in ? 16 : 0)
+                   : "memory");
+    } else if (in) {
 #pragma unroll
-        for (int e = 0; e < 8; ++e) to[e] = from[e];
-      }
+      for (int e = 0; e < 8; ++e) to[e] = from[e];
     } else {
       *reinterpret_cast<uint4 *>(to) = make_uint4(0u, 0u, 0u, 0u);
     }
   }
+}
+// The block's barrier after its cp.async tile loads have landed.
+__device__ __forceinline__ void ls2_sync() {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+  __syncthreads();
 }
 // Whether 16-byte loads of rows of a tensor are aligned.
 __device__ __forceinline__ bool ls2_vectors(const void *p, long long stride) {
@@ -252,7 +261,7 @@ std::string unitLoop(bool queries) {
 )cuda" + "    const long long first = (slot - (" +
          (queries ? "q0" : "k0") + " / ${TILE} + b)) * ${TILE};\n" + "    if (first >= " +
          (queries ? "lq" : "lk") + ") continue;\n" +
-         "    __syncthreads(); // the previous unit is done with shared memory\n";
+         "    ls2_sync(); // the previous unit is done with shared memory\n";
 }
 
 /// The keys a query tile sees: [0, kEnd).
@@ -287,7 +296,7 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
   src += unitLoop(true);
   src += R"cuda(    const int h = head, kvh = head / GROUP;
     ls2_load_tile<BM, D, LDS>(sQ, q, q0 + first, lq - first, stride_q, (long long)h * D, vq);
-    __syncthreads();
+    ls2_sync();
     unsigned qa[KS][4];
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk) ls2_a_fragment(qa[kk], sQ, LDS, wr, kk * 16);
@@ -300,10 +309,10 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
     for (int dt = 0; dt < DT; ++dt) acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.0f;
     const long long rows[2] = {first + wr + g, first + wr + g + 8};
     for (long long n0 = 0; n0 < kEnd; n0 += BN) {
-      __syncthreads();
+      ls2_sync();
       ls2_load_tile<BN, D, LDS>(sK, k, k0 + n0, lk - n0, stride_k, (long long)kvh * D, vk);
       ls2_load_tile<BN, D, LDS>(sV, v, k0 + n0, lk - n0, stride_v, (long long)kvh * D, vv);
-      __syncthreads();
+      ls2_sync();
       float s[NT][4];
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
@@ -415,6 +424,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
       const long long i = qFirst + r;
       float d = 0.0f;
       if (i < lq)
+#pragma unroll 8
         for (int c = part * (D / PARTS); c < (part + 1) * (D / PARTS); ++c)
           d += ls2_load(dout, (q0 + i) * stride_dout + (long long)h * D + c) *
                ls2_load(out, (q0 + i) * stride_out + (long long)h * D + c);
@@ -453,7 +463,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
                               vdo);
 )cuda";
     src += rowStats("BM");
-    src += R"cuda(    __syncthreads();
+    src += R"cuda(    ls2_sync();
     unsigned qa[KS][4], da[KS][4];
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk) {
@@ -468,10 +478,10 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
 )cuda";
     src += keyEnd(s);
     src += R"cuda(    for (long long n0 = 0; n0 < kEnd; n0 += BN) {
-      __syncthreads();
+      ls2_sync();
       ls2_load_tile<BN, D, LDS>(sK, k, k0 + n0, lk - n0, stride_k, (long long)kvh * D, vk);
       ls2_load_tile<BN, D, LDS>(sV, v, k0 + n0, lk - n0, stride_v, (long long)kvh * D, vv);
-      __syncthreads();
+      ls2_sync();
       float s[NT][4], dp[NT][4];
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
@@ -576,13 +586,13 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
                     : "    const long long firstQuery = 0;\n";
     src += R"cuda(    for (int h = kvh * GROUP; h < (kvh + 1) * GROUP; ++h) {
       for (long long qFirst = firstQuery; qFirst < lq; qFirst += BM) {
-        __syncthreads();
+        ls2_sync();
         ls2_load_tile<BM, D, LDS>(sQ, q, q0 + qFirst, lq - qFirst, stride_q, (long long)h * D, vq);
         ls2_load_tile<BM, D, LDS>(sDO, dout, q0 + qFirst, lq - qFirst, stride_dout,
                                   (long long)h * D, vdo);
 )cuda";
     src += rowStats("BM");
-    src += R"cuda(        __syncthreads();
+    src += R"cuda(        ls2_sync();
         // S^T = K Q^T and dP^T = V dO^T: rows the warp's keys, columns queries.
         float st[NT][4], dpt[NT][4];
 #pragma unroll
