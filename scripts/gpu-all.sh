@@ -6,14 +6,16 @@
 # Here (MLIR, no GPU):  scripts/gpu-all.sh prepare
 #   builds the tools, then writes .gpu-all/ (git-ignored, under the 64 MiB a device call
 #   carries): bin/ (ls2c-kernel-check, ls2c-gemm-check, ls2c-gpu-step: no MLIR), cases/
-#   (generated kernels against the interpreter: the tensor-core attention set and the
-#   embedding gradients), step/ (scripts/gpu-step-check.py's tiny presets and 16,384-token
+#   (generated kernels against the interpreter: the tensor-core attention set, the
+#   embedding gradients, the column reductions of tiny-bert and of a hidden-1024 bf16 model), step/ (scripts/gpu-step-check.py's tiny presets and 16,384-token
 #   probes with their CPU references), prof/ (BERT-base and GPT-2 medium bundles and batches).
 # There (the device tool, carry [".gpu-all"]):  scripts/gpu-all.sh run
-#   runs each check with a time limit, writes logs and the step outputs to $OUT (default
-#   .gpu-all/out) and prints one line per check. Exit status: non-zero if a check failed.
-# Back here:  scripts/gpu-all.sh compare DIR   (DIR: the fetched $OUT) compares the step
-#   outputs with the CPU references (scripts/gpu-step-check.py compare).
+#   runs each check with a time limit and prints one line per check; the logs and the step
+#   outputs travel back as one archive in 15 MiB parts, $OUT/gpu-all.tar.gz.00, .01, ...
+#   (default OUT: .gpu-all/out), since the device tool returns at most 8 files of 16 MiB. Exit status: non-zero if a check failed.
+# Back here:  scripts/gpu-all.sh compare DIR   (DIR: the fetched $OUT with the parts, or a
+#   folder holding the unpacked outputs) compares the step outputs with the CPU references
+#   (scripts/gpu-step-check.py compare).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 G=.gpu-all
@@ -37,6 +39,13 @@ prepare() {
   for m in examples/tiny-bert.json test/gpu/Inputs/sizes-h100-bf16-v50257.json; do
     "$cases" "$m" "$G/cases/scatter-$(basename "$m" .json)" --tokens 19 --only scatter_add
   done
+  # The column reductions (bias and LayerNorm gradients, the gradient norm) of a tiny BERT
+  # and of a 2-layer hidden-1024 bf16 model: 1 to 128 column tiles, so the check's scratch
+  # (counters zero, the rest garbage) tests the counters that all kernels share.
+  for m in examples/tiny-bert.json test/gpu/Inputs/sizes-h1024-bf16.json; do
+    "$cases" "$m" "$G/cases/colsum-$(basename "$m" .json)" --tokens 64 --only column_sum \
+      --max-case-bytes 4000000
+  done
   # The step check's references (CPU, a few minutes with the probes), then its folder.
   python3 -c 'import jax' 2>/dev/null && py=python3 || py=.venv/bin/python
   "$py" scripts/gpu-step-check.py prepare --probes --ls2c "$BUILD/tools/ls2c/ls2c"
@@ -56,7 +65,8 @@ prepare() {
 
 run() {
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  local out=${OUT:-$G/out} failed=0 summary=()
+  local top=${OUT:-$G/out} failed=0 summary=()
+  local out=$top/gpu-all
   if [ ! -x "$G/bin/ls2c-gpu-step" ]; then
     echo "$G is missing: run scripts/gpu-all.sh prepare here and carry $G to the GPU machine" >&2
     return 2
@@ -98,9 +108,13 @@ run() {
     note "  median step" "$(grep -o 'time [0-9.]* ms' "$out/time-$p.log" | tail -10 |
       awk '{print $2}' | sort -n | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)] " ms"}')"
   done
+  printf '%s\n' "${summary[@]}" > "$out/summary.txt"
+  # The device tool returns files of at most 16 MiB: the archive travels in 15 MiB parts.
+  tar -czf - -C "$out" . | split -b 15m -d - "$top/gpu-all.tar.gz." && rm -rf "$out"
   echo
   printf '%s\n' "${summary[@]}"
-  echo "step outputs in $out: compare them here with: scripts/gpu-all.sh compare DIR"
+  echo "logs and step outputs in $top/gpu-all.tar.gz.NN: compare them here with:"
+  echo "  scripts/gpu-all.sh compare DIR   (DIR: the folder holding gpu-all.tar.gz.NN)"
   return $failed
 }
 
@@ -110,7 +124,13 @@ run) run ;;
 compare)
   [ $# -eq 2 ] || { echo "usage: $0 compare DIR" >&2; exit 2; }
   python3 -c 'import jax' 2>/dev/null && py=python3 || py=.venv/bin/python
-  "$py" scripts/gpu-step-check.py compare "$2" ;;
+  dir=$2
+  if [ -f "$dir/gpu-all.tar.gz.00" ]; then
+    dir=$(mktemp -d)
+    trap 'rm -rf "$dir"' EXIT
+    cat "$2"/gpu-all.tar.gz.[0-9][0-9] | tar -xzf - -C "$dir"
+  fi
+  "$py" scripts/gpu-step-check.py compare "$dir" ;;
 *)
   echo "usage: $0 prepare | run | compare DIR" >&2
   exit 2 ;;

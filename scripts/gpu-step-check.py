@@ -41,6 +41,10 @@ PROBES = {
     "probe-gpt-fp32": ("tiny-gpt", {"dtype": "fp32"}, 4, 4096),
     "probe-gpt-bf16": ("tiny-gpt", {"dtype": "bf16"}, 4, 4096),
     "probe-bert-fp32": ("tiny-bert", {"dtype": "fp32"}, 32, 512),
+    # An FFN bias of 3,072 columns needs 96 column-reduction counters; the 64-wide ones left
+    # their partial sums over counters 64-95 (the scratch layout bug behind the wrong fp32 bias
+    # gradients of BERT-base, fixed 2026-11-30).
+    "probe-bert-ffn3072-fp32": ("tiny-bert", {"dtype": "fp32", "ffn": 3072}, 8, 400),
 }
 STEPS = 3
 TOL = 1e-4

@@ -30,6 +30,9 @@ struct KernelContext {
   // Filled by the skeleton.
   std::string code; ///< the kernel body after the kernel scope
   runtime::LaunchConfig launch;
+  /// Bytes of kernel scratch. Every kernel's scratch is the same region of
+  /// the arena (Program::scratchOffset), so what one kernel leaves there is
+  /// what the next one finds: see kScratchCounterBytes (KernelGenerator.h).
   uint64_t scratchBytes = 0;
   bool usesScratch = false;
   std::string sharedDecls; ///< __shared__ declarations

@@ -552,6 +552,7 @@ int run(const Options &o) {
         p["kind"] = "pointer";
         p["role"] = "scratch";
         p["bytes"] = kernel.scratchBytes;
+        p["counter_bytes"] = codegen::kScratchCounterBytes;
         break;
       }
       params.push_back(p);

@@ -7,7 +7,11 @@
 //   {"kind": "pointer", "role": "input",   "file": F, "bytes": N}
 //   {"kind": "pointer", "role": "output",  "file": F (expected), "bytes": N,
 //    "dtype": "f32"|"f16"|"bf16"|"i32"|"i64"|"i1", "tolerance": T}
-//   {"kind": "pointer", "role": "scratch", "bytes": N}   (zeroed once)
+//   {"kind": "pointer", "role": "scratch", "bytes": N, "counter_bytes": C}
+// Scratch is shared by all kernels of a program, so it starts as the
+// executor's would after other kernels ran: the first C bytes (the counters,
+// kScratchCounterBytes) zero, the rest 0xFF; after each run the counters
+// must be zero again.
 //   {"kind": "int64", "value": V}
 // Outputs start as 0xFF bytes (NaN) so an element never written fails. The
 // kernel runs twice; the second run must give the same bits (fixed-order
@@ -20,6 +24,7 @@
 #include <cuda.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -121,7 +126,7 @@ Result runCase(const std::filesystem::path &dir) {
 
   struct Param {
     std::string kind, role, file, dtype;
-    size_t bytes = 0;
+    size_t bytes = 0, counterBytes = 0;
     double tolerance = 0;
     long long value = 0;
     CUdeviceptr ptr = 0;
@@ -146,7 +151,9 @@ Result runCase(const std::filesystem::path &dir) {
         std::string data = readFile(dir / q.file);
         check(cuMemcpyHtoD(q.ptr, data.data(), data.size()), "cuMemcpyHtoD");
       } else if (q.role == "scratch") {
-        check(cuMemsetD8(q.ptr, 0, q.bytes), "cuMemsetD8");
+        q.counterBytes = std::min<size_t>(p.value("counter_bytes", q.bytes), q.bytes);
+        check(cuMemsetD8(q.ptr, 0xFF, q.bytes), "cuMemsetD8");
+        check(cuMemsetD8(q.ptr, 0, q.counterBytes), "cuMemsetD8");
       } else {
         check(cuMemsetD8(q.ptr, 0xFF, q.bytes), "cuMemsetD8");
       }
@@ -164,6 +171,13 @@ Result runCase(const std::filesystem::path &dir) {
     check(cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, shared, nullptr, args.data(), nullptr),
           "cuLaunchKernel");
     check(cuCtxSynchronize(), "kernel execution");
+    for (Param &q : params)
+      if (q.role == "scratch" && q.counterBytes) {
+        std::string counters(q.counterBytes, '\0');
+        check(cuMemcpyDtoH(counters.data(), q.ptr, q.counterBytes), "cuMemcpyDtoH");
+        if (counters.find_first_not_of('\0') != std::string::npos)
+          throw std::runtime_error("the kernel left a scratch counter non-zero");
+      }
   };
   launch();
   std::vector<std::string> first;

@@ -46,6 +46,13 @@ struct ParamBinding {
   bool ofResult = false; ///< Kind::RowStride: of result `index`, else operand
 };
 
+/// Every kernel's scratch is one region of the arena. Its front holds the
+/// u32 counters that blocks use to find the last one of a group: they start
+/// at zero (the executor clears the arena once) and every kernel leaves them
+/// at zero. Data a kernel leaves behind (partial sums) goes past this fixed
+/// region, never over another kernel's counters. 16,384 counters, 64 KiB.
+constexpr uint64_t kScratchCounterBytes = 64 * 1024;
+
 struct GeneratedKernel {
   runtime::Kernel kernel; ///< source, params, launch config, scratch bytes
   std::vector<ParamBinding> bindings;
