@@ -112,7 +112,7 @@ struct Executor::Impl {
   std::vector<cudaEvent_t> events;
   std::vector<std::string> labels;
   std::vector<CUfunction> functions; ///< per kernel
-  DeviceBuffer arena, gemmWorkspace;
+  DeviceBuffer arena, gemmWorkspace, gemmStaging;
   std::unique_ptr<GemmRunner> gemm;
 
   GraphCache<GraphExec> graphs{Executor::kMaxGraphs};
@@ -234,8 +234,18 @@ Executor::Executor(Program program) : prog(std::move(program)), impl(std::make_u
   impl->arena.fill(0);
   impl->gemmWorkspace =
       DeviceBuffer(GemmRunner::kRecommendedWorkspaceBytes, "the cuBLASLt workspace");
+  // Staging for GEMMs with unaligned rows (the logits of an odd vocabulary),
+  // only when the program has one.
+  bool stages = false;
+  for (const Function &f : prog.functions)
+    for (const Step &s : f.steps)
+      stages |= s.kind == Step::Kind::Gemm && GemmRunner::stagesRows(s.gemm);
+  if (stages)
+    impl->gemmStaging =
+        DeviceBuffer(GemmRunner::kRecommendedStagingBytes, "the GEMM staging buffer");
   impl->gemm = std::make_unique<GemmRunner>(impl->gemmWorkspace.data(),
-                                            impl->gemmWorkspace.size());
+                                            impl->gemmWorkspace.size(),
+                                            impl->gemmStaging.data(), impl->gemmStaging.size());
   checkCuda(cudaStreamCreateWithFlags(&impl->captureStream, cudaStreamNonBlocking),
             "cudaStreamCreateWithFlags (graph capture)");
   for (const Function &f : prog.functions) {

@@ -6,7 +6,8 @@
 // gradient epilogues, empty sizes, misaligned operands and refused calls:
 // a bias not in c's dtype, mixed a/b dtypes, a batched bias gradient)
 // and compares each with a float64 CPU reference on random inputs (fixed
-// seed). The activation epilogues (ReLU and the tanh GELU with bias and aux
+// seed). Rows not aligned to 16 bytes go through the runner's staging
+// (a small buffer here, so in several blocks). The activation epilogues (ReLU and the tanh GELU with bias and aux
 // output, DReLU and DGELU reading an aux with the bias gradient of the
 // result) are checked the same way: C, the GELU input written as aux, the
 // ReLU bit mask bit by bit in ls2.matmul's layout (bit n % 32 of i32 word
@@ -152,6 +153,8 @@ struct Case {
   DType bOverride = DType::F64; ///< b's dtype when not F64 (error cases)
   int64_t auxPad = 0; ///< auxLd beyond the smallest legal one (units of auxLd)
   int64_t auxLdOverride = 0; ///< when > 0, auxLd itself (refused cases)
+  /// Run by a runner without staging memory (timed beside a staged twin).
+  bool unstaged = false;
 };
 
 bool isActivationCase(const Case &c) { return epilogueIsActivation(c.epilogue); }
@@ -894,6 +897,62 @@ std::vector<Case> cases() {
     c.name = "bias_grad(f16) f16->f16 TN padded ld";
     out.push_back(c);
   }
+  // Rows whose pitch is not a multiple of 16 bytes (the logits of an odd
+  // vocabulary). A transposed a and c are staged through aligned copies a
+  // block of columns at a time (the check's runner has 4 MiB of staging:
+  // several blocks of 4,096 columns, the last one partial, as at 16,384
+  // tokens with the executor's 128 MiB), timed beside the same GEMM on a
+  // runner without staging; an unaligned a that is not transposed (the
+  // logits' dgrad) is not staged.
+  for (bool unstaged : {false, true}) {
+    std::string how = unstaged ? " unstaged" : " staged";
+    Case c;
+    c.ab = F16, c.c = F16, c.bias = F16, c.tB = true;
+    c.m = 512, c.n = 30522, c.k = 768;
+    c.epilogue = GemmEpilogue::Bias;
+    c.timed = true;
+    c.unstaged = unstaged;
+    c.name = "logits+bias f16 NT 512x30522x768 ldc odd" + how;
+    out.push_back(c);
+    c = Case{};
+    c.ab = BF16, c.c = BF16, c.tB = true;
+    c.m = 512, c.n = 50257, c.k = 1024;
+    c.timed = true;
+    c.unstaged = unstaged;
+    c.name = "logits bf16 NT 512x50257x1024 ldc odd" + how;
+    out.push_back(c);
+    c = Case{};
+    c.ab = F16, c.c = F16, c.bias = F16, c.tA = true;
+    c.m = 30522, c.n = 768, c.k = 512;
+    c.epilogue = GemmEpilogue::BiasGradA;
+    c.timed = true;
+    c.unstaged = unstaged;
+    c.name = "wgrad+bgrad f16 TN 30522x768x512 lda odd" + how;
+    out.push_back(c);
+  }
+  {
+    Case c;
+    c.ab = BF16, c.c = BF16;
+    c.m = 512, c.n = 1024, c.k = 50257;
+    c.timed = true;
+    c.name = "dgrad bf16 NN 512x1024x50257 lda odd (not staged)";
+    out.push_back(c);
+  }
+  for (DType ab : {F32, BF16}) {
+    // c rows of 131 f32 (a aligned); a transposed, stored [301, 515].
+    Case c;
+    c.ab = ab, c.c = F32;
+    c.m = 515, c.n = 131, c.k = 304;
+    c.name = std::string(dtypeName(ab)) + "->f32 NN ldc 131 staged";
+    out.push_back(c);
+    c.tA = true;
+    c.n = 132, c.k = 301;
+    c.epilogue = GemmEpilogue::BiasGradA;
+    c.bias = F32;
+    c.name = std::string(dtypeName(ab)) + "->f32 TN+bgrad lda 515 staged";
+    out.push_back(c);
+  }
+
   // Empty sizes.
   {
     Case c;
@@ -1103,12 +1162,16 @@ int main() {
             "stream");
   int failures = 0, total = 0;
   {
-    GemmRunner runner(workspace.ptr, workspace.bytes);
+    // Little staging, so that staged GEMMs take several blocks.
+    Buffer staging(4u << 20);
+    GemmRunner runner(workspace.ptr, workspace.bytes, staging.ptr, staging.bytes);
+    GemmRunner unstagedRunner(workspace.ptr, workspace.bytes);
     std::mt19937_64 rng(20240611);
     for (const Case &cs : cases()) {
       ++total;
-      Result r = isActivationCase(cs) ? runActivationCase(cs, runner, stream, rng)
-                                      : runCase(cs, runner, stream, rng);
+      GemmRunner &use = cs.unstaged ? unstagedRunner : runner;
+      Result r = isActivationCase(cs) ? runActivationCase(cs, use, stream, rng)
+                                      : runCase(cs, use, stream, rng);
       if (!r.pass)
         ++failures;
       std::printf("%s  %-50s", r.pass ? "PASS" : "FAIL", cs.name.c_str());

@@ -53,8 +53,11 @@ struct GemmShape {
 class GemmRunner {
 public:
   /// `workspace` (device memory of `workspaceBytes`, 256-byte aligned)
-  /// lives as long as the runner.
-  GemmRunner(void *workspace, size_t workspaceBytes);
+  /// lives as long as the runner. `staging` (optional, `stagingBytes`,
+  /// 256-byte aligned, also the caller's) holds 16-byte-aligned copies of
+  /// operands whose row pitch is not (see stagesRows).
+  GemmRunner(void *workspace, size_t workspaceBytes, void *staging = nullptr,
+             size_t stagingBytes = 0);
   ~GemmRunner();
   GemmRunner(const GemmRunner &) = delete;
   GemmRunner &operator=(const GemmRunner &) = delete;
@@ -70,6 +73,23 @@ public:
   /// Bytes of workspace a runner should get (cuBLASLt's recommendation for
   /// Hopper: 32 MiB).
   static constexpr size_t kRecommendedWorkspaceBytes = 32u << 20;
+
+  /// True when `gemm` is one the runner stages: an operand whose row pitch
+  /// (in bytes) is not a multiple of 16, as the logits [tokens, vocab] of an
+  /// odd vocabulary (30,522, 50,257) have, on one matrix: a transposed a
+  /// (the weight gradient dW = dlogitsᵀ h, with or without the bias
+  /// gradient) or c (the logits, with or without a bias). cuBLASLt's
+  /// tensor-core kernels need 16-byte aligned rows; without them it falls
+  /// back to kernels 3-7x slower on an H200. With staging memory the runner
+  /// copies blocks of that operand's columns into rows padded to 16 bytes
+  /// (cudaMemcpy2DAsync), runs the GEMM on each block and copies a staged c
+  /// back. An unaligned a that is not transposed (the logits' dgrad) is not
+  /// staged: it would need k-slices summed in c's dtype (bench/RESULTS.md).
+  static bool stagesRows(const Gemm &gemm);
+  /// Bytes of staging a runner should get when some GEMM stagesRows: blocks
+  /// of 128 MiB keep every block large (e.g. 1,280 rows of 50,264 bf16
+  /// logits).
+  static constexpr size_t kRecommendedStagingBytes = 128u << 20;
 
 private:
   struct Impl;
