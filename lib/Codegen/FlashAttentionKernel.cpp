@@ -120,6 +120,29 @@ __device__ __forceinline__ void ls2_sync() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
   __syncthreads();
 }
+// Double buffering: the loads issued so far form one group (the next
+// tile's prefetch); ls2_sync_but_one() waits for all groups but that newest
+// one, then the block's barrier, so the current tile has landed while the
+// next one is still in flight.
+__device__ __forceinline__ void ls2_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void ls2_sync_but_one() {
+  asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+  __syncthreads();
+}
+// dout . out over 8 elements at 16-byte aligned addresses.
+__device__ __forceinline__ float ls2_dot8(const ls2_t *a, const ls2_t *b) {
+  const uint4 x = *reinterpret_cast<const uint4 *>(a), y = *reinterpret_cast<const uint4 *>(b);
+  const ${T2} *x2 = reinterpret_cast<const ${T2} *>(&x), *y2 = reinterpret_cast<const ${T2} *>(&y);
+  float d = 0.0f;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float2 u = ${TO_FLOAT2}(x2[e]), w = ${TO_FLOAT2}(y2[e]);
+    d += u.x * w.x + u.y * w.y;
+  }
+  return d;
+}
 // Whether 16-byte loads of rows of a tensor are aligned.
 __device__ __forceinline__ bool ls2_vectors(const void *p, long long stride) {
   return ((unsigned long long)p % 16 == 0) && stride % 8 == 0;
@@ -206,6 +229,7 @@ std::map<std::string, std::string> flashValues(const AttentionSpec &s, const std
           {"T", s.storage},
           {"T2", bf16 ? "__nv_bfloat162" : "__half2"},
           {"PACK", bf16 ? "__floats2bfloat162_rn" : "__floats2half2_rn"},
+          {"TO_FLOAT2", bf16 ? "__bfloat1622float2" : "__half22float2"},
           {"MMA", bf16 ? "bf16" : "f16"},
           {"D", std::to_string(s.headDim)},
           {"HQ", std::to_string(s.heads)},
@@ -283,36 +307,47 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
   out.kernel.name = kernelName;
   Params p(out);
   unsigned tokens = addForwardParams(p, s);
-  // Q, K and V tiles of 64 rows.
-  uint32_t shared = static_cast<uint32_t>(3 * kTile * (s.headDim + 8) * 2);
+  // A Q tile and two stages of K and V tiles, 64 rows each.
+  uint32_t shared = static_cast<uint32_t>(5 * kTile * (s.headDim + 8) * 2);
   out.kernel.launch = tileLaunch(s.tokensQ, tokens, s.heads, shared);
 
   std::string src = kernelStart(op, s, "forward", p);
   src += R"cuda(  constexpr int BM = ${TILE}, BN = ${TILE}, KS = D / 16, NT = BN / 8, DT = D / 8;
-  ls2_t *sQ = reinterpret_cast<ls2_t *>(ls2_smem), *sK = sQ + BM * LDS, *sV = sK + BN * LDS;
+  // Stage s of K and V: sKV + s * 2 * BN * LDS, V after K.
+  ls2_t *sQ = reinterpret_cast<ls2_t *>(ls2_smem), *sKV = sQ + BM * LDS;
   const bool vq = ls2_vectors(q, stride_q), vk = ls2_vectors(k, stride_k),
              vv = ls2_vectors(v, stride_v);
 )cuda";
   src += unitLoop(true);
-  src += R"cuda(    const int h = head, kvh = head / GROUP;
-    ls2_load_tile<BM, D, LDS>(sQ, q, q0 + first, lq - first, stride_q, (long long)h * D, vq);
+  src += "    const int h = head, kvh = head / GROUP;\n";
+  src += keyEnd(s);
+  src += R"cuda(    ls2_load_tile<BM, D, LDS>(sQ, q, q0 + first, lq - first, stride_q, (long long)h * D, vq);
+    if (kEnd > 0) {
+      ls2_load_tile<BN, D, LDS>(sKV, k, k0, lk, stride_k, (long long)kvh * D, vk);
+      ls2_load_tile<BN, D, LDS>(sKV + BN * LDS, v, k0, lk, stride_v, (long long)kvh * D, vv);
+    }
     ls2_sync();
     unsigned qa[KS][4];
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk) ls2_a_fragment(qa[kk], sQ, LDS, wr, kk * 16);
 )cuda";
-  src += keyEnd(s);
   src += R"cuda(    // Online softmax per row (r = 0: row g, 1: row g + 8): m the running
     // max and l this lane's part of the sum of exp2(s - m) before dropout.
     float m[2] = {NEG_INF, NEG_INF}, l[2] = {0.0f, 0.0f}, acc[DT][4];
 #pragma unroll
     for (int dt = 0; dt < DT; ++dt) acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.0f;
     const long long rows[2] = {first + wr + g, first + wr + g + 8};
-    for (long long n0 = 0; n0 < kEnd; n0 += BN) {
-      ls2_sync();
-      ls2_load_tile<BN, D, LDS>(sK, k, k0 + n0, lk - n0, stride_k, (long long)kvh * D, vk);
-      ls2_load_tile<BN, D, LDS>(sV, v, k0 + n0, lk - n0, stride_v, (long long)kvh * D, vv);
-      ls2_sync();
+    for (long long n0 = 0, stage = 0; n0 < kEnd; n0 += BN, stage ^= 1) {
+      const ls2_t *sK = sKV + stage * 2 * BN * LDS, *sV = sK + BN * LDS;
+      __syncthreads(); // every warp is done with the other stage
+      if (n0 + BN < kEnd) {
+        ls2_t *nK = sKV + (stage ^ 1) * 2 * BN * LDS;
+        ls2_load_tile<BN, D, LDS>(nK, k, k0 + n0 + BN, lk - n0 - BN, stride_k, (long long)kvh * D, vk);
+        ls2_load_tile<BN, D, LDS>(nK + BN * LDS, v, k0 + n0 + BN, lk - n0 - BN, stride_v,
+                                  (long long)kvh * D, vv);
+      }
+      ls2_commit();
+      ls2_sync_but_one();
       float s[NT][4];
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
@@ -420,14 +455,21 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
   // the query tile's rows, into sD and sL: `parts` threads per row.
   auto rowStats = [&](const std::string &rowsName) {
     return "    {\n      constexpr int PARTS = " + std::to_string(kThreads) + " / " + rowsName +
-           ";\n" + R"cuda(      const int r = threadIdx.x / PARTS, part = threadIdx.x % PARTS;
+           ";\n" + R"cuda(      constexpr int SPAN = D / PARTS;
+      const int r = threadIdx.x / PARTS, part = threadIdx.x % PARTS;
       const long long i = qFirst + r;
       float d = 0.0f;
-      if (i < lq)
+      if (i < lq) {
+        const ls2_t *pd = dout + (q0 + i) * stride_dout + (long long)h * D + part * SPAN;
+        const ls2_t *po = out + (q0 + i) * stride_out + (long long)h * D + part * SPAN;
+        if (SPAN % 8 == 0 && vdo && vout) {
+#pragma unroll
+          for (int c = 0; c < SPAN; c += 8) d += ls2_dot8(pd + c, po + c);
+        } else {
 #pragma unroll 8
-        for (int c = part * (D / PARTS); c < (part + 1) * (D / PARTS); ++c)
-          d += ls2_load(dout, (q0 + i) * stride_dout + (long long)h * D + c) *
-               ls2_load(out, (q0 + i) * stride_out + (long long)h * D + c);
+          for (int c = 0; c < SPAN; ++c) d += ls2_cvt(pd[c]) * ls2_cvt(po[c]);
+        }
+      }
 #pragma unroll
       for (int m = 1; m < PARTS; m <<= 1) d += __shfl_xor_sync(0xffffffffu, d, m);
       if (part == 0) {
@@ -444,16 +486,18 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     dq.kernel.name = kernelName + "_dq";
     Params p(dq);
     unsigned tokens = addDqParams(p, s, go);
-    uint32_t shared = (2 * kTile + 2 * inner) * rowBytes + 2 * kTile * 4;
+    // Q and dO tiles, two stages of K and V tiles, D and lse of the rows.
+    uint32_t shared = (2 * kTile + 4 * inner) * rowBytes + 2 * kTile * 4;
     dq.kernel.launch = tileLaunch(s.tokensQ, tokens, s.heads, shared);
     std::string src = kernelStart(op, s, "dq", p);
     src += "  constexpr int BM = ${TILE}, BN = " + std::to_string(inner) + ";\n";
     src += R"cuda(  constexpr int KS = D / 16, NT = BN / 8, DT = D / 8;
-  ls2_t *sQ = reinterpret_cast<ls2_t *>(ls2_smem), *sDO = sQ + BM * LDS, *sK = sDO + BM * LDS,
-        *sV = sK + BN * LDS;
-  float *sD = reinterpret_cast<float *>(sV + BN * LDS), *sL = sD + BM;
+  // Stage s of K and V: sKV + s * 2 * BN * LDS, V after K.
+  ls2_t *sQ = reinterpret_cast<ls2_t *>(ls2_smem), *sDO = sQ + BM * LDS, *sKV = sDO + BM * LDS;
+  float *sD = reinterpret_cast<float *>(sKV + 4 * BN * LDS), *sL = sD + BM;
   const bool vq = ls2_vectors(q, stride_q), vk = ls2_vectors(k, stride_k),
-             vv = ls2_vectors(v, stride_v), vdo = ls2_vectors(dout, stride_dout);
+             vv = ls2_vectors(v, stride_v), vdo = ls2_vectors(dout, stride_dout),
+             vout = ls2_vectors(out, stride_out);
 )cuda";
     src += unitLoop(true);
     src += R"cuda(    const int h = head, kvh = head / GROUP;
@@ -461,6 +505,12 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     ls2_load_tile<BM, D, LDS>(sQ, q, q0 + first, lq - first, stride_q, (long long)h * D, vq);
     ls2_load_tile<BM, D, LDS>(sDO, dout, q0 + first, lq - first, stride_dout, (long long)h * D,
                               vdo);
+)cuda";
+    src += keyEnd(s);
+    src += R"cuda(    if (kEnd > 0) {
+      ls2_load_tile<BN, D, LDS>(sKV, k, k0, lk, stride_k, (long long)kvh * D, vk);
+      ls2_load_tile<BN, D, LDS>(sKV + BN * LDS, v, k0, lk, stride_v, (long long)kvh * D, vv);
+    }
 )cuda";
     src += rowStats("BM");
     src += R"cuda(    ls2_sync();
@@ -475,13 +525,17 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     float acc[DT][4];
 #pragma unroll
     for (int dt = 0; dt < DT; ++dt) acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.0f;
-)cuda";
-    src += keyEnd(s);
-    src += R"cuda(    for (long long n0 = 0; n0 < kEnd; n0 += BN) {
-      ls2_sync();
-      ls2_load_tile<BN, D, LDS>(sK, k, k0 + n0, lk - n0, stride_k, (long long)kvh * D, vk);
-      ls2_load_tile<BN, D, LDS>(sV, v, k0 + n0, lk - n0, stride_v, (long long)kvh * D, vv);
-      ls2_sync();
+    for (long long n0 = 0, stage = 0; n0 < kEnd; n0 += BN, stage ^= 1) {
+      const ls2_t *sK = sKV + stage * 2 * BN * LDS, *sV = sK + BN * LDS;
+      __syncthreads(); // every warp is done with the other stage
+      if (n0 + BN < kEnd) {
+        ls2_t *nK = sKV + (stage ^ 1) * 2 * BN * LDS;
+        ls2_load_tile<BN, D, LDS>(nK, k, k0 + n0 + BN, lk - n0 - BN, stride_k, (long long)kvh * D, vk);
+        ls2_load_tile<BN, D, LDS>(nK + BN * LDS, v, k0 + n0 + BN, lk - n0 - BN, stride_v,
+                                  (long long)kvh * D, vv);
+      }
+      ls2_commit();
+      ls2_sync_but_one();
       float s[NT][4], dp[NT][4];
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
@@ -558,16 +612,18 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     dkv.kernel.name = kernelName + "_dkdv";
     Params p(dkv);
     unsigned tokens = addDkDvParams(p, s, go);
-    uint32_t shared = (2 * kTile + 2 * inner) * rowBytes + 2 * inner * 4;
+    // K and V tiles, two stages of Q and dO tiles, D and lse of the rows.
+    uint32_t shared = (2 * kTile + 4 * inner) * rowBytes + 2 * inner * 4;
     dkv.kernel.launch = tileLaunch(s.tokensK, tokens, s.kvHeads, shared);
     std::string src = kernelStart(op, s, "dk and dv", p);
     src += "  constexpr int BN = ${TILE}, BM = " + std::to_string(inner) + ";\n";
     src += R"cuda(  constexpr int KS = D / 16, NT = BM / 8, DT = D / 8;
-  ls2_t *sK = reinterpret_cast<ls2_t *>(ls2_smem), *sV = sK + BN * LDS, *sQ = sV + BN * LDS,
-        *sDO = sQ + BM * LDS;
-  float *sD = reinterpret_cast<float *>(sDO + BM * LDS), *sL = sD + BM;
+  // Stage s of Q and dO: sQD + s * 2 * BM * LDS, dO after Q.
+  ls2_t *sK = reinterpret_cast<ls2_t *>(ls2_smem), *sV = sK + BN * LDS, *sQD = sV + BN * LDS;
+  float *sD = reinterpret_cast<float *>(sQD + 4 * BM * LDS), *sL = sD + BM;
   const bool vq = ls2_vectors(q, stride_q), vk = ls2_vectors(k, stride_k),
-             vv = ls2_vectors(v, stride_v), vdo = ls2_vectors(dout, stride_dout);
+             vv = ls2_vectors(v, stride_v), vdo = ls2_vectors(dout, stride_dout),
+             vout = ls2_vectors(out, stride_out);
 )cuda";
     src += unitLoop(false);
     src += R"cuda(    const int kvh = head;
@@ -584,15 +640,36 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     // the first query.
     src += s.causal ? "    const long long firstQuery = max(0LL, first - (lk - lq));\n"
                     : "    const long long firstQuery = 0;\n";
-    src += R"cuda(    for (int h = kvh * GROUP; h < (kvh + 1) * GROUP; ++h) {
-      for (long long qFirst = firstQuery; qFirst < lq; qFirst += BM) {
-        ls2_sync();
-        ls2_load_tile<BM, D, LDS>(sQ, q, q0 + qFirst, lq - qFirst, stride_q, (long long)h * D, vq);
-        ls2_load_tile<BM, D, LDS>(sDO, dout, q0 + qFirst, lq - qFirst, stride_dout,
-                                  (long long)h * D, vdo);
+    // One loop over the query tiles of each query head of the group, in
+    // order: tile `it` is head kvh * GROUP + it / tiles, rows firstQuery +
+    // (it % tiles) * BM; the K and V loads above and tile 0 form the first
+    // group, and each iteration prefetches tile it + 1.
+    src += R"cuda(    const long long tiles = lq > firstQuery ? (lq - firstQuery + BM - 1) / BM : 0;
+    if (tiles > 0) {
+      ls2_load_tile<BM, D, LDS>(sQD, q, q0 + firstQuery, lq - firstQuery, stride_q,
+                                (long long)(kvh * GROUP) * D, vq);
+      ls2_load_tile<BM, D, LDS>(sQD + BM * LDS, dout, q0 + firstQuery, lq - firstQuery,
+                                stride_dout, (long long)(kvh * GROUP) * D, vdo);
+    }
+    ls2_commit();
+    for (long long it = 0; it < tiles * GROUP; ++it) {
+      {
+        const int h = kvh * GROUP + (int)(it / tiles);
+        const long long qFirst = firstQuery + (it % tiles) * BM;
+        const ls2_t *sQ = sQD + (it & 1) * 2 * BM * LDS, *sDO = sQ + BM * LDS;
+        __syncthreads(); // every warp is done with the other stage, sD and sL
+        if (it + 1 < tiles * GROUP) {
+          const int hn = kvh * GROUP + (int)((it + 1) / tiles);
+          const long long qn = firstQuery + ((it + 1) % tiles) * BM;
+          ls2_t *nQ = sQD + ((it + 1) & 1) * 2 * BM * LDS;
+          ls2_load_tile<BM, D, LDS>(nQ, q, q0 + qn, lq - qn, stride_q, (long long)hn * D, vq);
+          ls2_load_tile<BM, D, LDS>(nQ + BM * LDS, dout, q0 + qn, lq - qn, stride_dout,
+                                    (long long)hn * D, vdo);
+        }
+        ls2_commit();
 )cuda";
     src += rowStats("BM");
-    src += R"cuda(        ls2_sync();
+    src += R"cuda(        ls2_sync_but_one();
         // S^T = K Q^T and dP^T = V dO^T: rows the warp's keys, columns queries.
         float st[NT][4], dpt[NT][4];
 #pragma unroll
