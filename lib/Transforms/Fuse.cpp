@@ -59,8 +59,9 @@ std::string opName(Operation *op) {
 
 class Fuser {
 public:
-  Fuser(func::FuncOp f, bool report, bool rematerialize)
-      : func(f), report(report), rematerialize(rematerialize) {}
+  Fuser(func::FuncOp f, bool report, bool rematerialize, bool geluGradEpilogue)
+      : func(f), report(report), rematerialize(rematerialize),
+        geluGradEpilogue(geluGradEpilogue) {}
 
   LogicalResult run() {
     Block &block = func.getBody().front();
@@ -245,6 +246,7 @@ private:
   const ShapeBounds &bounds = boundsStorage;
   bool report;
   bool rematerialize;
+  bool geluGradEpilogue;
   std::vector<Operation *> order;
   DenseMap<Operation *, int> pos;
   DenseMap<Operation *, OpClass> cls;
@@ -793,7 +795,7 @@ private:
       made.push_back(materialize(ops, ls2::FusionKind::Loop, 0, index++));
     }
     EpilogueReport epilogues;
-    attachEpilogues(made, report ? &epilogues : nullptr);
+    attachEpilogues(made, report ? &epilogues : nullptr, geluGradEpilogue);
     // Dead views and sizes left behind.
     for (changed = true; changed;) {
       changed = false;
@@ -892,7 +894,7 @@ struct FusePass : ls2c::impl::FuseBase<FusePass> {
     func::FuncOp f = getOperation();
     if (f.isExternal())
       return;
-    if (failed(Fuser(f, report, rematerialize).run()))
+    if (failed(Fuser(f, report, rematerialize, geluGradEpilogue).run()))
       return signalPassFailure();
   }
 };

@@ -620,8 +620,8 @@ const char *cublasName(ls2::GemmActivation a, bool bias, bool aux, bool bgrad) {
 
 class Attacher {
 public:
-  Attacher(SmallVector<ls2::FusionOp> &made, EpilogueReport *report)
-      : made(made), report(report) {}
+  Attacher(SmallVector<ls2::FusionOp> &made, EpilogueReport *report, bool geluGradEpilogue)
+      : made(made), report(report), geluGradEpilogue(geluGradEpilogue) {}
 
   void run() {
     attachActivations();
@@ -636,6 +636,7 @@ public:
 private:
   SmallVector<ls2::FusionOp> &made;
   EpilogueReport *report;
+  bool geluGradEpilogue;
   llvm::DenseSet<Operation *> erased;
 
   void attached(ls2::FusionOp f, ls2::MatmulOp m, const std::string &what) {
@@ -763,6 +764,12 @@ private:
     }
     for (BackwardCandidate &g : geluGrads) {
       std::string why;
+      if (!geluGradEpilogue) {
+        refused(g.group, "cuBLASLt's DGELU_BGRAD is slower than the GEMM and a generated kernel "
+                         "(170 against 620 TFLOP/s for the FFN's dgrad on an H200; ls2-fuse's "
+                         "gelu-grad-epilogue option attaches it)");
+        continue;
+      }
       if (!geluAuxAllowed(g.saved(), why)) {
         refused(g.group, why);
         continue;
@@ -915,8 +922,9 @@ private:
 
 } // namespace
 
-void attachEpilogues(SmallVector<ls2::FusionOp> &made, EpilogueReport *report) {
-  Attacher(made, report).run();
+void attachEpilogues(SmallVector<ls2::FusionOp> &made, EpilogueReport *report,
+                     bool geluGradEpilogue) {
+  Attacher(made, report, geluGradEpilogue).run();
 }
 
 } // namespace ls2c::fusion

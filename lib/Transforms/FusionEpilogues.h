@@ -14,7 +14,10 @@
 //   - a loop or column group that multiplies a GEMM's result by the ReLU
 //     mask or the tanh GELU derivative of a saved input (and sums the
 //     product's rows): `activation` relu_grad / gelu_tanh_grad reading that
-//     input as `aux` (DRELU / DGELU, with BGRAD).
+//     input as `aux` (DRELU / DGELU, with BGRAD); the GELU's only when
+//     asked (geluGradEpilogue: on an H200 cuBLASLt's DGELU_BGRAD ran the
+//     FFN's dgrad at 170 TFLOP/s, the plain GEMM at 620, so the GEMM plus a
+//     generated kernel is faster).
 // A ReLU's mask becomes cuBLASLt's bit mask, which only the gradient
 // epilogue reads, so a ReLU attaches only together with every reader of
 // its mask. Each refusal of a group that looks like an epilogue says why.
@@ -39,8 +42,11 @@ struct EpilogueReport {
 };
 
 /// Attaches what it can and erases those groups; `made` keeps the others.
+/// `geluGradEpilogue`: also the tanh GELU's gradient (DGELU_BGRAD); off,
+/// such a group is refused with the reason (ls2-fuse's option of that
+/// name) and stays a generated kernel reading the forward's aux.
 void attachEpilogues(llvm::SmallVector<ls2::FusionOp> &made,
-                     EpilogueReport *report = nullptr);
+                     EpilogueReport *report = nullptr, bool geluGradEpilogue = false);
 
 } // namespace ls2c::fusion
 
