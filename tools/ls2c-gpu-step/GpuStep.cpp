@@ -3,6 +3,7 @@
 // ls2c-gpu-step BUNDLE (--params P.safetensors | --init-seed S)
 //               --batch B.safetensors [-o OUT] [--steps K] [--dropout-seed N]
 //               [--profile] [--time] [--no-graphs] [--save-params P.safetensors]
+//               [--data-parallel]
 //
 // The GPU twin of `ls2c step` (lib/Trainer/ReferenceStep.cpp): the same
 // inputs and the same output file (per-step loss, grad_norm and lr; the
@@ -18,6 +19,11 @@
 // graphs as configured) and the device memory in use; --save-params writes
 // the initial parameters by reference name (F32) so another framework can
 // start from the same bits.
+// --data-parallel runs one process per GPU as torchrun starts them
+// (DataParallel.h): each rank reads its own batch (--batch's "{rank}"
+// replaced by its rank), the gradients are summed over the ranks after
+// @accumulate_gradients and averaged by @optimizer_step (micro_batches =
+// world size); the first-step gradients written are that mean.
 // Every call reuses its buffers (results swap with the state they replace),
 // so the executor's CUDA graphs are captured in the first steps and
 // replayed after; --no-graphs runs every step by step, and the output
@@ -25,6 +31,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DataParallel.h"
 #include "DeviceTensors.h"
 
 #include "ls2c/Runtime/Bundle.h"
@@ -40,6 +47,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -64,6 +72,7 @@ struct Options {
   bool time = false;     ///< device time of each train step, device memory
   std::string saveParams; ///< write the initial parameters here
   bool graphs = true;    ///< the executor's CUDA graphs (--no-graphs)
+  bool dataParallel = false; ///< one process per GPU, NCCL (DataParallel.h)
 };
 
 /// A CUDA event pair on the legacy default stream, where the executor and
@@ -127,6 +136,13 @@ void printProfile(const std::vector<std::pair<std::string, float>> &times) {
 
 
 int run(const Options &o) {
+  // Before any CUDA allocation: it selects this rank's device.
+  std::unique_ptr<DataParallel> dp;
+  if (o.dataParallel)
+    dp = DataParallel::fromEnvironment();
+  const int rank = dp ? dp->rank() : 0, worldSize = dp ? dp->worldSize() : 1;
+  const std::string batchPath = perRankPath(o.batch, rank);
+  const std::string prefix = dp ? "rank " + std::to_string(rank) + ": " : "";
   Program program = readBundle(o.bundle);
   Executor executor(program);
   executor.setGraphs(o.graphs);
@@ -159,7 +175,7 @@ int run(const Options &o) {
     std::vector<double> v = floatValues(it->second, o.params + ": " + slot.name);
     std::copy(v.begin(), v.end(), master.begin() + static_cast<long>(slot.offset));
   }
-  if (!o.saveParams.empty()) {
+  if (!o.saveParams.empty() && rank == 0) {
     SafetensorsFile initial;
     for (const ParameterSlot &slot : program.parameters) {
       initial.tensors[slot.name] =
@@ -168,7 +184,7 @@ int run(const Options &o) {
     initial.metadata = {{"ls2c.model", program.modelName}};
     writeSafetensors(o.saveParams, initial);
   }
-  SafetensorsFile batch = readSafetensors(o.batch);
+  SafetensorsFile batch = readSafetensors(batchPath);
 
   // The training state by name, as the functions take and return it.
   const Function &accumulate = executor.function("accumulate_gradients");
@@ -185,7 +201,9 @@ int run(const Options &o) {
       uploadTensor({program.computeDType == "f16" ? 65536.0 : 1.0}, {}, DType::F32, 4, "loss scale");
   state["step"] = uploadTensor({0.0}, {}, DType::I64, 8, "step");
   state["good_steps"] = uploadTensor({0.0}, {}, DType::I64, 8, "good steps");
-  state["micro_batches"] = uploadTensor({1.0}, {}, DType::F32, 4, "micro batches");
+  // The optimizer divides the summed gradients by this: the ranks' mean.
+  state["micro_batches"] =
+      uploadTensor({static_cast<double>(worldSize)}, {}, DType::F32, 4, "micro batches");
   state["dropout_seed"] =
       uploadTensor({static_cast<double>(o.dropoutSeed)}, {}, DType::I64, 8, "dropout seed");
   state["dropout_offset"] = uploadTensor({0.0}, {}, DType::I64, 8, "offset");
@@ -202,8 +220,8 @@ int run(const Options &o) {
                spec.name != "dropout_offset") {
       auto it = batch.tensors.find(spec.name);
       if (it == batch.tensors.end())
-        throw RuntimeError(o.batch + ": missing batch input '" + spec.name + "'");
-      std::string what = o.batch + ": " + spec.name;
+        throw RuntimeError(batchPath + ": missing batch input '" + spec.name + "'");
+      std::string what = batchPath + ": " + spec.name;
       std::vector<double> v;
       if (spec.dtype == DType::F32 || spec.dtype == DType::F16 || spec.dtype == DType::BF16)
         v = floatValues(it->second, what);
@@ -244,10 +262,12 @@ int run(const Options &o) {
     accumulateTimer.begin();
     state.at("gradients").buffer.fill(0);
     auto &out = call(accumulate, &accumulateTimer);
+    if (dp)
+      dp->sumGradients(state.at("gradients").buffer.data(), program.workspaceElements);
     losses.push_back(downloadTensor(out.at("loss"))[0]);
     if (k == 0) {
       firstGradients = downloadTensor(state.at("gradients"));
-      double scale = downloadTensor(state.at("loss_scale"))[0];
+      double scale = downloadTensor(state.at("loss_scale"))[0] * worldSize;
       for (double &g : firstGradients)
         g /= scale;
     }
@@ -265,8 +285,8 @@ int run(const Options &o) {
     }
     norms.push_back(downloadTensor(opt.at("grad_norm"))[0]);
     rates.push_back(downloadTensor(opt.at("lr"))[0]);
-    std::printf("step %lld: loss %.6f, grad norm %.6f, lr %.3g", static_cast<long long>(k + 1),
-                losses.back(), norms.back(), rates.back());
+    std::printf("%sstep %lld: loss %.6f, grad norm %.6f, lr %.3g", prefix.c_str(),
+                static_cast<long long>(k + 1), losses.back(), norms.back(), rates.back());
     if (o.time)
       std::printf(", time %.3f ms", stepMs);
     std::printf("\n");
@@ -281,7 +301,9 @@ int run(const Options &o) {
               static_cast<unsigned long long>(g.replays),
               static_cast<unsigned long long>(g.eagerRuns));
 
-  if (o.output.empty())
+  // With --data-parallel every rank holds the same parameters: rank 0
+  // writes, or each rank when -o names "{rank}".
+  if (o.output.empty() || (rank != 0 && o.output.find("{rank}") == std::string::npos))
     return 0;
   std::vector<double> finalMaster = downloadTensor(state.at("master_weights"));
   SafetensorsFile file;
@@ -300,7 +322,7 @@ int run(const Options &o) {
   file.metadata = {{"ls2c.model", program.modelName},
                    {"ls2c.device", executor.arch()},
                    {"ls2c.steps", std::to_string(o.steps)}};
-  writeSafetensors(o.output, file);
+  writeSafetensors(perRankPath(o.output, rank), file);
   return 0;
 }
 
@@ -309,7 +331,7 @@ int run(const Options &o) {
 const char *kUsage =
     "usage: ls2c-gpu-step BUNDLE (--params P.safetensors | --init-seed S) "
     "--batch B.safetensors [-o OUT.safetensors] [--steps K] [--dropout-seed N] [--profile] "
-    "[--time] [--no-graphs] [--save-params P.safetensors]\n"
+    "[--time] [--no-graphs] [--save-params P.safetensors] [--data-parallel]\n"
     "  --params FILE       initial parameters by reference name (F32/F64)\n"
     "  --init-seed S       or: initialize them as the description says, from seed S\n"
     "  --batch FILE        the model's inputs by name (ids, position_ids, cu_seqlens, labels)\n"
@@ -319,7 +341,12 @@ const char *kUsage =
     "  --profile           time every step of the last train step\n"
     "  --time              each train step's device time and the device memory in use\n"
     "  --no-graphs         run every step by step instead of replaying CUDA graphs\n"
-    "  --save-params FILE  write the initial parameters (F32, by name)\n";
+    "  --save-params FILE  write the initial parameters (F32, by name)\n"
+    "  --data-parallel     one process per GPU, started as torchrun starts them (RANK,\n"
+    "                      WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT): each rank\n"
+    "                      reads --batch with \"{rank}\" replaced by its rank; gradients are\n"
+    "                      averaged over the ranks by an NCCL all-reduce; rank 0 writes -o\n"
+    "                      (every rank when -o has \"{rank}\")\n";
 
 /// `text` as an integer in [lo, INT64_MAX], or exit 2 naming the option.
 int64_t integerOption(const std::string &option, const std::string &text, int64_t lo) {
@@ -374,6 +401,8 @@ int main(int argc, char **argv) {
       o.time = true;
     else if (a == "--save-params")
       o.saveParams = value();
+    else if (a == "--data-parallel")
+      o.dataParallel = true;
     else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "ls2c-gpu-step: error: unknown option %s\n%s", a.c_str(), kUsage);
       return 2;

@@ -1,0 +1,46 @@
+//===- DataParallel.h - ls2c-gpu-step across GPUs with NCCL ---------------===//
+//
+// Data parallelism for ls2c-gpu-step (issue 9): one process per GPU,
+// started as torchrun starts them (RANK, WORLD_SIZE, LOCAL_RANK,
+// MASTER_ADDR, MASTER_PORT; Rendezvous.h). Every rank runs
+// @accumulate_gradients on its own shard of the batch; the ranks' fp32
+// gradient workspaces are then summed in place by one NCCL all-reduce
+// (DistributedNccl.h), and @optimizer_step divides by micro_batches = world
+// size, so every rank takes the same step from the mean of the ranks'
+// gradients, as PyTorch's DistributedDataParallel does. That is the step of
+// one GPU on the whole batch when every shard has the same number of loss
+// tokens (each rank's loss is a mean over its own tokens).
+//
+//===----------------------------------------------------------------------===//
+#ifndef LS2C_TOOLS_DATAPARALLEL_H
+#define LS2C_TOOLS_DATAPARALLEL_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace ls2c::tools {
+
+class DataParallel {
+public:
+  /// Reads the environment, selects CUDA device LOCAL_RANK and joins the
+  /// NCCL communicator of all ranks (a collective: every rank calls it).
+  /// Throws std::runtime_error naming the variable, the peer or the NCCL
+  /// call; or, in a build without NCCL, saying so.
+  static std::unique_ptr<DataParallel> fromEnvironment();
+  virtual ~DataParallel() = default;
+
+  virtual int rank() const = 0;
+  virtual int worldSize() const = 0;
+  /// Sums `elements` fp32 values at device pointer `gradients` over all
+  /// ranks, in place, on the legacy default stream, and waits for it.
+  /// Throws std::runtime_error (an NCCL error, a peer that died).
+  virtual void sumGradients(void *gradients, uint64_t elements) = 0;
+};
+
+/// `pattern` with every "{rank}" replaced by `rank` (per-rank batch files).
+std::string perRankPath(const std::string &pattern, int rank);
+
+} // namespace ls2c::tools
+
+#endif // LS2C_TOOLS_DATAPARALLEL_H
