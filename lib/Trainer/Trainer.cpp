@@ -7,6 +7,7 @@
 
 #include "ls2c/Data/CharCorpus.h"
 #include "ls2c/Data/LMBatcher.h"
+#include "ls2c/Data/TokenCorpus.h"
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Model/ParameterLayout.h"
 #include "ls2c/Reference/Interpreter.h"
@@ -93,15 +94,28 @@ TrainResult train(const TrainOptions &o) {
                      std::to_string(seqLen) + " tokens exceeds max_batch_tokens " +
                      std::to_string(desc.max_batch_tokens) + " of " + o.model);
 
-  CharCorpus corpus;
+  // The id streams: a token file's, or a text's characters.
+  TokenCorpus corpus;
+  const bool tokens = isTokenFile(o.data);
+  if (!tokens && !o.validData.empty())
+    throw TrainError("--valid-data " + o.validData + " needs --data to be a token file (" +
+                     o.data + " is text)");
   try {
-    corpus = loadCharCorpus(o.data, 0.9, seqLen + 1);
+    if (tokens) {
+      corpus = loadTokenCorpus(o.data, o.validData, 0.9, seqLen + 1);
+    } else {
+      CharCorpus text = loadCharCorpus(o.data, 0.9, seqLen + 1);
+      corpus.vocabSize = text.vocabSize();
+      corpus.train = std::move(text.train);
+      corpus.valid = std::move(text.valid);
+    }
   } catch (const DataError &e) {
     throw TrainError(e.what());
   }
-  if (corpus.vocabSize() > desc.vocab)
-    throw TrainError(o.data + ": " + std::to_string(corpus.vocabSize()) +
-                     " distinct characters exceed the model's vocab " +
+  if (corpus.vocabSize > desc.vocab)
+    throw TrainError(o.data + ": " + std::string(tokens ? "vocab_size " : "") +
+                     std::to_string(corpus.vocabSize) +
+                     (tokens ? "" : " distinct characters") + " exceeds the model's vocab " +
                      std::to_string(desc.vocab) + " (" + o.model + ")");
 
   Programs programs;

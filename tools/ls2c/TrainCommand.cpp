@@ -12,7 +12,7 @@ namespace ls2c::cli {
 namespace {
 
 constexpr const char *kTrainUsage =
-    "usage: ls2c train MODEL.json --data TEXT [--out DIR] [--steps N] "
+    "usage: ls2c train MODEL.json --data TEXT|TOKENS [--valid-data TOKENS] [--out DIR] [--steps N] "
     "[--batch-sequences N] [--micro-batches N] [--eval-interval N] "
     "[--eval-batches N] [--checkpoint-interval N] [--time-limit SECONDS] "
     "[--seed N] [--resume] [--no-progress]";
@@ -50,6 +50,8 @@ std::string parse(const std::vector<std::string> &args, TrainOptions &o) {
     };
     if (a == "--data")
       error = value(o.data);
+    else if (a == "--valid-data")
+      error = value(o.validData);
     else if (a == "--out")
       error = value(o.outDir);
     else if (a == "--steps")
@@ -99,10 +101,14 @@ std::string parse(const std::vector<std::string> &args, TrainOptions &o) {
 }
 
 constexpr const char *kTrainHelp = R"(
-Trains a decoder (GPT) model on a text corpus read character by character
-(first 90% train, last 10% validation) with the CPU reference backend.
+Trains a decoder (GPT) model with the CPU reference backend on a text corpus
+read character by character, or on a token file of `ls2c tokenize` (first
+90% train, last 10% validation, unless --valid-data names a second token
+file).
 
-  --data TEXT              the corpus (e.g. examples/data/tinyshakespeare/input.txt)
+  --data TEXT|TOKENS       the corpus (e.g. examples/data/tinyshakespeare/input.txt)
+                           or a token file (its vocab_size at most the model's)
+  --valid-data TOKENS      validation token file of the same tokenizer
   --out DIR                metrics.jsonl and checkpoint.safetensors go here
                            (default runs/<model name>)
   --steps N                optimizer steps to reach in total (default 1000)

@@ -7,7 +7,8 @@
 // and checkpoints as safetensors, and resumes from a checkpoint with exactly
 // the loss trajectory of an uninterrupted run.
 //
-// Supported today: decoder (GPT) models on a character-level text corpus.
+// Supported today: decoder (GPT) models on a character-level text corpus
+// or a token file (`ls2c tokenize`, TokenCorpus.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LS2C_TRAINER_TRAINER_H
@@ -21,7 +22,8 @@ namespace ls2c {
 
 struct TrainOptions {
   std::string model;           ///< model description (JSON)
-  std::string data;            ///< text corpus, read character by character
+  std::string data;            ///< text corpus (characters) or token file
+  std::string validData;       ///< validation token file (token --data only)
   std::string outDir;          ///< metrics.jsonl and checkpoint.safetensors
   int64_t steps = 1000;        ///< optimizer steps to reach (in total)
   int64_t batchSequences = 0;  ///< sequences per micro-batch; 0: max_batch_tokens / max_seq_len
