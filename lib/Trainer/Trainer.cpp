@@ -113,10 +113,10 @@ TrainResult train(const TrainOptions &o) {
     throw TrainError(e.what());
   }
   if (corpus.vocabSize > desc.vocab)
-    throw TrainError(o.data + ": " + std::string(tokens ? "vocab_size " : "") +
-                     std::to_string(corpus.vocabSize) +
-                     (tokens ? "" : " distinct characters") + " exceeds the model's vocab " +
-                     std::to_string(desc.vocab) + " (" + o.model + ")");
+    throw TrainError(o.data + ": " +
+                     (tokens ? "vocab_size " + std::to_string(corpus.vocabSize) + " exceeds"
+                             : std::to_string(corpus.vocabSize) + " distinct characters exceed") +
+                     " the model's vocab " + std::to_string(desc.vocab) + " (" + o.model + ")");
 
   Programs programs;
   compilePrograms(programs, desc);
