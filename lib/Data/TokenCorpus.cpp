@@ -3,12 +3,19 @@
 
 #include "ls2c/Data/TokenFile.h"
 
+#include <sys/stat.h>
+
 #include <cstring>
 #include <fstream>
 
 namespace ls2c {
 
 bool isTokenFile(const std::string &path) {
+  // Never open a FIFO or device here: reading it could block (the text
+  // corpus reader refuses those with a clear error).
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    return false;
   std::ifstream in(path, std::ios::binary);
   char magic[8] = {};
   if (!in.read(magic, sizeof magic))
