@@ -123,6 +123,7 @@ prepare) prepare ;;
 run) run ;;
 compare)
   [ $# -eq 2 ] || { echo "usage: $0 compare DIR" >&2; exit 2; }
+  [ -d "$2" ] || { echo "$0: compare: $2: no such folder" >&2; exit 2; }
   python3 -c 'import jax' 2>/dev/null && py=python3 || py=.venv/bin/python
   dir=$2
   if [ -f "$dir/gpu-all.tar.gz.00" ]; then

@@ -35,8 +35,17 @@ TOL = 1e-4  # DESIGN.md: a train step in fp32
 SEQS_PER_RANK, LENGTH = 4, 64
 
 
+def fail(message):
+    """Bad input: one line on stderr, exit status 2."""
+    print(f"gpu-dp-check: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def read_safetensors(path):
     """name -> float64 array (F64/F32 only: what ls2c-gpu-step writes), without the package."""
+    if not os.path.isfile(path):
+        fail(f"{path}: no such file (the outputs of `gpu-dp-check.py run`: single.safetensors, "
+             "dp.R.safetensors)")
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(n))
@@ -76,9 +85,12 @@ def shard(batch, r, ranks):
 
 def prepare(a):
     from safetensors.numpy import save_file
-    d = json.load(open(os.path.join(ROOT, "examples", a.model + ".json")))
+    path = os.path.join(ROOT, "examples", a.model + ".json")
+    if not os.path.isfile(path):
+        fail(f"--model {a.model}: no such preset ({path})")
+    d = json.load(open(path))
     if d.get("architecture") != "decoder":
-        sys.exit(f"{a.model}: the check needs a decoder (equal loss tokens per shard)")
+        fail(f"--model {a.model}: the check needs a decoder (equal loss tokens per shard)")
     d.update(name=a.model + "-dp", dtype="fp32", max_seq_len=LENGTH,
              max_batch_tokens=SEQS_PER_RANK * a.ranks * LENGTH)
     for k in ("hidden_dropout", "attention_dropout", "activation_dropout"):
@@ -116,7 +128,8 @@ def rel(a, b):
 def run(a):
     d = a.dir
     if not os.path.exists(os.path.join(d, "ranks")):
-        sys.exit(f"{d} is missing: run scripts/gpu-dp-check.py prepare here and carry it")
+        fail(f"{d} was not prepared ({'no ranks file' if os.path.isdir(d) else 'no such folder'}): "
+             "run scripts/gpu-dp-check.py prepare here and carry it")
     ranks = int(open(os.path.join(d, "ranks")).read())
     tool = os.path.join(d, "bin", "ls2c-gpu-step")
     common = [tool, os.path.join(d, "model.ls2b"), "--init-seed", "1", "--steps", str(a.steps)]
@@ -193,10 +206,14 @@ def main():
     c.add_argument("--ranks", type=int, default=2)
     a = ap.parse_args()
     if a.cmd == "compare":
+        if not os.path.isdir(a.dir):
+            fail(f"{a.dir}: no such folder")
+        if a.ranks < 1:
+            fail(f"--ranks {a.ranks}: must be >= 1")
         return compare(a.dir, a.ranks)
     if a.cmd == "prepare":
         if a.ranks < 1:
-            sys.exit("--ranks must be >= 1")
+            fail(f"--ranks {a.ranks}: must be >= 1")
         prepare(a)
         return 0
     os.makedirs(a.out, exist_ok=True)

@@ -19,7 +19,9 @@ namespace ls2c {
 /// a directory or is not a regular file (a FIFO or device would block or
 /// never end).
 inline int openRegularFile(const std::string &path, int flags, struct stat &st) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | flags);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer
+  // before the check below could refuse it; cleared again for regular files.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | flags);
   if (fd < 0)
     throw DataError(path + ": cannot open: " + std::strerror(errno));
   if (::fstat(fd, &st) != 0) {
@@ -32,6 +34,8 @@ inline int openRegularFile(const std::string &path, int flags, struct stat &st) 
     throw DataError(path + (S_ISDIR(st.st_mode) ? ": is a directory"
                                                 : ": is not a regular file"));
   }
+  if (!(flags & O_NONBLOCK))
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return fd;
 }
 

@@ -218,7 +218,9 @@ Program readBundle(const std::string &path) {
   auto fail = [&](const std::string &detail) {
     throw BundleError(path, "file", detail);
   };
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO without a writer would block the open itself; only
+  // regular files are read.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     fail(std::string("cannot open: ") + std::strerror(errno));
   std::string bytes;
@@ -228,6 +230,9 @@ Program readBundle(const std::string &path) {
     error = errno;
   } else if (S_ISDIR(st.st_mode)) {
     error = EISDIR;
+  } else if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail("is not a regular file");
   } else {
     try {
       if (S_ISREG(st.st_mode) && st.st_size > 0)

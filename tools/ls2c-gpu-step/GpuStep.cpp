@@ -36,6 +36,7 @@
 
 #include "ls2c/Runtime/Bundle.h"
 #include "ls2c/Runtime/Executor.h"
+#include "ls2c/Runtime/Rendezvous.h"
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Model/ParameterLayout.h"
 #include "ls2c/Support/Safetensors.h"
@@ -424,6 +425,13 @@ int main(int argc, char **argv) {
   o.bundle = positional[0];
   try {
     return run(o);
+  } catch (const BundleError &e) {
+    // Bad input (the bundle, torchrun's variables): exit 2, as ls2c does.
+    std::fprintf(stderr, "ls2c-gpu-step: error: %s\n", e.what());
+    return 2;
+  } catch (const DistributedError &e) {
+    std::fprintf(stderr, "ls2c-gpu-step: error: %s\n", e.what());
+    return 2;
   } catch (const std::exception &e) {
     std::fprintf(stderr, "ls2c-gpu-step: error: %s\n", e.what());
     return 1;

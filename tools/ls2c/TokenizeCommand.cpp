@@ -65,7 +65,7 @@ sequences:
                            replace ill-formed UTF-8 with U+FFFD (counted)
 
 --show TOKENS validates a token file and prints its header; --decode writes
-its text (one line per sequence; lines ends of a concatenated stream become
+its text (one line per sequence; line ends of a concatenated stream become
 newlines again) with the model it was encoded with.
 )";
 

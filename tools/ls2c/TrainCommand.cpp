@@ -107,7 +107,8 @@ read character by character, or on a token file of `ls2c tokenize` (first
 file).
 
   --data TEXT|TOKENS       the corpus (e.g. examples/data/tinyshakespeare/input.txt)
-                           or a token file (its vocab_size at most the model's)
+                           or a token file (its vocab_size at most the model's; its
+                           sequences read as one stream: tokenize with --concat)
   --valid-data TOKENS      validation token file of the same tokenizer
   --out DIR                metrics.jsonl and checkpoint.safetensors go here
                            (default runs/<model name>)
