@@ -10,15 +10,19 @@
 # On the GPU machine (no MLIR there) run:
 #   .gpu-run/bin/ls2c-kernel-check .gpu-run/<set>...
 # Each call to the device tool carries at most 64 MiB: pass a set name to
-# write only those sets (tiny, sizes, attention).
-# Usage: scripts/gpu-kernel-cases.sh [tiny|sizes|attention]...
+# write only those sets (tiny, sizes, attention, attention-edge).
+# attention-edge: issue 7's edge cases against a float64 reference: one
+# token at head dim 16 with inputs x3 in fp16 beside an all-padding
+# sequence, cross-attention with (query, key) lengths (76,1), (34,1),
+# (146,1) and (5,3), (1,4), (0,2), and key lengths 1 ... 8193 (about 50 MB).
+# Usage: scripts/gpu-kernel-cases.sh [tiny|sizes|attention|attention-edge]...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SETS=("${@:-tiny}")
 for SET in "${SETS[@]}"; do
   case "$SET" in
-  tiny|sizes|attention) ;;
-  *) echo "usage: $0 [tiny|sizes|attention]..." >&2; exit 2 ;;
+  tiny|sizes|attention|attention-edge) ;;
+  *) echo "usage: $0 [tiny|sizes|attention|attention-edge]..." >&2; exit 2 ;;
   esac
 done
 cmake --build build --target ls2c-kernel-cases ls2c-kernel-check
@@ -50,8 +54,19 @@ attention)
   for m in test/gpu/Inputs/attention-*.json; do
     "$CASES" "$m" ".gpu-run/$(basename "$m" .json)" --tokens 400 --only attention
   done ;;
+attention-edge)
+  I=test/gpu/Inputs
+  "$CASES" $I/attention-d16-fp16-mqa.json .gpu-run/edge-len1-x3 --only attention \
+    --seqlens 1:1,0:0 --input-scale 3 --reference f64
+  "$CASES" $I/attention-d32-fp16-cross.json .gpu-run/edge-cross-k1 --only attention \
+    --seqlens 76:1,34:1,146:1 --reference f64
+  "$CASES" $I/attention-d32-fp16-cross.json .gpu-run/edge-cross-small --only attention \
+    --seqlens 5:3,1:4,0:2 --reference f64
+  "$CASES" $I/attention-d64-fp16-long.json .gpu-run/edge-key-lengths --only attention \
+    --seqlens 1:1,3:3,7:7,24:24,33:33,127:127,128:128,129:129,511:511,513:513,2049:2049,8193:8193 \
+    --reference f64 ;;
 *)
-  echo "usage: $0 [tiny|sizes|attention]..." >&2
+  echo "usage: $0 [tiny|sizes|attention|attention-edge]..." >&2
   exit 2 ;;
 esac
 done

@@ -2,6 +2,7 @@
 //
 // ls2c-kernel-cases MODEL.json OUTDIR [--tokens N] [--arch sm_90] [--seed S]
 //                   [--only NAME-PART] [--max-case-bytes N]
+//                   [--seqlens Q:K,Q:K,...] [--input-scale X] [--reference f32|f64]
 //
 // Writes one case per distinct generated kernel of the model: the cubin,
 // its launch config, random inputs (ids within their tables; attention's
@@ -10,6 +11,11 @@
 // computes for the same op (fusion group, attention, ...), with dynamic sizes
 // set from --tokens (default 37, not a multiple of any tile). Tensors a
 // kernel reads or writes through a row stride are laid out with padded rows.
+// Attention's edge cases (issue 7): --seqlens fixes the sequences' query and
+// key lengths (self-attention needs Q = K; an empty sequence is 0:0) and
+// sets the attention cases' token counts to their sums; --input-scale
+// multiplies every float input (x3 pushes fp16 scores toward overflow);
+// --reference f64 computes the expected outputs in float64.
 // ls2c-kernel-check runs them on a GPU, where there is no MLIR. Files:
 // OUTDIR/<kernel>/case.json (format in KernelCheck.cpp) and raw
 // little-endian tensors in their storage types.
@@ -36,12 +42,14 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <numeric>
 #include <optional>
 #include <random>
+#include <stdexcept>
 
 using namespace mlir;
 using namespace ls2c;
@@ -56,6 +64,10 @@ struct Options {
   uint64_t seed = 1;
   std::string only; ///< keep kernels whose name contains this
   int64_t maxCaseBytes = 0; ///< skip cases whose data is larger (0: no limit)
+  /// --seqlens: per sequence (query length, key length); empty: random.
+  std::vector<std::pair<int64_t, int64_t>> seqlens;
+  double inputScale = 1.0;
+  bool referenceF64 = false;
 };
 
 std::string storageBytes(const HostTensor &t) {
@@ -233,7 +245,7 @@ int run(const Options &o) {
   }
   std::map<std::string, SymbolicDims> dimsOf;
   std::map<std::string, ShapeBounds> boundsOf;
-  int written = 0, skipped = 0, tooLarge = 0;
+  int written = 0, skipped = 0, tooLarge = 0, notApplicable = 0;
   for (const codegen::ModuleKernels::Use &use : kernels->uses) {
     if (caseUse.at(use.kernel) != &use)
       continue;
@@ -292,6 +304,41 @@ int run(const Options &o) {
       if (!tk.isStatic() && !tq.isStatic() && keyOf(tk) != keyOf(tq)) {
         int64_t div = divisor.at(keyOf(tk));
         base[keyOf(tk)] = std::max(div, base.at(keyOf(tk)) * 2 / 3 / div * div);
+      }
+      if (!o.seqlens.empty()) {
+        // The given sequences: token counts are their sums, batch + 1 offsets.
+        int64_t sumQ = 0, sumK = 0;
+        bool equal = true;
+        for (auto [lq, lk] : o.seqlens)
+          sumQ += lq, sumK += lk, equal &= lq == lk;
+        if (attention->cuQ == attention->cuK && !equal) {
+          // Self-attention has one cu_seqlens: such lengths are for the
+          // model's cross-attention kernels only.
+          std::printf("not applicable: %s (self-attention needs Q = K in --seqlens)\n",
+                      kernel.name.c_str());
+          ++notApplicable;
+          continue;
+        }
+        int64_t entries = static_cast<int64_t>(o.seqlens.size()) + 1;
+        for (Value cu : {attention->cuQ, attention->cuK}) {
+          runtime::Dim d = dims.shape(cu)[0];
+          if (d.isStatic() && d.size != entries)
+            throw std::runtime_error(kernel.name + ": cu_seqlens holds " +
+                                     std::to_string(d.size) + " entries, --seqlens gives " +
+                                     std::to_string(entries - 1) + " sequences");
+          if (!d.isStatic())
+            base[keyOf(d)] = entries;
+        }
+        for (auto [dim, sum] : {std::make_pair(tq, sumQ), std::make_pair(tk, sumK)}) {
+          if (dim.isStatic() || dim.multiplier != 1 || dim.divisor != 1)
+            throw std::runtime_error(kernel.name + ": --seqlens needs plain dynamic token dims");
+          int64_t bound = bounds.shape(function.getArgument(dim.argument))[dim.axis];
+          if (sum > bound)
+            throw std::runtime_error(kernel.name + ": --seqlens sums to " + std::to_string(sum) +
+                                     " tokens, over the model's bound " + std::to_string(bound) +
+                                     " (max_batch_tokens)");
+          base[keyOf(dim)] = sum;
+        }
       }
     }
     auto value = [&](const runtime::Dim &d) {
@@ -365,7 +412,7 @@ int run(const Options &o) {
         ids = cast<RankedTensorType>(op->getResult(0).getType()).getDimSize(0);
       for (int64_t e = 0; e < t.numElements(); ++e) {
         if (reference::isFloat(et)) {
-          t.floats[e] = reference::roundTo(et, uniform(rng));
+          t.floats[e] = reference::roundTo(et, o.inputScale * uniform(rng));
         } else if (et == ElementType::I1) {
           t.ints[e] = rng() & 1;
         } else if (type.getRank() == 0) {
@@ -395,7 +442,14 @@ int run(const Options &o) {
       };
       HostTensor &cuQ = argOf(attention->cuQ);
       int64_t batch = cuQ.shape[0] - 1;
-      if (batch >= 1) {
+      if (!o.seqlens.empty()) {
+        std::vector<int64_t> lq, lk;
+        for (auto [q, k] : o.seqlens)
+          lq.push_back(q), lk.push_back(k);
+        fillCuSeqlens(cuQ, lq);
+        if (attention->cuK != attention->cuQ)
+          fillCuSeqlens(argOf(attention->cuK), lk);
+      } else if (batch >= 1) {
         auto pick = [&](int64_t avoid) {
           if (batch < 2)
             return int64_t{0};
@@ -421,7 +475,8 @@ int run(const Options &o) {
         }
     std::vector<HostTensor> expected;
     try {
-      reference::Interpreter interpreter(reference::Precision::F32);
+      reference::Interpreter interpreter(o.referenceF64 ? reference::Precision::F64
+                                                        : reference::Precision::F32);
       expected = interpreter.run(f, args);
     } catch (const std::exception &e) {
       std::fprintf(stderr, "skip %s: the reference failed: %s\n", kernel.name.c_str(), e.what());
@@ -561,9 +616,12 @@ int run(const Options &o) {
     writeFileAtomically((dir / "case.json").string(), c.dump(1) + "\n");
     ++written;
   }
-  std::printf("%s: %d cases written to %s (%d skipped, %d over --max-case-bytes), "
+  std::printf("%s: %d cases written to %s (%d skipped, %d over --max-case-bytes%s), "
               "sizes at %lld\n",
               o.model.c_str(), written, o.outDir.c_str(), skipped, tooLarge,
+              notApplicable ? (", " + std::to_string(notApplicable) +
+                               " not applicable to --seqlens").c_str()
+                            : "",
               static_cast<long long>(o.tokens));
   return skipped ? 1 : 0;
 }
@@ -585,12 +643,52 @@ int main(int argc, char **argv) {
       o.only = argv[++i];
     else if (a == "--seed" && i + 1 < argc)
       o.seed = std::stoull(argv[++i]);
+    else if (a == "--input-scale" && i + 1 < argc)
+      o.inputScale = std::stod(argv[++i]);
+    else if (a == "--reference" && i + 1 < argc) {
+      std::string r = argv[++i];
+      if (r != "f32" && r != "f64") {
+        std::fprintf(stderr, "ls2c-kernel-cases: error: --reference must be f32 or f64, got '%s'\n",
+                     r.c_str());
+        return 2;
+      }
+      o.referenceF64 = r == "f64";
+    } else if (a == "--seqlens" && i + 1 < argc) {
+      std::string text = argv[++i];
+      size_t at = 0;
+      while (at <= text.size()) {
+        size_t comma = text.find(',', at);
+        std::string item = text.substr(at, comma == std::string::npos ? std::string::npos
+                                                                       : comma - at);
+        size_t colon = item.find(':');
+        long long q = -1, k = -1;
+        char *end = nullptr;
+        if (colon != std::string::npos) {
+          q = std::strtoll(item.c_str(), &end, 10);
+          if (end != item.c_str() + colon)
+            q = -1;
+          k = std::strtoll(item.c_str() + colon + 1, &end, 10);
+          if (*end || colon + 1 == item.size())
+            k = -1;
+        }
+        if (q < 0 || k < 0) {
+          std::fprintf(stderr, "ls2c-kernel-cases: error: --seqlens: '%s' is not Q:K with "
+                               "non-negative integers\n", item.c_str());
+          return 2;
+        }
+        o.seqlens.emplace_back(q, k);
+        if (comma == std::string::npos)
+          break;
+        at = comma + 1;
+      }
+    }
     else
       positional.push_back(a);
   }
   if (positional.size() != 2) {
     std::fprintf(stderr, "usage: ls2c-kernel-cases MODEL.json OUTDIR [--tokens N] "
-                         "[--arch sm_90] [--seed S] [--only NAME-PART] [--max-case-bytes N]\n");
+                         "[--arch sm_90] [--seed S] [--only NAME-PART] [--max-case-bytes N] "
+                         "[--seqlens Q:K,...] [--input-scale X] [--reference f32|f64]\n");
     return 2;
   }
   o.model = positional[0];
