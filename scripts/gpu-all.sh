@@ -34,6 +34,8 @@ prepare() {
     "$BUILD/tools/ls2c-gpu-step/ls2c-gpu-step" "$G/bin/"
   local cases="$BUILD/test/gpu/ls2c-kernel-cases" m
   for m in test/gpu/Inputs/attention-*.json; do
+    # attention-d64-fp16-long serves the attention-edge set (gpu-kernel-cases.sh).
+    [ "${m%-long.json}" = "$m" ] || continue
     "$cases" "$m" "$G/cases/$(basename "$m" .json)" --tokens 400 --only attention
   done
   for m in examples/tiny-bert.json test/gpu/Inputs/sizes-h100-bf16-v50257.json; do
