@@ -294,6 +294,34 @@ std::string keyEnd(const AttentionSpec &s) {
                   : "    const long long kEnd = lk;\n";
 }
 
+/// The first key tile's loads into stage 0 of sKV (forward and dq), in the
+/// group the first wait covers.
+std::string firstKeyTileLoads() {
+  return R"cuda(    if (kEnd > 0) {
+      ls2_load_tile<BN, D, LDS>(sKV, k, k0, lk, stride_k, (long long)kvh * D, vk);
+      ls2_load_tile<BN, D, LDS>(sKV + BN * LDS, v, k0, lk, stride_v, (long long)kvh * D, vv);
+    }
+)cuda";
+}
+
+/// The head of the loop over key tiles (forward and dq): two stages of K
+/// and V in sKV, the next tile's cp.async loads in flight while this one is
+/// computed; sK and sV are the current stage.
+std::string keyTileLoopHead() {
+  return R"cuda(    for (long long n0 = 0, stage = 0; n0 < kEnd; n0 += BN, stage ^= 1) {
+      const ls2_t *sK = sKV + stage * 2 * BN * LDS, *sV = sK + BN * LDS;
+      __syncthreads(); // every warp is done with the other stage
+      if (n0 + BN < kEnd) {
+        ls2_t *nK = sKV + (stage ^ 1) * 2 * BN * LDS;
+        ls2_load_tile<BN, D, LDS>(nK, k, k0 + n0 + BN, lk - n0 - BN, stride_k, (long long)kvh * D, vk);
+        ls2_load_tile<BN, D, LDS>(nK + BN * LDS, v, k0 + n0 + BN, lk - n0 - BN, stride_v,
+                                  (long long)kvh * D, vv);
+      }
+      ls2_commit();
+      ls2_sync_but_one();
+)cuda";
+}
+
 } // namespace
 
 bool flashApplies(const AttentionSpec &s) {
@@ -321,12 +349,10 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
   src += unitLoop(true);
   src += "    const int h = head, kvh = head / GROUP;\n";
   src += keyEnd(s);
-  src += R"cuda(    ls2_load_tile<BM, D, LDS>(sQ, q, q0 + first, lq - first, stride_q, (long long)h * D, vq);
-    if (kEnd > 0) {
-      ls2_load_tile<BN, D, LDS>(sKV, k, k0, lk, stride_k, (long long)kvh * D, vk);
-      ls2_load_tile<BN, D, LDS>(sKV + BN * LDS, v, k0, lk, stride_v, (long long)kvh * D, vv);
-    }
-    ls2_sync();
+  src += "    ls2_load_tile<BM, D, LDS>(sQ, q, q0 + first, lq - first, stride_q, (long long)h * D, "
+         "vq);\n";
+  src += firstKeyTileLoads();
+  src += R"cuda(    ls2_sync();
     unsigned qa[KS][4];
 #pragma unroll
     for (int kk = 0; kk < KS; ++kk) ls2_a_fragment(qa[kk], sQ, LDS, wr, kk * 16);
@@ -337,18 +363,9 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
 #pragma unroll
     for (int dt = 0; dt < DT; ++dt) acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.0f;
     const long long rows[2] = {first + wr + g, first + wr + g + 8};
-    for (long long n0 = 0, stage = 0; n0 < kEnd; n0 += BN, stage ^= 1) {
-      const ls2_t *sK = sKV + stage * 2 * BN * LDS, *sV = sK + BN * LDS;
-      __syncthreads(); // every warp is done with the other stage
-      if (n0 + BN < kEnd) {
-        ls2_t *nK = sKV + (stage ^ 1) * 2 * BN * LDS;
-        ls2_load_tile<BN, D, LDS>(nK, k, k0 + n0 + BN, lk - n0 - BN, stride_k, (long long)kvh * D, vk);
-        ls2_load_tile<BN, D, LDS>(nK + BN * LDS, v, k0 + n0 + BN, lk - n0 - BN, stride_v,
-                                  (long long)kvh * D, vv);
-      }
-      ls2_commit();
-      ls2_sync_but_one();
-      float s[NT][4];
+)cuda";
+  src += keyTileLoopHead();
+  src += R"cuda(      float s[NT][4];
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
 #pragma unroll
@@ -507,11 +524,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
                               vdo);
 )cuda";
     src += keyEnd(s);
-    src += R"cuda(    if (kEnd > 0) {
-      ls2_load_tile<BN, D, LDS>(sKV, k, k0, lk, stride_k, (long long)kvh * D, vk);
-      ls2_load_tile<BN, D, LDS>(sKV + BN * LDS, v, k0, lk, stride_v, (long long)kvh * D, vv);
-    }
-)cuda";
+    src += firstKeyTileLoads();
     src += rowStats("BM");
     src += R"cuda(    ls2_sync();
     unsigned qa[KS][4], da[KS][4];
@@ -525,18 +538,9 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     float acc[DT][4];
 #pragma unroll
     for (int dt = 0; dt < DT; ++dt) acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.0f;
-    for (long long n0 = 0, stage = 0; n0 < kEnd; n0 += BN, stage ^= 1) {
-      const ls2_t *sK = sKV + stage * 2 * BN * LDS, *sV = sK + BN * LDS;
-      __syncthreads(); // every warp is done with the other stage
-      if (n0 + BN < kEnd) {
-        ls2_t *nK = sKV + (stage ^ 1) * 2 * BN * LDS;
-        ls2_load_tile<BN, D, LDS>(nK, k, k0 + n0 + BN, lk - n0 - BN, stride_k, (long long)kvh * D, vk);
-        ls2_load_tile<BN, D, LDS>(nK + BN * LDS, v, k0 + n0 + BN, lk - n0 - BN, stride_v,
-                                  (long long)kvh * D, vv);
-      }
-      ls2_commit();
-      ls2_sync_but_one();
-      float s[NT][4], dp[NT][4];
+)cuda";
+    src += keyTileLoopHead();
+    src += R"cuda(      float s[NT][4], dp[NT][4];
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll

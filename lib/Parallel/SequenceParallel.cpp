@@ -130,6 +130,22 @@ std::vector<double> rowDots(const AttentionShape &s, const std::vector<double> &
   return d;
 }
 
+/// Checks the backward's extra inputs and returns zero gradients.
+AttentionBackward zeroGradients(const AttentionShape &s, const std::vector<double> &q,
+                                const std::vector<double> &k, const std::vector<double> &v,
+                                const AttentionForward &fwd, const std::vector<double> &dout) {
+  checkShape(s, q, k, v);
+  if (dout.size() != q.size() || fwd.out.size() != q.size() ||
+      fwd.lse.size() != static_cast<size_t>(s.tokens * s.heads))
+    throw std::invalid_argument("attention backward: dout and out must be [tokens, heads, "
+                                "headDim] and lse [tokens, heads]");
+  AttentionBackward g;
+  g.dq.assign(q.size(), 0.0);
+  g.dk.assign(k.size(), 0.0);
+  g.dv.assign(v.size(), 0.0);
+  return g;
+}
+
 double logSigmoid(double x) { return x >= 0 ? -std::log1p(std::exp(-x)) : x - std::log1p(std::exp(x)); }
 
 } // namespace
@@ -227,11 +243,7 @@ AttentionBackward attentionBackward(const AttentionShape &s, const std::vector<d
                                     const std::vector<double> &k, const std::vector<double> &v,
                                     const AttentionForward &fwd,
                                     const std::vector<double> &dout) {
-  checkShape(s, q, k, v);
-  AttentionBackward g;
-  g.dq.assign(q.size(), 0.0);
-  g.dk.assign(k.size(), 0.0);
-  g.dv.assign(v.size(), 0.0);
+  AttentionBackward g = zeroGradients(s, q, k, v, fwd, dout);
   blockBackward(s, q, k, v, fwd.lse, rowDots(s, dout, fwd.out), dout, {0, s.tokens},
                 {0, s.tokens}, g.dq, g.dk, g.dv);
   return g;
@@ -277,14 +289,10 @@ AttentionBackward sequenceParallelBackward(const SchedulePlan &plan, const Atten
                                            const std::vector<double> &v,
                                            const AttentionForward &fwd,
                                            const std::vector<double> &dout) {
-  checkShape(s, q, k, v);
   // Each block's dq goes to the query chunk's owner and its dk, dv to the
   // key chunk's owner; a rank sums what it gets in step order, which is the
   // order the blocks write into the global arrays here.
-  AttentionBackward g;
-  g.dq.assign(q.size(), 0.0);
-  g.dk.assign(k.size(), 0.0);
-  g.dv.assign(v.size(), 0.0);
+  AttentionBackward g = zeroGradients(s, q, k, v, fwd, dout);
   const std::vector<double> rowD = rowDots(s, dout, fwd.out);
   for (const std::vector<BlockTask> &step : plan.steps)
     for (const BlockTask &t : step)
