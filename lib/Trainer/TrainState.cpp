@@ -1,6 +1,7 @@
 //===- TrainState.cpp - training state and its checkpoints ----------------===//
 #include "TrainState.h"
 
+#include "ls2c/Data/TokenFile.h"
 #include "ls2c/Support/Safetensors.h"
 #include "ls2c/Trainer/Trainer.h"
 
@@ -8,6 +9,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 
 namespace ls2c {
@@ -86,12 +88,20 @@ void TrainState::save(const std::string &path, const ModelDescription &desc,
                    {"ls2c.good_steps", std::to_string(goodSteps.ints[0])},
                    {"ls2c.seed", std::to_string(key.seed)},
                    {"ls2c.batch_sequences", std::to_string(key.batchSequences)},
-                   {"ls2c.micro_batches", std::to_string(key.microBatches)}};
+                   {"ls2c.micro_batches", std::to_string(key.microBatches)},
+                   {"ls2c.data", key.data}};
   try {
     writeSafetensors(path, file);
   } catch (const SafetensorsError &e) {
     throw TrainError(e.what());
   }
+}
+
+std::string TrainState::dataFingerprint(const std::vector<int32_t> &ids) {
+  std::string_view bytes(reinterpret_cast<const char *>(ids.data()), ids.size() * sizeof(int32_t));
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(bytes)));
+  return std::to_string(ids.size()) + " tokens, fnv1a64 " + hex;
 }
 
 TrainState TrainState::load(const std::string &path, const ModelDescription &desc,
@@ -121,6 +131,8 @@ TrainState TrainState::load(const std::string &path, const ModelDescription &des
        "--batch-sequences");
   same("ls2c.micro_batches", std::to_string(key.microBatches),
        "--micro-batches");
+  if (file.metadata.count("ls2c.data"))
+    same("ls2c.data", key.data, "training data");
   TrainState s = fresh(desc, ws, seed);
   auto tensor = [&](const std::string &name,
                     const std::vector<int64_t> &shape) -> const SafetensorsTensor & {

@@ -8,7 +8,9 @@
 #include "ls2c/Training/Workspace.h"
 
 #include <map>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ls2c {
 
@@ -29,7 +31,12 @@ struct TrainState {
   struct RunKey {
     uint64_t seed;
     int64_t batchSequences, microBatches;
+    /// The training ids: "N tokens, fnv1a64 H" (dataFingerprint). A
+    /// checkpoint without one (written before it existed) resumes on any.
+    std::string data;
   };
+  /// The fingerprint of a training id stream for RunKey::data.
+  static std::string dataFingerprint(const std::vector<int32_t> &ids);
   /// Reads a checkpoint written by save(); throws TrainError when it does
   /// not match `desc` (model name, parameter names and shapes) or `key`, or
   /// holds malformed counters or non-finite values.

@@ -123,7 +123,8 @@ TrainResult train(const TrainOptions &o) {
   ParameterLayout layout = buildParameterLayout(desc);
   WorkspaceLayout ws = planWorkspace(layout);
   TrainState state = TrainState::fresh(desc, ws, o.seed);
-  const TrainState::RunKey key{o.seed, sequences, o.microBatches};
+  const TrainState::RunKey key{o.seed, sequences, o.microBatches,
+                               TrainState::dataFingerprint(corpus.train)};
   std::string checkpoint = o.outDir + "/checkpoint.safetensors";
   if (o.resume) {
     state = TrainState::load(checkpoint, desc, ws, key);
