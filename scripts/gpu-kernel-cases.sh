@@ -14,7 +14,7 @@
 # attention-edge: issue 7's edge cases against a float64 reference: one
 # token at head dim 16 with inputs x3 in fp16 beside an all-padding
 # sequence, cross-attention with (query, key) lengths (76,1), (34,1),
-# (146,1) and (5,3), (1,4), (0,2), and key lengths 1 ... 8193 (about 50 MB).
+# (146,1) and (5,3), (1,4), (0,2), and key lengths 1 ... 8193 (one head: about 30 MB).
 # Usage: scripts/gpu-kernel-cases.sh [tiny|sizes|attention|attention-edge]...
 set -euo pipefail
 cd "$(dirname "$0")/.."
