@@ -1,12 +1,9 @@
 //===- CharCorpus.cpp - character-level text corpora ----------------------===//
 #include "ls2c/Data/CharCorpus.h"
 
+#include "OpenRegularFile.h"
+
 #include <array>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <iterator>
-#include <sys/stat.h>
 
 namespace ls2c {
 
@@ -25,21 +22,7 @@ CharCorpus loadCharCorpus(const std::string &path, double trainFraction,
   if (!(trainFraction > 0.0 && trainFraction < 1.0))
     throw DataError(path + ": train fraction " + std::to_string(trainFraction) +
                     " must be in (0, 1)");
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    throw DataError(path + ": cannot open: " + std::strerror(errno));
-  if (S_ISDIR(st.st_mode))
-    throw DataError(path + ": is a directory");
-  // A FIFO or device would block or never end.
-  if (!S_ISREG(st.st_mode))
-    throw DataError(path + ": is not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw DataError(path + ": cannot open: " + std::strerror(errno));
-  std::string text((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
-  if (in.bad())
-    throw DataError(path + ": read error");
+  std::string text = readRegularFile(path);
 
   std::array<int32_t, 256> idOf;
   idOf.fill(-1);

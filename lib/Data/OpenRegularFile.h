@@ -39,6 +39,31 @@ inline int openRegularFile(const std::string &path, int flags, struct stat &st) 
   return fd;
 }
 
+/// The whole contents of the regular file `path`. Throws DataError as
+/// openRegularFile does, or naming a read error.
+inline std::string readRegularFile(const std::string &path) {
+  struct stat st;
+  int fd = openRegularFile(path, 0, st);
+  std::string bytes;
+  bytes.reserve(static_cast<size_t>(st.st_size));
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      throw DataError(path + ": read error: " + std::strerror(err));
+    }
+    if (n == 0)
+      break;
+    bytes.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return bytes;
+}
+
 } // namespace ls2c
 
 #endif // LS2C_LIB_DATA_OPENREGULARFILE_H

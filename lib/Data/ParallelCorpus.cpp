@@ -1,11 +1,11 @@
 //===- ParallelCorpus.cpp - source/target pairs for translation -----------===//
 #include "ls2c/Data/ParallelCorpus.h"
 
+#include "OpenRegularFile.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <stdexcept>
 #include <sys/stat.h>
@@ -22,21 +22,15 @@ bool endsWith(const std::string &s, const std::string &suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-void checkRegularFile(const std::string &path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    throw DataError(path + ": cannot open: " + std::strerror(errno));
-  if (S_ISDIR(st.st_mode))
-    throw DataError(path + ": is a directory");
-  if (!S_ISREG(st.st_mode))
-    throw DataError(path + ": is not a regular file");
-}
-
 #ifdef LS2C_HAVE_ZLIB
 std::string readGzip(const std::string &path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f)
+  struct stat st;
+  int fd = openRegularFile(path, 0, st);
+  gzFile f = gzdopen(fd, "rb"); // owns fd from here
+  if (!f) {
+    ::close(fd);
     throw DataError(path + ": cannot open: " + std::strerror(errno));
+  }
   std::string out;
   std::vector<char> chunk(1 << 16);
   for (;;) {
@@ -67,23 +61,17 @@ std::string readGzip(const std::string &path) {
 } // namespace
 
 std::string readFileBytes(const std::string &path) {
-  checkRegularFile(path);
   if (endsWith(path, ".gz")) {
 #ifdef LS2C_HAVE_ZLIB
     return readGzip(path);
 #else
+    struct stat st;
+    ::close(openRegularFile(path, 0, st)); // a missing file says so first
     throw DataError(path + ": ls2c was built without zlib, so .gz files "
                            "cannot be read (decompress it first)");
 #endif
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw DataError(path + ": cannot open: " + std::strerror(errno));
-  std::string text((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
-  if (in.bad())
-    throw DataError(path + ": read error");
-  return text;
+  return readRegularFile(path);
 }
 
 std::vector<std::string> readTextLines(const std::string &path,

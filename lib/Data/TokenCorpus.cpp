@@ -3,24 +3,26 @@
 
 #include "ls2c/Data/TokenFile.h"
 
-#include <sys/stat.h>
+#include "OpenRegularFile.h"
 
 #include <cstring>
-#include <fstream>
 
 namespace ls2c {
 
 bool isTokenFile(const std::string &path) {
-  // Never open a FIFO or device here: reading it could block (the text
-  // corpus reader refuses those with a clear error).
+  // Anything but a readable regular file is not one (the text reader then
+  // names why); openRegularFile never blocks on a FIFO.
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+  int fd = -1;
+  try {
+    fd = openRegularFile(path, 0, st);
+  } catch (const DataError &) {
     return false;
-  std::ifstream in(path, std::ios::binary);
+  }
   char magic[8] = {};
-  if (!in.read(magic, sizeof magic))
-    return false;
-  return std::memcmp(magic, "LS2CTOK\0", 8) == 0;
+  ssize_t n = ::read(fd, magic, sizeof magic);
+  ::close(fd);
+  return n == static_cast<ssize_t>(sizeof magic) && std::memcmp(magic, "LS2CTOK\0", 8) == 0;
 }
 
 TokenCorpus loadTokenCorpus(const std::string &trainPath, const std::string &validPath,

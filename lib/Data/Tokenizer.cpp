@@ -1,14 +1,13 @@
 //===- Tokenizer.cpp - the tokenizer interface and character tokenizers ---===//
 #include "ls2c/Data/Tokenizer.h"
 
+#include "OpenRegularFile.h"
 #include "TokenizerInternal.h"
 
 #include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 #include <sys/stat.h>
 
@@ -168,20 +167,7 @@ std::unique_ptr<Tokenizer> tokenizerFromModelBytes(std::string bytes,
 }
 
 std::unique_ptr<Tokenizer> loadTokenizer(const std::string &path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    throw DataError(path + ": cannot open: " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode))
-    throw DataError(path + (S_ISDIR(st.st_mode) ? ": is a directory"
-                                                : ": is not a regular file"));
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw DataError(path + ": cannot open: " + std::strerror(errno));
-  std::string bytes((std::istreambuf_iterator<char>(in)),
-                    std::istreambuf_iterator<char>());
-  if (in.bad())
-    throw DataError(path + ": read error");
-  return tokenizerFromModelBytes(std::move(bytes), path);
+  return tokenizerFromModelBytes(readRegularFile(path), path);
 }
 
 } // namespace ls2c
