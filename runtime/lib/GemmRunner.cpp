@@ -707,9 +707,26 @@ bool alignedRows(int64_t ld, DType t) {
   return (ld * static_cast<int64_t>(dtypeBytes(t))) % 16 == 0;
 }
 
-bool epilogueStages(GemmEpilogue e) {
-  return e == GemmEpilogue::None || e == GemmEpilogue::Bias ||
-         e == GemmEpilogue::BiasGradA;
+/// Which operand a one-matrix GEMM stages, shapes aside. Copies run fast
+/// as [all rows x a slice of columns] blocks (an H200: the weight gradient
+/// 50257x1024x16384 in bf16 went from 11.1 to 4.3 ms) and slowly as [some
+/// rows x whole rows] ones (the same logits as m-row blocks: 12.0 -> 14.8
+/// ms), so only column slices are staged: the columns of a transposed a
+/// (stored [K, M]; any staging epilogue) and the columns of c (no epilogue
+/// or the bias). An unaligned a that is not transposed (the logits' dgrad)
+/// would need slices of k, i.e. partial products summed in c's dtype, which
+/// rounds bf16 once per slice; it stays unstaged.
+enum class Staging { None, ColumnsOfA, ColumnsOfC };
+
+Staging stagingOf(GemmEpilogue e, DType aType, int64_t lda, bool transposeA, DType cType,
+                  int64_t ldc) {
+  const bool misA = !alignedRows(lda, aType), misC = !alignedRows(ldc, cType);
+  const bool bias = e == GemmEpilogue::None || e == GemmEpilogue::Bias;
+  if (misA && transposeA && !misC && (bias || e == GemmEpilogue::BiasGradA))
+    return Staging::ColumnsOfA;
+  if (misC && !misA && bias)
+    return Staging::ColumnsOfC;
+  return Staging::None;
 }
 
 int64_t roundUp(int64_t v, int64_t unit) { return (v + unit - 1) / unit * unit; }
@@ -721,32 +738,21 @@ constexpr int64_t kStageMinOtherDim = 64;
 } // namespace
 
 bool GemmRunner::stagesRows(const Gemm &g) {
-  bool batch1 = g.batch.isStatic() && g.batch.size == 1;
-  bool misA = !alignedRows(g.lda, g.aType), misC = !alignedRows(g.ldc, g.cType);
-  // As Impl::staged decides (shapes aside).
-  return batch1 && epilogueStages(g.epilogue) &&
-         ((misA && g.transposeA && !misC) ||
-          (misC && !misA &&
-           (g.epilogue == GemmEpilogue::None || g.epilogue == GemmEpilogue::Bias)));
+  return g.batch.isStatic() && g.batch.size == 1 &&
+         stagingOf(g.epilogue, g.aType, g.lda, g.transposeA, g.cType, g.ldc) != Staging::None;
 }
 
 bool GemmRunner::Impl::staged(const Desc &d, cudaStream_t stream) {
-  if (!staging || d.batch != 1 || d.k == 0 || !epilogueStages(d.epilogue))
+  if (!staging || d.batch != 1 || d.k == 0)
     return false;
-  const bool misA = !alignedRows(d.lda, d.aType), misC = !alignedRows(d.ldc, d.cType);
-  // Copies run fast as [all rows x a slice of columns] blocks (an H200:
-  // the weight gradient 50257x1024x16384 in bf16 went from 11.1 to 4.3 ms)
-  // and slowly as [some rows x whole rows] ones (the same logits as m-row
-  // blocks: 12.0 -> 14.8 ms), so only column slices are staged: the
-  // columns of a transposed a (stored [K, M]) and the columns of c. An
-  // unaligned a that is not transposed (the logits' dgrad) would need
-  // slices of k, i.e. partial products summed in c's dtype, which rounds
-  // bf16 once per slice; it stays unstaged.
-  if (misA && d.transposeA && !misC && d.n >= kStageMinOtherDim)
-    return stageColumnsOfA(d, stream);
-  if (misC && !misA && d.k >= kStageMinOtherDim &&
-      (d.epilogue == GemmEpilogue::None || d.epilogue == GemmEpilogue::Bias))
-    return stageColumnsOfC(d, stream);
+  switch (stagingOf(d.epilogue, d.aType, d.lda, d.transposeA, d.cType, d.ldc)) {
+  case Staging::ColumnsOfA:
+    return d.n >= kStageMinOtherDim && stageColumnsOfA(d, stream);
+  case Staging::ColumnsOfC:
+    return d.k >= kStageMinOtherDim && stageColumnsOfC(d, stream);
+  case Staging::None:
+    break;
+  }
   return false;
 }
 
