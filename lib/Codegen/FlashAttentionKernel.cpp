@@ -36,7 +36,10 @@ typedef ${T} ls2_t;
 // column g; C rows g, g + 8 and columns 2t, 2t + 1.
 __device__ __forceinline__ void ls2_mma(float (&c)[4], const unsigned (&a)[4], unsigned b0,
                                         unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.${MMA}.${MMA}.f32 {%0,%1,%2,%3}, "
+  // Not volatile: a pure register operation, so the compiler may
+  // interleave independent accumulator chains (ldmatrix stays volatile: it
+  // reads shared memory written before a barrier).
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.${MMA}.${MMA}.f32 {%0,%1,%2,%3}, "
                "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -87,31 +90,53 @@ __device__ __forceinline__ void ls2_b_fragments_t(unsigned (&b)[4], const ls2_t 
                : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
                : "r"((unsigned)__cvta_generic_to_shared(p)));
 }
+// One 16-byte chunk of a tile row: a cp.async (zero-filled past `valid`)
+// or, unaligned, element copies.
+__device__ __forceinline__ void ls2_load_chunk(ls2_t *to, const ls2_t *from, bool in,
+                                               bool vectors) {
+  if (vectors) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"((unsigned)__cvta_generic_to_shared(to)), "l"(from), "r"(in ? 16 : 0)
+                 : "memory");
+  } else if (in) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) to[e] = from[e];
+  } else {
+    *reinterpret_cast<uint4 *>(to) = make_uint4(0u, 0u, 0u, 0u);
+  }
+}
 // Rows r0 .. r0 + ROWS - 1 of a [tokens, stride] tensor, columns c0 ..
 // c0 + D - 1, into a shared tile of LDS elements per row; rows from `valid`
 // on are zeros (a masked probability times garbage could be NaN). With
 // 16-byte aligned rows every chunk is a cp.async (src-size 0 zero-fills),
 // so all of a tile's loads are in flight at once instead of one latency per
-// chunk; ls2_sync() waits for them.
+// chunk; ls2_sync() waits for them. A thread keeps one column chunk and
+// steps its row by ${THREADS} / chunks-per-row: the loop unrolls and the
+// addresses are increments, not a 64-bit product per chunk (these loads
+// were 40% of the forward kernel's instructions).
 template <int ROWS, int D, int LDS>
 __device__ __forceinline__ void ls2_load_tile(ls2_t *tile, const ls2_t *src, long long r0,
                                               long long valid, long long stride, long long c0,
                                               bool vectors) {
   constexpr int CHUNKS = D / 8;
-  for (int c = threadIdx.x; c < ROWS * CHUNKS; c += blockDim.x) {
-    const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
-    ls2_t *to = tile + r * LDS + col;
-    const bool in = r < valid;
-    const ls2_t *from = in ? src + (r0 + r) * stride + c0 + col : src;
-    if (vectors) {
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                   :: "r"((unsigned)__cvta_generic_to_shared(to)), "l"(from), "r"(in ? 16 : 0)
-                   : "memory");
-    } else if (in) {
+  if constexpr (${THREADS} % CHUNKS == 0) {
+    constexpr int STEP = ${THREADS} / CHUNKS;
+    const int col = (threadIdx.x % CHUNKS) * 8, first = threadIdx.x / CHUNKS;
+    const ls2_t *from = src + (r0 + first) * stride + c0 + col;
+    ls2_t *to = tile + first * LDS + col;
 #pragma unroll
-      for (int e = 0; e < 8; ++e) to[e] = from[e];
-    } else {
-      *reinterpret_cast<uint4 *>(to) = make_uint4(0u, 0u, 0u, 0u);
+    for (int r = first, pass = 0; pass < (ROWS + STEP - 1) / STEP;
+         ++pass, r += STEP, from += STEP * stride, to += STEP * LDS) {
+      if (ROWS % STEP != 0 && r >= ROWS) break;
+      ls2_load_chunk(to, r < valid ? from : src, r < valid, vectors);
+    }
+  } else { // head dims 80, 96: rows of 10 or 12 chunks
+#pragma unroll
+    for (int c = threadIdx.x; c < ROWS * CHUNKS; c += ${THREADS}) {
+      const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
+      const bool in = r < valid;
+      ls2_load_chunk(tile + r * LDS + col, in ? src + (r0 + r) * stride + c0 + col : src, in,
+                     vectors);
     }
   }
 }
@@ -240,7 +265,11 @@ std::map<std::string, std::string> flashValues(const AttentionSpec &s, const std
           {"KEEP_SCALE", floatLiteral(static_cast<float>(1.0 / (1.0 - s.rate)))},
           // Whether query i sees key j beyond j < lk: bottom-right causal.
           {"CAUSAL_OK", s.causal ? " && j <= i + lk - lq" : ""},
-          {"TILE", std::to_string(kTile)}};
+          // Whether a whole tile is visible (the last key to the first query).
+          {"CAUSAL_FULL", s.causal ? " && n0 + BN - 1 <= first + lk - lq" : ""},
+          {"CAUSAL_FULL_KV", s.causal ? " && first + BN - 1 <= qFirst + lk - lq" : ""},
+          {"TILE", std::to_string(kTile)},
+          {"THREADS", std::to_string(kThreads)}};
 }
 
 /// One block per unit: a [tokens, heads] work space at `perBlock` rows a
@@ -368,29 +397,38 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
   src += R"cuda(      float s[NT][4];
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+      // k outer: NT independent accumulator chains per step, not KS-long
+      // chains one after another.
 #pragma unroll
-      for (int np = 0; np < NT / 2; ++np)
+      for (int kk = 0; kk < KS; ++kk)
 #pragma unroll
-        for (int kk = 0; kk < KS; ++kk) {
+        for (int np = 0; np < NT / 2; ++np) {
           unsigned kb[4];
           ls2_b_fragments(kb, sK, LDS, np * 16, kk * 16);
           ls2_mma(s[2 * np], qa[kk], kb[0], kb[1]);
           ls2_mma(s[2 * np + 1], qa[kk], kb[2], kb[3]);
         }
-      float mx[2] = {m[0], m[1]};
+      // Only tiles that cross the sequence end or the causal diagonal mask
+      // (raw scores to -inf); the max is taken on raw scores and scaled.
+      const bool full = n0 + BN <= lk${CAUSAL_FULL};
+      if (!full) {
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const long long i = rows[e / 2], j = n0 + nt * 8 + 2 * t4 + (e & 1);
+            if (!(j < lk${CAUSAL_OK})) s[nt][e] = NEG_INF;
+          }
+      }
+      float mx[2] = {NEG_INF, NEG_INF};
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const long long i = rows[e / 2], j = n0 + nt * 8 + 2 * t4 + (e & 1);
-          const bool ok = j < lk${CAUSAL_OK};
-          s[nt][e] = ok ? s[nt][e] * SCALE_LOG2 : NEG_INF;
-          mx[e / 2] = fmaxf(mx[e / 2], s[nt][e]);
-        }
+        for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], s[nt][e]);
       float base[2], correction[2];
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        mx[r] = ls2_quad_max(mx[r]);
+        mx[r] = fmaxf(m[r], ls2_quad_max(mx[r]) * SCALE_LOG2);
         base[r] = mx[r] == NEG_INF ? 0.0f : mx[r]; // a row with no key yet
         correction[r] = exp2f(m[r] - base[r]);
         m[r] = mx[r];
@@ -400,7 +438,7 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          s[nt][e] = exp2f(s[nt][e] - base[e / 2]);
+          s[nt][e] = exp2f(fmaf(s[nt][e], SCALE_LOG2, -base[e / 2]));
           l[e / 2] += s[nt][e];
         }
 )cuda";
@@ -491,7 +529,11 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
       for (int m = 1; m < PARTS; m <<= 1) d += __shfl_xor_sync(0xffffffffu, d, m);
       if (part == 0) {
         sD[r] = d;
-        sL[r] = i < lq ? lse[(q0 + i) * HQ + h] * LOG2E : NEG_INF;
+        // The exponent bias of P = exp2(S log2e scale - bias): lse in log2
+        // units, 0 for rows past the sequence or without keys (their scores
+        // are all masked to -inf, so P is 0 without a -inf - -inf NaN).
+        const float bias = i < lq ? lse[(q0 + i) * HQ + h] * LOG2E : NEG_INF;
+        sL[r] = bias == NEG_INF ? 0.0f : bias;
       }
     }
 )cuda";
@@ -546,9 +588,9 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
 #pragma unroll
         for (int e = 0; e < 4; ++e) s[nt][e] = dp[nt][e] = 0.0f;
 #pragma unroll
-      for (int np = 0; np < NT / 2; ++np)
+      for (int kk = 0; kk < KS; ++kk)
 #pragma unroll
-        for (int kk = 0; kk < KS; ++kk) {
+        for (int np = 0; np < NT / 2; ++np) {
           unsigned kb[4], vb[4];
           ls2_b_fragments(kb, sK, LDS, np * 16, kk * 16);
           ls2_b_fragments(vb, sV, LDS, np * 16, kk * 16);
@@ -557,8 +599,18 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
           ls2_mma(dp[2 * np], da[kk], vb[0], vb[1]);
           ls2_mma(dp[2 * np + 1], da[kk], vb[2], vb[3]);
         }
-      // dS = P (dP mask - D): P rebuilt from lse; a row without keys has
-      // lse -inf and P = 0.
+      // dS = P (dP mask - D), P rebuilt from lse; tiles that cross the
+      // sequence end or the causal diagonal mask scores to -inf (P = 0).
+      const bool full = n0 + BN <= lk${CAUSAL_FULL};
+      if (!full) {
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const long long i = rows[e / 2], j = n0 + nt * 8 + 2 * t4 + (e & 1);
+            if (!(j < lk${CAUSAL_OK})) s[nt][e] = NEG_INF;
+          }
+      }
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
 )cuda";
@@ -569,12 +621,10 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
 )cuda";
     src += R"cuda(#pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const long long i = rows[e / 2], j = n0 + nt * 8 + 2 * t4 + (e & 1);
-          const bool ok = j < lk${CAUSAL_OK} && rowL[e / 2] != NEG_INF;
-          const float p = ok ? exp2f(s[nt][e] * SCALE_LOG2 - rowL[e / 2]) : 0.0f;
+          const float p = exp2f(fmaf(s[nt][e], SCALE_LOG2, -rowL[e / 2]));
 )cuda";
-    src += s.dropout ? "          const float mask = ls2_attention_keep(words[e / 2], j, RATE) ? "
-                       "KEEP_SCALE : 0.0f;\n"
+    src += s.dropout ? "          const float mask = ls2_attention_keep(words[e / 2], n0 + nt * 8 + 2 * t4 + (e & 1), "
+                       "RATE) ? KEEP_SCALE : 0.0f;\n"
                      : "          const float mask = 1.0f;\n";
     src += R"cuda(          s[nt][e] = p * (dp[nt][e] * mask - rowD[e / 2]);
         }
@@ -696,6 +746,19 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
             ls2_mma(dpt[2 * np + 1], va, ob[2], ob[3]);
           }
         }
+        // Tiles with a query past the sequence or a pair past the causal
+        // diagonal mask scores to -inf (P = 0): sums over queries must not
+        // take a padding row's bias of 0.
+        const bool full = qFirst + BM <= lq${CAUSAL_FULL_KV};
+        if (!full) {
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const long long j = keys[e / 2], i = qFirst + nt * 8 + 2 * t4 + (e & 1);
+              if (!(i < lq && j < lk${CAUSAL_OK})) st[nt][e] = NEG_INF;
+            }
+        }
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
 )cuda";
@@ -707,11 +770,9 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     src += R"cuda(#pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int c = nt * 8 + 2 * t4 + (e & 1);
-            const long long j = keys[e / 2], i = qFirst + c;
-            const bool ok = j < lk${CAUSAL_OK} && sL[c] != NEG_INF;
-            const float p = ok ? exp2f(st[nt][e] * SCALE_LOG2 - sL[c]) : 0.0f;
+            const float p = exp2f(fmaf(st[nt][e], SCALE_LOG2, -sL[c]));
 )cuda";
-    src += s.dropout ? "            const float mask = ls2_attention_keep(words[e], j, RATE) ? "
+    src += s.dropout ? "            const float mask = ls2_attention_keep(words[e], keys[e / 2], RATE) ? "
                        "KEEP_SCALE : 0.0f;\n"
                      : "            const float mask = 1.0f;\n";
     src += R"cuda(            st[nt][e] = p * mask;
