@@ -193,7 +193,7 @@ FailureOr<GeneratedKernel> generateAttentionKernel(ls2::AttentionOp op,
 
 FailureOr<std::vector<GeneratedKernel>>
 generateAttentionGradKernels(ls2::AttentionGradOp op, const SymbolicDims &dims,
-                             const std::string &kernelName) {
+                             const ShapeBounds &bounds, const std::string &kernelName) {
   FailureOr<AttentionSpec> spec = readSpec(op, dims, kernelName);
   if (failed(spec))
     return failure();
@@ -203,7 +203,7 @@ generateAttentionGradKernels(ls2::AttentionGradOp op, const SymbolicDims &dims,
   };
   const GradOperands go{operand(0), operand(4), operand(5)};
   if (flashApplies(s))
-    return generateFlashBackward(op, s, go, kernelName);
+    return generateFlashBackward(op, s, go, bounds.shape(op.getQuery())[0], kernelName);
   std::map<std::string, std::string> values = commonValues(s, kernelName + "_dq");
   std::vector<GeneratedKernel> kernels(2);
 

@@ -1,12 +1,15 @@
 //===- FlashAttentionKernel.cpp - tensor-core attention kernels ------------===//
 //
-// Work partition (FlashAttention-2, section 3.2): a unit is a 64-row tile
-// of one sequence and head. Tile slots are numbered per sequence from
-// cu_seqlens[b] / 64 + b, which leaves room for each sequence's partial
-// tile, so a block finds its sequence by binary search and at most batch
-// slots go unused. Each of the 4 warps owns 16 rows of the tile; a thread
-// holds rows g and g + 8 of its warp (g = lane / 4) in the mma accumulator
-// layout, so row maxima and sums are reductions over the 4 lanes of a quad.
+// Work partition (FlashAttention-2, section 3.2): a unit is a tile of one
+// sequence and head: 64 rows in dq and dk/dv, 128 query rows (64 for causal
+// head dims up to 64) in the forward. Tile slots are numbered per sequence
+// from cu_seqlens[b] / tile + b, which leaves room for each sequence's
+// partial tile, so a block finds its sequence by binary search and at most
+// batch slots go unused. Each of the 4 warps owns 16 rows of the tile (two
+// blocks of 16 in the 128-row forward); a thread holds rows g and g + 8 of
+// a block (g = lane / 4) in the mma accumulator layout, so row maxima and
+// sums are reductions over the 4 lanes of a quad. dq leaves D_i = dout_i .
+// out_i in kernel scratch for dk/dv.
 // Scores are kept pre-multiplied by log2(e) so exponentials are exp2.
 // Probabilities and dS are rounded to the storage type before the second
 // matmul, as FlashAttention does.
@@ -24,7 +27,13 @@ namespace ls2c::codegen::attention {
 namespace {
 
 constexpr int kThreads = 128;
-constexpr int kTile = 64; ///< rows per unit (queries forward and dq, keys dk/dv)
+constexpr int kTile = 64; ///< rows per unit (queries in dq, keys in dk/dv)
+/// Query rows per forward unit: 128 (2 row blocks a warp) except causal
+/// attention at head dims up to 64, where the wider diagonal tiles waste
+/// more than the shared fragments save (H200: GPT-2 medium's forward 9.4 ms
+/// at 64 rows, 9.9 at 128; BERT-base's 3.27 -> 3.09, 4x16x4096x128 causal
+/// 1.25 -> 1.05).
+int forwardRows(const AttentionSpec &s) { return s.causal && s.headDim <= 64 ? 64 : 128; }
 constexpr uint32_t kMaxBlocks = 65536;
 
 /// Device helpers of the tensor-core kernels (after attentionHelpers).
@@ -275,11 +284,11 @@ std::map<std::string, std::string> flashValues(const AttentionSpec &s, const std
 /// One block per unit: a [tokens, heads] work space at `perBlock` rows a
 /// block (the kernel loops when units outnumber blocks).
 runtime::LaunchConfig tileLaunch(const runtime::Dim &tokens, unsigned tokensParam, int64_t heads,
-                                 uint32_t sharedBytes) {
+                                 uint32_t sharedBytes, int tile = kTile) {
   runtime::LaunchConfig l;
   l.blockThreads = kThreads;
-  // Half a tile per block: slots outnumber tokens / 64 by up to batch.
-  l.workPerBlock = kTile / 2;
+  // Half a tile per block: slots outnumber tokens / tile by up to batch.
+  l.workPerBlock = tile / 2;
   l.maxBlocks = kMaxBlocks;
   l.dynamicSharedBytes = sharedBytes;
   runtime::Dim t = tokens;
@@ -364,16 +373,21 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
   out.kernel.name = kernelName;
   Params p(out);
   unsigned tokens = addForwardParams(p, s);
-  // A Q tile and two stages of K and V tiles, 64 rows each.
-  uint32_t shared = static_cast<uint32_t>(5 * kTile * (s.headDim + 8) * 2);
-  out.kernel.launch = tileLaunch(s.tokensQ, tokens, s.heads, shared);
+  // A Q tile of `rows` rows and two stages of K and V tiles of 64.
+  const int rows = forwardRows(s);
+  uint32_t shared = static_cast<uint32_t>((rows + 4 * kTile) * (s.headDim + 8) * 2);
+  out.kernel.launch = tileLaunch(s.tokensQ, tokens, s.heads, shared, rows);
 
   std::string src = kernelStart(op, s, "forward", p);
-  src += R"cuda(  constexpr int BM = ${TILE}, BN = ${TILE}, KS = D / 16, NT = BN / 8, DT = D / 8;
+  // RB row blocks of 16 per warp: each K or V fragment loaded from shared
+  // memory feeds RB mma (FlashAttention-2's 128 x 64 tiles at 4 warps).
+  src += R"cuda(  constexpr int RB = ${RB}, BM = ${TILE}, BN = 64, KS = D / 16, NT = BN / 8, DT = D / 8;
+  static_assert(BM == 64 * RB, "4 warps of RB row blocks");
   // Stage s of K and V: sKV + s * 2 * BN * LDS, V after K.
   ls2_t *sQ = reinterpret_cast<ls2_t *>(ls2_smem), *sKV = sQ + BM * LDS;
   const bool vq = ls2_vectors(q, stride_q), vk = ls2_vectors(k, stride_k),
              vv = ls2_vectors(v, stride_v);
+  const int wrb = warp * 16 * RB; // the warp's first row: row block rb is wrb + 16 rb
 )cuda";
   src += unitLoop(true);
   src += "    const int h = head, kvh = head / GROUP;\n";
@@ -382,131 +396,168 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
          "vq);\n";
   src += firstKeyTileLoads();
   src += R"cuda(    ls2_sync();
-    unsigned qa[KS][4];
+    // Online softmax per row (rb, r: row wrb + 16 rb + g + 8 r): m the
+    // running max (log2 units) and l this lane's part of the sum of
+    // exp2(s - m) before dropout.
+    float m[RB][2], l[RB][2], acc[RB][DT][4];
+    long long rows[RB][2];
 #pragma unroll
-    for (int kk = 0; kk < KS; ++kk) ls2_a_fragment(qa[kk], sQ, LDS, wr, kk * 16);
-)cuda";
-  src += R"cuda(    // Online softmax per row (r = 0: row g, 1: row g + 8): m the running
-    // max and l this lane's part of the sum of exp2(s - m) before dropout.
-    float m[2] = {NEG_INF, NEG_INF}, l[2] = {0.0f, 0.0f}, acc[DT][4];
+    for (int rb = 0; rb < RB; ++rb) {
+      m[rb][0] = m[rb][1] = NEG_INF;
+      l[rb][0] = l[rb][1] = 0.0f;
+      rows[rb][0] = first + wrb + 16 * rb + g;
+      rows[rb][1] = rows[rb][0] + 8;
 #pragma unroll
-    for (int dt = 0; dt < DT; ++dt) acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.0f;
-    const long long rows[2] = {first + wr + g, first + wr + g + 8};
+      for (int dt = 0; dt < DT; ++dt)
+        acc[rb][dt][0] = acc[rb][dt][1] = acc[rb][dt][2] = acc[rb][dt][3] = 0.0f;
+    }
 )cuda";
   src += keyTileLoopHead();
-  src += R"cuda(      float s[NT][4];
+  src += R"cuda(      float s[RB][NT][4];
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-      // k outer: NT independent accumulator chains per step, not KS-long
-      // chains one after another.
+      for (int rb = 0; rb < RB; ++rb)
 #pragma unroll
-      for (int kk = 0; kk < KS; ++kk)
+        for (int nt = 0; nt < NT; ++nt) s[rb][nt][0] = s[rb][nt][1] = s[rb][nt][2] = s[rb][nt][3] = 0.0f;
+      // k outer: RB * NT independent accumulator chains per step. Q
+      // fragments come from shared memory (registers hold acc and s).
+#pragma unroll
+      for (int kk = 0; kk < KS; ++kk) {
+        unsigned qa[RB][4];
+#pragma unroll
+        for (int rb = 0; rb < RB; ++rb) ls2_a_fragment(qa[rb], sQ, LDS, wrb + 16 * rb, kk * 16);
 #pragma unroll
         for (int np = 0; np < NT / 2; ++np) {
           unsigned kb[4];
           ls2_b_fragments(kb, sK, LDS, np * 16, kk * 16);
-          ls2_mma(s[2 * np], qa[kk], kb[0], kb[1]);
-          ls2_mma(s[2 * np + 1], qa[kk], kb[2], kb[3]);
+#pragma unroll
+          for (int rb = 0; rb < RB; ++rb) {
+            ls2_mma(s[rb][2 * np], qa[rb], kb[0], kb[1]);
+            ls2_mma(s[rb][2 * np + 1], qa[rb], kb[2], kb[3]);
+          }
         }
+      }
       // Only tiles that cross the sequence end or the causal diagonal mask
       // (raw scores to -inf); the max is taken on raw scores and scaled.
       const bool full = n0 + BN <= lk${CAUSAL_FULL};
       if (!full) {
 #pragma unroll
+        for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const long long i = rows[rb][e / 2], j = n0 + nt * 8 + 2 * t4 + (e & 1);
+              if (!(j < lk${CAUSAL_OK})) s[rb][nt][e] = NEG_INF;
+            }
+      }
+#pragma unroll
+      for (int rb = 0; rb < RB; ++rb) {
+        float mx[2] = {NEG_INF, NEG_INF};
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], s[rb][nt][e]);
+        float base[2], correction[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          mx[r] = fmaxf(m[rb][r], ls2_quad_max(mx[r]) * SCALE_LOG2);
+          base[r] = mx[r] == NEG_INF ? 0.0f : mx[r]; // a row with no key yet
+          correction[r] = exp2f(m[rb][r] - base[r]);
+          m[rb][r] = mx[r];
+          l[rb][r] *= correction[r];
+        }
+#pragma unroll
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const long long i = rows[e / 2], j = n0 + nt * 8 + 2 * t4 + (e & 1);
-            if (!(j < lk${CAUSAL_OK})) s[nt][e] = NEG_INF;
+            s[rb][nt][e] = exp2f(fmaf(s[rb][nt][e], SCALE_LOG2, -base[e / 2]));
+            l[rb][e / 2] += s[rb][nt][e];
           }
-      }
-      float mx[2] = {NEG_INF, NEG_INF};
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], s[nt][e]);
-      float base[2], correction[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        mx[r] = fmaxf(m[r], ls2_quad_max(mx[r]) * SCALE_LOG2);
-        base[r] = mx[r] == NEG_INF ? 0.0f : mx[r]; // a row with no key yet
-        correction[r] = exp2f(m[r] - base[r]);
-        m[r] = mx[r];
-        l[r] *= correction[r];
-      }
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          s[nt][e] = exp2f(fmaf(s[nt][e], SCALE_LOG2, -base[e / 2]));
-          l[e / 2] += s[nt][e];
+        for (int dt = 0; dt < DT; ++dt) {
+          acc[rb][dt][0] *= correction[0];
+          acc[rb][dt][1] *= correction[0];
+          acc[rb][dt][2] *= correction[1];
+          acc[rb][dt][3] *= correction[1];
         }
+      }
 )cuda";
   if (s.dropout)
     src += R"cuda(#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const long long j = n0 + nt * 8 + 2 * t4;
-        uint4 words[2];
-        ls2_row_pair_philox(words, seed_value, offset_value, (unsigned)stream, q0 + rows[0], HQ, h, j);
+      for (int rb = 0; rb < RB; ++rb)
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          s[nt][2 * r] *= ls2_attention_keep(words[r], j, RATE) ? KEEP_SCALE : 0.0f;
-          s[nt][2 * r + 1] *= ls2_attention_keep(words[r], j + 1, RATE) ? KEEP_SCALE : 0.0f;
+        for (int nt = 0; nt < NT; ++nt) {
+          const long long j = n0 + nt * 8 + 2 * t4;
+          uint4 words[2];
+          ls2_row_pair_philox(words, seed_value, offset_value, (unsigned)stream, q0 + rows[rb][0],
+                              HQ, h, j);
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            s[rb][nt][2 * r] *= ls2_attention_keep(words[r], j, RATE) ? KEEP_SCALE : 0.0f;
+            s[rb][nt][2 * r + 1] *= ls2_attention_keep(words[r], j + 1, RATE) ? KEEP_SCALE : 0.0f;
+          }
         }
-      }
 )cuda";
   src += R"cuda(#pragma unroll
-      for (int dt = 0; dt < DT; ++dt) {
-        acc[dt][0] *= correction[0];
-        acc[dt][1] *= correction[0];
-        acc[dt][2] *= correction[1];
-        acc[dt][3] *= correction[1];
-      }
-#pragma unroll
       for (int ks = 0; ks < BN / 16; ++ks) {
-        unsigned pa[4];
-        ls2_a_from_c(pa, s[2 * ks], s[2 * ks + 1]);
+        unsigned pa[RB][4];
+#pragma unroll
+        for (int rb = 0; rb < RB; ++rb) ls2_a_from_c(pa[rb], s[rb][2 * ks], s[rb][2 * ks + 1]);
 #pragma unroll
         for (int dp = 0; dp < D / 16; ++dp) {
           unsigned vb[4];
           ls2_b_fragments_t(vb, sV, LDS, ks * 16, dp * 16);
-          ls2_mma(acc[2 * dp], pa, vb[0], vb[1]);
-          ls2_mma(acc[2 * dp + 1], pa, vb[2], vb[3]);
+#pragma unroll
+          for (int rb = 0; rb < RB; ++rb) {
+            ls2_mma(acc[rb][2 * dp], pa[rb], vb[0], vb[1]);
+            ls2_mma(acc[rb][2 * dp + 1], pa[rb], vb[2], vb[3]);
+          }
         }
       }
     }
     // A row that sees no key: out 0, lse -inf.
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const float sum = ls2_quad_sum(l[r]);
-      const long long i = rows[r];
-      if (i >= lq) continue;
-      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    for (int rb = 0; rb < RB; ++rb)
 #pragma unroll
-      for (int dt = 0; dt < DT; ++dt) {
-        const long long at = (q0 + i) * stride_out + (long long)h * D + dt * 8 + 2 * t4;
-        ls2_store(out, at, acc[dt][2 * r] * inv);
-        ls2_store(out, at + 1, acc[dt][2 * r + 1] * inv);
+      for (int r = 0; r < 2; ++r) {
+        const float sum = ls2_quad_sum(l[rb][r]);
+        const long long i = rows[rb][r];
+        if (i >= lq) continue;
+        const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+#pragma unroll
+        for (int dt = 0; dt < DT; ++dt) {
+          const long long at = (q0 + i) * stride_out + (long long)h * D + dt * 8 + 2 * t4;
+          ls2_store(out, at, acc[rb][dt][2 * r] * inv);
+          ls2_store(out, at + 1, acc[rb][dt][2 * r + 1] * inv);
+        }
+        if (t4 == 0)
+          lse[(q0 + i) * HQ + h] =
+              sum > 0.0f ? (m[rb][r] + log2f(sum)) * 0.6931471805599453f : NEG_INF;
       }
-      if (t4 == 0)
-        lse[(q0 + i) * HQ + h] = sum > 0.0f ? (m[r] + log2f(sum)) * 0.6931471805599453f : NEG_INF;
-    }
   }
 }
 )cuda";
-  out.kernel.source = substitute(src, flashValues(s, kernelName));
+  std::map<std::string, std::string> values = flashValues(s, kernelName);
+  values["TILE"] = std::to_string(rows);
+  values["RB"] = std::to_string(rows / 64);
+  out.kernel.source = substitute(src, values);
   return out;
 }
 
 std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const AttentionSpec &s,
-                                                   const GradOperands &go,
+                                                   const GradOperands &go, int64_t maxTokensQ,
                                                    const std::string &kernelName) {
   // Key tiles in dq and query tiles in dk/dv: 64 rows up to head dim 64,
   // 32 beyond, so accumulators, fragments and scores fit in registers.
   int inner = s.headDim <= 64 ? 64 : 32;
   uint32_t rowBytes = static_cast<uint32_t>((s.headDim + 8) * 2);
   std::vector<GeneratedKernel> kernels(2);
-  // D_i = dout_i . out_i and lse_i (log2 units, -inf past the sequence) of
+  // D_i past the scratch counters: dq writes it, dk/dv reads it.
+  const uint64_t scratchBytes =
+      kScratchCounterBytes + static_cast<uint64_t>(maxTokensQ) * s.heads * 4;
+  const std::string scratchD = "  float *scratch_d = reinterpret_cast<float *>(scratch + " +
+                               std::to_string(kScratchCounterBytes) + ");\n";
+  // D_i = dout_i . out_i (also into scratch_d) and the exponent bias of
   // the query tile's rows, into sD and sL: `parts` threads per row.
   auto rowStats = [&](const std::string &rowsName) {
     return "    {\n      constexpr int PARTS = " + std::to_string(kThreads) + " / " + rowsName +
@@ -529,6 +580,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
       for (int m = 1; m < PARTS; m <<= 1) d += __shfl_xor_sync(0xffffffffu, d, m);
       if (part == 0) {
         sD[r] = d;
+        if (i < lq) scratch_d[(q0 + i) * HQ + h] = d;
         // The exponent bias of P = exp2(S log2e scale - bias): lse in log2
         // units, 0 for rows past the sequence or without keys (their scores
         // are all masked to -inf, so P is 0 without a -inf - -inf NaN).
@@ -538,6 +590,15 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     }
 )cuda";
   };
+  // dk/dv: D_i from scratch_d and the bias of the tile's rows, a thread a row.
+  const std::string rowStatsFromScratch = R"cuda(        if (threadIdx.x < BM) {
+          const int r = threadIdx.x;
+          const long long i = qFirst + r;
+          sD[r] = i < lq ? scratch_d[(q0 + i) * HQ + h] : 0.0f;
+          const float bias = i < lq ? lse[(q0 + i) * HQ + h] * LOG2E : NEG_INF;
+          sL[r] = bias == NEG_INF ? 0.0f : bias;
+        }
+)cuda";
 
   // dq per query tile: S and dP against each key tile, dS K accumulated.
   {
@@ -545,6 +606,8 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     dq.kernel.name = kernelName + "_dq";
     Params p(dq);
     unsigned tokens = addDqParams(p, s, go);
+    p.pointer("unsigned char *scratch", ParamBinding::Kind::Scratch, 0);
+    dq.kernel.scratchBytes = scratchBytes;
     // Q and dO tiles, two stages of K and V tiles, D and lse of the rows.
     uint32_t shared = (2 * kTile + 4 * inner) * rowBytes + 2 * kTile * 4;
     dq.kernel.launch = tileLaunch(s.tokensQ, tokens, s.heads, shared);
@@ -558,6 +621,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
              vv = ls2_vectors(v, stride_v), vdo = ls2_vectors(dout, stride_dout),
              vout = ls2_vectors(out, stride_out);
 )cuda";
+    src += scratchD;
     src += unitLoop(true);
     src += R"cuda(    const int h = head, kvh = head / GROUP;
     const long long qFirst = first;
@@ -666,6 +730,8 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     dkv.kernel.name = kernelName + "_dkdv";
     Params p(dkv);
     unsigned tokens = addDkDvParams(p, s, go);
+    p.pointer("unsigned char *scratch", ParamBinding::Kind::Scratch, 0);
+    dkv.kernel.scratchBytes = scratchBytes;
     // K and V tiles, two stages of Q and dO tiles, D and lse of the rows.
     uint32_t shared = (2 * kTile + 4 * inner) * rowBytes + 2 * inner * 4;
     dkv.kernel.launch = tileLaunch(s.tokensK, tokens, s.kvHeads, shared);
@@ -676,9 +742,9 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
   ls2_t *sK = reinterpret_cast<ls2_t *>(ls2_smem), *sV = sK + BN * LDS, *sQD = sV + BN * LDS;
   float *sD = reinterpret_cast<float *>(sQD + 4 * BM * LDS), *sL = sD + BM;
   const bool vq = ls2_vectors(q, stride_q), vk = ls2_vectors(k, stride_k),
-             vv = ls2_vectors(v, stride_v), vdo = ls2_vectors(dout, stride_dout),
-             vout = ls2_vectors(out, stride_out);
+             vv = ls2_vectors(v, stride_v), vdo = ls2_vectors(dout, stride_dout);
 )cuda";
+    src += scratchD;
     src += unitLoop(false);
     src += R"cuda(    const int kvh = head;
     ls2_load_tile<BN, D, LDS>(sK, k, k0 + first, lk - first, stride_k, (long long)kvh * D, vk);
@@ -722,7 +788,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
         }
         ls2_commit();
 )cuda";
-    src += rowStats("BM");
+    src += rowStatsFromScratch;
     src += R"cuda(        ls2_sync_but_one();
         // S^T = K Q^T and dP^T = V dO^T: rows the warp's keys, columns queries.
         float st[NT][4], dpt[NT][4];

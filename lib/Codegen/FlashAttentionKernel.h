@@ -31,9 +31,13 @@ GeneratedKernel generateFlashForward(mlir::Operation *op, const AttentionSpec &s
 
 /// The two backward kernels, "<kernelName>_dq" (per 64-query tile and
 /// query head) and "<kernelName>_dkdv" (per 64-key tile and kv head, the
-/// group's query heads summed in order), launched in that order.
+/// group's query heads summed in order), launched in that order. dq leaves
+/// D_i = dout_i . out_i in scratch (f32 [tokens_q, heads] after the
+/// kScratchCounterBytes counters; `maxTokensQ` bounds tokens_q) and dk/dv
+/// reads it there, so no key tile recomputes it (it was a synchronous,
+/// half-coalesced read of two [64, D] tiles per query tile).
 std::vector<GeneratedKernel> generateFlashBackward(mlir::Operation *op, const AttentionSpec &s,
-                                                   const GradOperands &g,
+                                                   const GradOperands &g, int64_t maxTokensQ,
                                                    const std::string &kernelName);
 
 } // namespace ls2c::codegen::attention

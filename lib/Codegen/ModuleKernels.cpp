@@ -59,7 +59,7 @@ FailureOr<ModuleKernels> generateModuleKernels(ModuleOp module) {
             attention, *dims, prefix + "attention_" + std::to_string(attentions++)));
       } else if (auto grad = dyn_cast<ls2::AttentionGradOp>(op)) {
         generated = generateAttentionGradKernels(
-            grad, *dims, prefix + "attention_grad_" + std::to_string(attentionGrads++));
+            grad, *dims, *bounds, prefix + "attention_grad_" + std::to_string(attentionGrads++));
       } else {
         continue;
       }

@@ -608,6 +608,31 @@ int run(const Options &o) {
         p["role"] = "scratch";
         p["bytes"] = kernel.scratchBytes;
         p["counter_bytes"] = codegen::kScratchCounterBytes;
+        if (auto grad = dyn_cast<ls2::AttentionGradOp>(op);
+            grad && kernel.name.size() > 5 &&
+            kernel.name.compare(kernel.name.size() - 5, 5, "_dkdv") == 0) {
+          // What the dq kernel leaves there: D_i = dout_i . out_i, f32
+          // [tokens_q, heads], after the counters.
+          auto argOf = [&](Value v) -> const HostTensor & {
+            return args[std::find_if(tensorOperands.begin(), tensorOperands.end(),
+                                     [&](unsigned i) { return op->getOperand(i) == v; }) -
+                        tensorOperands.begin()];
+          };
+          const HostTensor &dout = argOf(grad.getDout()), &out = argOf(grad.getOut());
+          int64_t rows = dout.shape[0] * dout.shape[1], width = dout.shape[2];
+          std::vector<float> d(static_cast<size_t>(rows));
+          for (int64_t r = 0; r < rows; ++r) {
+            double sum = 0;
+            for (int64_t c = 0; c < width; ++c)
+              sum += dout.floats[r * width + c] * out.floats[r * width + c];
+            d[r] = static_cast<float>(sum);
+          }
+          std::string file = "scratch.bin";
+          writeFileAtomically((dir / file).string(),
+                              std::string(reinterpret_cast<const char *>(d.data()),
+                                          d.size() * sizeof(float)));
+          p["file"] = file;
+        }
         break;
       }
       params.push_back(p);

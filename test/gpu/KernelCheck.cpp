@@ -7,11 +7,13 @@
 //   {"kind": "pointer", "role": "input",   "file": F, "bytes": N}
 //   {"kind": "pointer", "role": "output",  "file": F (expected), "bytes": N,
 //    "dtype": "f32"|"f16"|"bf16"|"i32"|"i64"|"i1", "tolerance": T}
-//   {"kind": "pointer", "role": "scratch", "bytes": N, "counter_bytes": C}
+//   {"kind": "pointer", "role": "scratch", "bytes": N, "counter_bytes": C
+//    [, "file": F]}
 // Scratch is shared by all kernels of a program, so it starts as the
 // executor's would after other kernels ran: the first C bytes (the counters,
-// kScratchCounterBytes) zero, the rest 0xFF; after each run the counters
-// must be zero again.
+// kScratchCounterBytes) zero, then F's bytes (what an earlier kernel leaves
+// for this one, such as attention's D_i for dk/dv), the rest 0xFF; after
+// each run the counters must be zero again.
 //   {"kind": "int64", "value": V}
 // Outputs start as 0xFF bytes (NaN) so an element never written fails. The
 // kernel runs twice; the second run must give the same bits (fixed-order
@@ -154,6 +156,13 @@ Result runCase(const std::filesystem::path &dir) {
         q.counterBytes = std::min<size_t>(p.value("counter_bytes", q.bytes), q.bytes);
         check(cuMemsetD8(q.ptr, 0xFF, q.bytes), "cuMemsetD8");
         check(cuMemsetD8(q.ptr, 0, q.counterBytes), "cuMemsetD8");
+        if (!q.file.empty()) {
+          // What earlier kernels of the program leave past the counters.
+          std::string data = readFile(dir / q.file);
+          if (q.counterBytes + data.size() > q.bytes)
+            throw std::runtime_error(q.file + " is larger than the scratch after its counters");
+          check(cuMemcpyHtoD(q.ptr + q.counterBytes, data.data(), data.size()), "cuMemcpyHtoD");
+        }
       } else {
         check(cuMemsetD8(q.ptr, 0xFF, q.bytes), "cuMemsetD8");
       }

@@ -89,10 +89,12 @@ generateAttentionKernel(ls2::AttentionOp op, const SymbolicDims &dims,
 /// "<kernelName>_dkdv" (dk and dv per key row and kv head, summed over the
 /// queries and the query heads that share it in a fixed order, no atomics);
 /// tensor-core tiles where the forward has them, else a warp per row.
-/// Results may be strided (in-place concat pieces).
+/// Results may be strided (in-place concat pieces). The tensor-core dq
+/// kernel leaves D_i in scratch for the dk/dv kernel (f32 [tokens, heads]
+/// past kScratchCounterBytes, sized by the query tokens' bound in `bounds`).
 mlir::FailureOr<std::vector<GeneratedKernel>>
 generateAttentionGradKernels(ls2::AttentionGradOp op, const SymbolicDims &dims,
-                             const std::string &kernelName);
+                             const ShapeBounds &bounds, const std::string &kernelName);
 
 } // namespace ls2c::codegen
 
