@@ -26,6 +26,7 @@ int runTrain(const std::vector<std::string> &args);
 int runStep(const std::vector<std::string> &args);
 int runTokenize(const std::vector<std::string> &args);
 int runConvert(const std::vector<std::string> &args);
+int runBleu(const std::vector<std::string> &args);
 
 } // namespace ls2c::cli
 

@@ -50,6 +50,9 @@ commands:
                                convert checkpoints to and from Hugging Face
                                BertForMaskedLM / GPT2LMHeadModel state dicts
                                (see ls2c convert --help)
+  bleu HYPOTHESES REFERENCES... [--json]
+                               corpus BLEU as sacreBLEU computes it by default
+                               (13a tokens, exp smoothing; see ls2c bleu --help)
 
 options:
   -h, --help                   show this help
@@ -91,8 +94,10 @@ static int dispatch(const std::vector<std::string> &args) {
       return runTokenize(rest);
     if (command == "convert")
       return runConvert(rest);
+    if (command == "bleu")
+      return runBleu(rest);
     return usageError("unknown command '" + command +
-                      "' (commands: check, compile, train, step, tokenize, convert; see ls2c --help)");
+                      "' (commands: check, compile, train, step, tokenize, convert, bleu; see ls2c --help)");
   } catch (const std::exception &e) {
     std::fprintf(stderr, "ls2c: internal error: %s\n", e.what());
     return kExitInternal;
