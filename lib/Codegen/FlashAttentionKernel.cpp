@@ -80,6 +80,17 @@ __device__ __forceinline__ void ls2_b_fragments(unsigned (&b)[4], const ls2_t *t
   const int lane = threadIdx.x % 32;
   ls2_ldsm(b, tile + (n + (lane & 7) + (lane >> 4) * 8) * lds + c + ((lane >> 3) & 1) * 8);
 }
+// The A fragment of rows r .. r + 15 and columns c .. c + 15 of T^T, T a
+// row-major shared tile with `lds` elements per row (ldmatrix .trans: row
+// c + i of T holds column c + i of the fragment's block).
+__device__ __forceinline__ void ls2_a_fragment_t(unsigned (&a)[4], const ls2_t *tile, int lds,
+                                                 int r, int c) {
+  const int lane = threadIdx.x % 32;
+  const ls2_t *p = tile + (c + (lane & 7) + ((lane >> 4) & 1) * 8) * lds + r + ((lane >> 3) & 1) * 8;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"((unsigned)__cvta_generic_to_shared(p)));
+}
 // The A fragment of a 16x16 block from accumulators of two 8-column tiles.
 __device__ __forceinline__ void ls2_a_from_c(unsigned (&a)[4], const float (&lo)[4],
                                              const float (&hi)[4]) {
@@ -113,6 +124,12 @@ __device__ __forceinline__ void ls2_load_chunk(ls2_t *to, const ls2_t *from, boo
   } else {
     *reinterpret_cast<uint4 *>(to) = make_uint4(0u, 0u, 0u, 0u);
   }
+}
+// One float, zero-filled when !in (cp.async, in the current group).
+__device__ __forceinline__ void ls2_load_f32(float *to, const float *from, bool in) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
+               :: "r"((unsigned)__cvta_generic_to_shared(to)), "l"(from), "r"(in ? 4 : 0)
+               : "memory");
 }
 // Rows r0 .. r0 + ROWS - 1 of a [tokens, stride] tensor, columns c0 ..
 // c0 + D - 1, into a shared tile of LDS elements per row; rows from `valid`
@@ -284,9 +301,9 @@ std::map<std::string, std::string> flashValues(const AttentionSpec &s, const std
 /// One block per unit: a [tokens, heads] work space at `perBlock` rows a
 /// block (the kernel loops when units outnumber blocks).
 runtime::LaunchConfig tileLaunch(const runtime::Dim &tokens, unsigned tokensParam, int64_t heads,
-                                 uint32_t sharedBytes, int tile = kTile) {
+                                 uint32_t sharedBytes, int tile = kTile, int threads = kThreads) {
   runtime::LaunchConfig l;
-  l.blockThreads = kThreads;
+  l.blockThreads = threads;
   // Half a tile per block: slots outnumber tokens / tile by up to batch.
   l.workPerBlock = tile / 2;
   l.maxBlocks = kMaxBlocks;
@@ -299,11 +316,11 @@ runtime::LaunchConfig tileLaunch(const runtime::Dim &tokens, unsigned tokensPara
 }
 
 std::string kernelStart(Operation *op, const AttentionSpec &s, const std::string &what,
-                        const Params &p) {
+                        const Params &p, int threads = kThreads) {
   return header(op, s, "tensor-core " + what) + kernelPrelude() +
          attentionHelpers(s.dropout) + kFlashHelpers +
          (s.dropout ? kFlashDropoutHelpers : "") + "\nextern \"C\" __global__ void " +
-         "__launch_bounds__(" + std::to_string(kThreads) + ")\n${NAME}(" + p.declarations() +
+         "__launch_bounds__(" + std::to_string(threads) + ")\n${NAME}(" + p.declarations() +
          ") {\n" + kFlashConstants + (s.dropout ? kFlashDropoutConstants : "");
 }
 
@@ -552,11 +569,15 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
   int inner = s.headDim <= 64 ? 64 : 32;
   uint32_t rowBytes = static_cast<uint32_t>((s.headDim + 8) * 2);
   std::vector<GeneratedKernel> kernels(2);
-  // D_i past the scratch counters: dq writes it, dk/dv reads it.
-  const uint64_t scratchBytes =
-      kScratchCounterBytes + static_cast<uint64_t>(maxTokensQ) * s.heads * 4;
+  // Past the scratch counters, f32 [maxTokensQ, heads] each: D_i, then the
+  // exponent bias of P (lse_i in log2 units, 0 for a row without keys): dq
+  // writes them, dk/dv reads them.
+  const uint64_t statElements = static_cast<uint64_t>(maxTokensQ) * s.heads;
+  const uint64_t scratchBytes = kScratchCounterBytes + 2 * statElements * 4;
   const std::string scratchD = "  float *scratch_d = reinterpret_cast<float *>(scratch + " +
-                               std::to_string(kScratchCounterBytes) + ");\n";
+                               std::to_string(kScratchCounterBytes) +
+                               "), *scratch_bias = scratch_d + " +
+                               std::to_string(statElements) + ";\n";
   // D_i = dout_i . out_i (also into scratch_d) and the exponent bias of
   // the query tile's rows, into sD and sL: `parts` threads per row.
   auto rowStats = [&](const std::string &rowsName) {
@@ -586,21 +607,29 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
         // are all masked to -inf, so P is 0 without a -inf - -inf NaN).
         const float bias = i < lq ? lse[(q0 + i) * HQ + h] * LOG2E : NEG_INF;
         sL[r] = bias == NEG_INF ? 0.0f : bias;
+        if (i < lq) scratch_bias[(q0 + i) * HQ + h] = sL[r];
       }
     }
 )cuda";
   };
-  // dk/dv: D_i from scratch_d and the bias of the tile's rows, a thread a row.
-  const std::string rowStatsFromScratch = R"cuda(        if (threadIdx.x < BM) {
-          const int r = threadIdx.x;
-          const long long i = qFirst + r;
-          sD[r] = i < lq ? scratch_d[(q0 + i) * HQ + h] : 0.0f;
-          const float bias = i < lq ? lse[(q0 + i) * HQ + h] * LOG2E : NEG_INF;
-          sL[r] = bias == NEG_INF ? 0.0f : bias;
-        }
-)cuda";
+  // dk/dv: D_i and the bias of query tile rows `rows0` .. of head `head`
+  // into stage `stage` of sD and sL, a thread a row, cp.async in the
+  // current group (so the next tile's come with its Q and dO tiles; rows
+  // past the sequence get 0).
+  auto statsLoads = [](const std::string &rows0, const std::string &head,
+                       const std::string &stage) {
+    return "        if (threadIdx.x < BM) {\n"
+           "          const long long i = " + rows0 + " + threadIdx.x;\n"
+           "          const long long at = i < lq ? (q0 + i) * HQ + " + head + " : 0;\n"
+           "          ls2_load_f32(sD + (" + stage + ") * BM + threadIdx.x, scratch_d + at, i < lq);\n"
+           "          ls2_load_f32(sL + (" + stage + ") * BM + threadIdx.x, scratch_bias + at, i < lq);\n"
+           "        }\n";
+  };
 
   // dq per query tile: S and dP against each key tile, dS K accumulated.
+  // Tiles of 128 queries (two 16-row blocks a warp, key tiles of 32) where
+  // the forward takes them, so K and V fragments and each key tile's
+  // barriers and loads serve twice the rows; else 64 queries.
   {
     GeneratedKernel &dq = kernels[0];
     dq.kernel.name = kernelName + "_dq";
@@ -608,18 +637,22 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     unsigned tokens = addDqParams(p, s, go);
     p.pointer("unsigned char *scratch", ParamBinding::Kind::Scratch, 0);
     dq.kernel.scratchBytes = scratchBytes;
+    const int rows = forwardRows(s), keys = rows == 128 ? 32 : inner;
     // Q and dO tiles, two stages of K and V tiles, D and lse of the rows.
-    uint32_t shared = (2 * kTile + 4 * inner) * rowBytes + 2 * kTile * 4;
-    dq.kernel.launch = tileLaunch(s.tokensQ, tokens, s.heads, shared);
+    uint32_t shared = (2 * rows + 4 * keys) * rowBytes + 2 * rows * 4;
+    dq.kernel.launch = tileLaunch(s.tokensQ, tokens, s.heads, shared, rows);
     std::string src = kernelStart(op, s, "dq", p);
-    src += "  constexpr int BM = ${TILE}, BN = " + std::to_string(inner) + ";\n";
+    src += "  constexpr int RB = " + std::to_string(rows / 64) + ", BM = ${TILE}, BN = " +
+           std::to_string(keys) + ";\n";
     src += R"cuda(  constexpr int KS = D / 16, NT = BN / 8, DT = D / 8;
+  static_assert(BM == 64 * RB, "4 warps of RB row blocks");
   // Stage s of K and V: sKV + s * 2 * BN * LDS, V after K.
   ls2_t *sQ = reinterpret_cast<ls2_t *>(ls2_smem), *sDO = sQ + BM * LDS, *sKV = sDO + BM * LDS;
   float *sD = reinterpret_cast<float *>(sKV + 4 * BN * LDS), *sL = sD + BM;
   const bool vq = ls2_vectors(q, stride_q), vk = ls2_vectors(k, stride_k),
              vv = ls2_vectors(v, stride_v), vdo = ls2_vectors(dout, stride_dout),
              vout = ls2_vectors(out, stride_out);
+  const int wrb = warp * 16 * RB; // the warp's first row: row block rb is wrb + 16 rb
 )cuda";
     src += scratchD;
     src += unitLoop(true);
@@ -633,94 +666,137 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     src += firstKeyTileLoads();
     src += rowStats("BM");
     src += R"cuda(    ls2_sync();
-    unsigned qa[KS][4], da[KS][4];
+    // One row block: Q and dO fragments stay in registers; two: they come
+    // from shared memory (registers hold acc, S and dP).
+    unsigned qa[RB == 1 ? KS : 1][4], da[RB == 1 ? KS : 1][4];
+    if (RB == 1) {
 #pragma unroll
-    for (int kk = 0; kk < KS; ++kk) {
-      ls2_a_fragment(qa[kk], sQ, LDS, wr, kk * 16);
-      ls2_a_fragment(da[kk], sDO, LDS, wr, kk * 16);
+      for (int kk = 0; kk < KS; ++kk) {
+        ls2_a_fragment(qa[RB == 1 ? kk : 0], sQ, LDS, wrb, kk * 16);
+        ls2_a_fragment(da[RB == 1 ? kk : 0], sDO, LDS, wrb, kk * 16);
+      }
     }
-    const long long rows[2] = {first + wr + g, first + wr + g + 8};
-    const float rowL[2] = {sL[wr + g], sL[wr + g + 8]}, rowD[2] = {sD[wr + g], sD[wr + g + 8]};
-    float acc[DT][4];
+    long long rows[RB][2];
+    float rowL[RB][2], rowD[RB][2], acc[RB][DT][4];
 #pragma unroll
-    for (int dt = 0; dt < DT; ++dt) acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.0f;
+    for (int rb = 0; rb < RB; ++rb) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int row = wrb + 16 * rb + g + 8 * r;
+        rows[rb][r] = first + row;
+        rowL[rb][r] = sL[row];
+        rowD[rb][r] = sD[row];
+      }
+#pragma unroll
+      for (int dt = 0; dt < DT; ++dt)
+        acc[rb][dt][0] = acc[rb][dt][1] = acc[rb][dt][2] = acc[rb][dt][3] = 0.0f;
+    }
 )cuda";
     src += keyTileLoopHead();
-    src += R"cuda(      float s[NT][4], dp[NT][4];
+    src += R"cuda(      float s[RB][NT][4], dp[RB][NT][4];
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
+      for (int rb = 0; rb < RB; ++rb)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[nt][e] = dp[nt][e] = 0.0f;
+        for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-      for (int kk = 0; kk < KS; ++kk)
+          for (int e = 0; e < 4; ++e) s[rb][nt][e] = dp[rb][nt][e] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < KS; ++kk) {
+        unsigned qf[RB][4], df[RB][4];
+#pragma unroll
+        for (int rb = 0; rb < RB; ++rb) {
+          if (RB == 1) {
+#pragma unroll
+            for (int x = 0; x < 4; ++x) qf[rb][x] = qa[RB == 1 ? kk : 0][x], df[rb][x] = da[RB == 1 ? kk : 0][x];
+          } else {
+            ls2_a_fragment(qf[rb], sQ, LDS, wrb + 16 * rb, kk * 16);
+            ls2_a_fragment(df[rb], sDO, LDS, wrb + 16 * rb, kk * 16);
+          }
+        }
 #pragma unroll
         for (int np = 0; np < NT / 2; ++np) {
           unsigned kb[4], vb[4];
           ls2_b_fragments(kb, sK, LDS, np * 16, kk * 16);
           ls2_b_fragments(vb, sV, LDS, np * 16, kk * 16);
-          ls2_mma(s[2 * np], qa[kk], kb[0], kb[1]);
-          ls2_mma(s[2 * np + 1], qa[kk], kb[2], kb[3]);
-          ls2_mma(dp[2 * np], da[kk], vb[0], vb[1]);
-          ls2_mma(dp[2 * np + 1], da[kk], vb[2], vb[3]);
+#pragma unroll
+          for (int rb = 0; rb < RB; ++rb) {
+            ls2_mma(s[rb][2 * np], qf[rb], kb[0], kb[1]);
+            ls2_mma(s[rb][2 * np + 1], qf[rb], kb[2], kb[3]);
+            ls2_mma(dp[rb][2 * np], df[rb], vb[0], vb[1]);
+            ls2_mma(dp[rb][2 * np + 1], df[rb], vb[2], vb[3]);
+          }
         }
+      }
       // dS = P (dP mask - D), P rebuilt from lse; tiles that cross the
       // sequence end or the causal diagonal mask scores to -inf (P = 0).
       const bool full = n0 + BN <= lk${CAUSAL_FULL};
       if (!full) {
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
+        for (int rb = 0; rb < RB; ++rb)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const long long i = rows[e / 2], j = n0 + nt * 8 + 2 * t4 + (e & 1);
-            if (!(j < lk${CAUSAL_OK})) s[nt][e] = NEG_INF;
-          }
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const long long i = rows[rb][e / 2], j = n0 + nt * 8 + 2 * t4 + (e & 1);
+              if (!(j < lk${CAUSAL_OK})) s[rb][nt][e] = NEG_INF;
+            }
       }
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
+      for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
 )cuda";
     if (s.dropout)
-      src += R"cuda(        uint4 words[2];
-        ls2_row_pair_philox(words, seed_value, offset_value, (unsigned)stream, q0 + rows[0], HQ,
-                            h, n0 + nt * 8 + 2 * t4);
+      src += R"cuda(          uint4 words[2];
+          ls2_row_pair_philox(words, seed_value, offset_value, (unsigned)stream, q0 + rows[rb][0],
+                              HQ, h, n0 + nt * 8 + 2 * t4);
 )cuda";
     src += R"cuda(#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float p = exp2f(fmaf(s[nt][e], SCALE_LOG2, -rowL[e / 2]));
+          for (int e = 0; e < 4; ++e) {
+            const float p = exp2f(fmaf(s[rb][nt][e], SCALE_LOG2, -rowL[rb][e / 2]));
 )cuda";
-    src += s.dropout ? "          const float mask = ls2_attention_keep(words[e / 2], n0 + nt * 8 + 2 * t4 + (e & 1), "
-                       "RATE) ? KEEP_SCALE : 0.0f;\n"
-                     : "          const float mask = 1.0f;\n";
-    src += R"cuda(          s[nt][e] = p * (dp[nt][e] * mask - rowD[e / 2]);
+    src += s.dropout ? "            const float mask = ls2_attention_keep(words[e / 2], n0 + nt * 8 + 2 * t4 + "
+                       "(e & 1), RATE) ? KEEP_SCALE : 0.0f;\n"
+                     : "            const float mask = 1.0f;\n";
+    src += R"cuda(            s[rb][nt][e] = p * (dp[rb][nt][e] * mask - rowD[rb][e / 2]);
+          }
         }
-      }
 #pragma unroll
       for (int ks = 0; ks < BN / 16; ++ks) {
-        unsigned sa[4];
-        ls2_a_from_c(sa, s[2 * ks], s[2 * ks + 1]);
+        unsigned sa[RB][4];
+#pragma unroll
+        for (int rb = 0; rb < RB; ++rb) ls2_a_from_c(sa[rb], s[rb][2 * ks], s[rb][2 * ks + 1]);
 #pragma unroll
         for (int dp2 = 0; dp2 < D / 16; ++dp2) {
           unsigned kb[4];
           ls2_b_fragments_t(kb, sK, LDS, ks * 16, dp2 * 16);
-          ls2_mma(acc[2 * dp2], sa, kb[0], kb[1]);
-          ls2_mma(acc[2 * dp2 + 1], sa, kb[2], kb[3]);
+#pragma unroll
+          for (int rb = 0; rb < RB; ++rb) {
+            ls2_mma(acc[rb][2 * dp2], sa[rb], kb[0], kb[1]);
+            ls2_mma(acc[rb][2 * dp2 + 1], sa[rb], kb[2], kb[3]);
+          }
         }
       }
     }
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const long long i = rows[r];
-      if (i >= lq) continue;
+    for (int rb = 0; rb < RB; ++rb)
 #pragma unroll
-      for (int dt = 0; dt < DT; ++dt) {
-        const long long at = (q0 + i) * stride_dq + (long long)h * D + dt * 8 + 2 * t4;
-        ls2_store(dq, at, SCALE * acc[dt][2 * r]);
-        ls2_store(dq, at + 1, SCALE * acc[dt][2 * r + 1]);
+      for (int r = 0; r < 2; ++r) {
+        const long long i = rows[rb][r];
+        if (i >= lq) continue;
+#pragma unroll
+        for (int dt = 0; dt < DT; ++dt) {
+          const long long at = (q0 + i) * stride_dq + (long long)h * D + dt * 8 + 2 * t4;
+          ls2_store(dq, at, SCALE * acc[rb][dt][2 * r]);
+          ls2_store(dq, at + 1, SCALE * acc[rb][dt][2 * r + 1]);
+        }
       }
-    }
   }
 }
 )cuda";
-    dq.kernel.source = substitute(src, flashValues(s, dq.kernel.name));
+    std::map<std::string, std::string> values = flashValues(s, dq.kernel.name);
+    values["TILE"] = std::to_string(rows);
+    dq.kernel.source = substitute(src, values);
   }
 
   // dk, dv per key tile and kv head: S^T and dP^T against each query tile
@@ -732,15 +808,16 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     unsigned tokens = addDkDvParams(p, s, go);
     p.pointer("unsigned char *scratch", ParamBinding::Kind::Scratch, 0);
     dkv.kernel.scratchBytes = scratchBytes;
-    // K and V tiles, two stages of Q and dO tiles, D and lse of the rows.
-    uint32_t shared = (2 * kTile + 4 * inner) * rowBytes + 2 * inner * 4;
+    // K and V tiles, two stages of Q and dO tiles and of D and the bias.
+    uint32_t shared = (2 * kTile + 4 * inner) * rowBytes + 4 * inner * 4;
     dkv.kernel.launch = tileLaunch(s.tokensK, tokens, s.kvHeads, shared);
     std::string src = kernelStart(op, s, "dk and dv", p);
     src += "  constexpr int BN = ${TILE}, BM = " + std::to_string(inner) + ";\n";
     src += R"cuda(  constexpr int KS = D / 16, NT = BM / 8, DT = D / 8;
   // Stage s of Q and dO: sQD + s * 2 * BM * LDS, dO after Q.
   ls2_t *sK = reinterpret_cast<ls2_t *>(ls2_smem), *sV = sK + BN * LDS, *sQD = sV + BN * LDS;
-  float *sD = reinterpret_cast<float *>(sQD + 4 * BM * LDS), *sL = sD + BM;
+  // Stage s of D and the bias: sD + s * BM, sL + s * BM.
+  float *sD = reinterpret_cast<float *>(sQD + 4 * BM * LDS), *sL = sD + 2 * BM;
   const bool vq = ls2_vectors(q, stride_q), vk = ls2_vectors(k, stride_k),
              vv = ls2_vectors(v, stride_v), vdo = ls2_vectors(dout, stride_dout);
 )cuda";
@@ -770,14 +847,15 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
                                 (long long)(kvh * GROUP) * D, vq);
       ls2_load_tile<BM, D, LDS>(sQD + BM * LDS, dout, q0 + firstQuery, lq - firstQuery,
                                 stride_dout, (long long)(kvh * GROUP) * D, vdo);
-    }
+)cuda" + statsLoads("firstQuery", "kvh * GROUP", "0") + R"cuda(    }
     ls2_commit();
     for (long long it = 0; it < tiles * GROUP; ++it) {
       {
         const int h = kvh * GROUP + (int)(it / tiles);
         const long long qFirst = firstQuery + (it % tiles) * BM;
         const ls2_t *sQ = sQD + (it & 1) * 2 * BM * LDS, *sDO = sQ + BM * LDS;
-        __syncthreads(); // every warp is done with the other stage, sD and sL
+        const float *tD = sD + (it & 1) * BM, *tL = sL + (it & 1) * BM;
+        __syncthreads(); // every warp is done with the other stage
         if (it + 1 < tiles * GROUP) {
           const int hn = kvh * GROUP + (int)((it + 1) / tiles);
           const long long qn = firstQuery + ((it + 1) % tiles) * BM;
@@ -785,11 +863,9 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
           ls2_load_tile<BM, D, LDS>(nQ, q, q0 + qn, lq - qn, stride_q, (long long)hn * D, vq);
           ls2_load_tile<BM, D, LDS>(nQ + BM * LDS, dout, q0 + qn, lq - qn, stride_dout,
                                     (long long)hn * D, vdo);
-        }
+)cuda" + statsLoads("qn", "hn", "(it + 1) & 1") + R"cuda(        }
         ls2_commit();
-)cuda";
-    src += rowStatsFromScratch;
-    src += R"cuda(        ls2_sync_but_one();
+        ls2_sync_but_one();
         // S^T = K Q^T and dP^T = V dO^T: rows the warp's keys, columns queries.
         float st[NT][4], dpt[NT][4];
 #pragma unroll
@@ -836,13 +912,13 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     src += R"cuda(#pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int c = nt * 8 + 2 * t4 + (e & 1);
-            const float p = exp2f(fmaf(st[nt][e], SCALE_LOG2, -sL[c]));
+            const float p = exp2f(fmaf(st[nt][e], SCALE_LOG2, -tL[c]));
 )cuda";
     src += s.dropout ? "            const float mask = ls2_attention_keep(words[e], keys[e / 2], RATE) ? "
                        "KEEP_SCALE : 0.0f;\n"
                      : "            const float mask = 1.0f;\n";
     src += R"cuda(            st[nt][e] = p * mask;
-            dpt[nt][e] = p * (dpt[nt][e] * mask - sD[c]);
+            dpt[nt][e] = p * (dpt[nt][e] * mask - tD[c]);
           }
         }
         // dV += (P mask)^T dO and dK += dS^T Q, the query tile as k.

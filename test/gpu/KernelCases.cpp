@@ -41,6 +41,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -611,26 +612,32 @@ int run(const Options &o) {
         if (auto grad = dyn_cast<ls2::AttentionGradOp>(op);
             grad && kernel.name.size() > 5 &&
             kernel.name.compare(kernel.name.size() - 5, 5, "_dkdv") == 0) {
-          // What the dq kernel leaves there: D_i = dout_i . out_i, f32
-          // [tokens_q, heads], after the counters.
+          // What the dq kernel leaves there: f32 [bound, heads] arrays of
+          // D_i = dout_i . out_i, then the exponent bias (lse_i log2 e, 0
+          // for -inf), the bound being the kernel's (half the scratch after
+          // the counters each).
           auto argOf = [&](Value v) -> const HostTensor & {
             return args[std::find_if(tensorOperands.begin(), tensorOperands.end(),
                                      [&](unsigned i) { return op->getOperand(i) == v; }) -
                         tensorOperands.begin()];
           };
-          const HostTensor &dout = argOf(grad.getDout()), &out = argOf(grad.getOut());
+          const HostTensor &dout = argOf(grad.getDout()), &out = argOf(grad.getOut()),
+                           &lse = argOf(grad.getLse());
           int64_t rows = dout.shape[0] * dout.shape[1], width = dout.shape[2];
-          std::vector<float> d(static_cast<size_t>(rows));
+          size_t bound = (kernel.scratchBytes - codegen::kScratchCounterBytes) / 8;
+          std::vector<float> stats(2 * bound, 0.0f);
           for (int64_t r = 0; r < rows; ++r) {
             double sum = 0;
             for (int64_t c = 0; c < width; ++c)
               sum += dout.floats[r * width + c] * out.floats[r * width + c];
-            d[r] = static_cast<float>(sum);
+            stats[r] = static_cast<float>(sum);
+            float bias = static_cast<float>(lse.floats[r]) * 1.4426950408889634f;
+            stats[bound + r] = std::isinf(bias) && bias < 0 ? 0.0f : bias;
           }
           std::string file = "scratch.bin";
           writeFileAtomically((dir / file).string(),
-                              std::string(reinterpret_cast<const char *>(d.data()),
-                                          d.size() * sizeof(float)));
+                              std::string(reinterpret_cast<const char *>(stats.data()),
+                                          stats.size() * sizeof(float)));
           p["file"] = file;
         }
         break;
