@@ -25,6 +25,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
+#include <mutex>
 #include <optional>
 #include <queue>
 #include <set>
@@ -809,7 +810,11 @@ private:
     }
     schedule();
     if (report) {
-      llvm::outs() << "fusion of @" << func.getSymName() << ": " << made.size()
+      // One write per function: functions fuse in parallel, and their
+      // reports must not interleave line by line.
+      std::string text;
+      llvm::raw_string_ostream out(text);
+      out << "fusion of @" << func.getSymName() << ": " << made.size()
                    << " groups\n";
       for (ls2::FusionOp f : made) {
         std::map<std::string, int> histogram;
@@ -817,31 +822,35 @@ private:
           if (!isa<ls2::YieldOp>(op))
             histogram[op->getName().stripDialect().str()]++;
         });
-        llvm::outs() << "  group " << f.getGroupName();
+        out << "  group " << f.getGroupName();
         if (auto scope = dyn_cast<NameLoc>(f.getLoc()))
-          llvm::outs() << " [" << scope.getName().getValue() << "]";
-        llvm::outs() << " " << ls2::stringifyFusionKind(f.getKind()) << ": "
+          out << " [" << scope.getName().getValue() << "]";
+        out << " " << ls2::stringifyFusionKind(f.getKind()) << ": "
                      << f.getInputs().size() << " inputs, "
                      << f.getNumResults() << " outputs, saves "
                      << cast<IntegerAttr>(f->getAttr("ls2.bytes_saved")).getInt()
                      << " bytes; ops:";
         for (auto &[n, k] : histogram)
-          llvm::outs() << " " << n << "x" << k;
-        llvm::outs() << "\n";
+          out << " " << n << "x" << k;
+        out << "\n";
       }
       if (rematerialize)
-        llvm::outs() << "  rematerialization: " << recomputedOps
+        out << "  rematerialization: " << recomputedOps
                      << " forward ops recomputed in the backward, "
                      << rematerialized
                      << " widening casts recomputed in the backward, "
                      << rematerializedBytes
                      << " bytes fewer saved between the passes\n";
       for (const std::string &r : refusals)
-        llvm::outs() << "  not fused: " << r << "\n";
+        out << "  not fused: " << r << "\n";
       for (const std::string &e : epilogues.attached)
-        llvm::outs() << "  GEMM epilogue: " << e << "\n";
+        out << "  GEMM epilogue: " << e << "\n";
       for (const std::string &e : epilogues.refused)
-        llvm::outs() << "  not a GEMM epilogue: " << e << "\n";
+        out << "  not a GEMM epilogue: " << e << "\n";
+      static std::mutex reportMutex;
+      std::lock_guard<std::mutex> lock(reportMutex);
+      llvm::outs() << text;
+      llvm::outs().flush();
     }
   }
 
