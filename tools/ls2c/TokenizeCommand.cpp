@@ -8,9 +8,13 @@
 #include "ls2c/Support/AtomicFile.h"
 
 #include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace ls2c::cli {
 
@@ -239,6 +243,19 @@ std::string parse(const std::vector<std::string> &args, Options &o) {
   return "";
 }
 
+/// Throws FileWriteError unless `path` could be written atomically: its
+/// folder exists and is writable, and it is not a folder.
+void checkWritable(const std::string &path) {
+  std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+  if (dir.empty())
+    dir = "/";
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw FileWriteError("cannot write " + path + ": " + std::strerror(EISDIR));
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw FileWriteError("cannot write " + path + ": " + dir + ": " + std::strerror(errno));
+}
+
 std::string idText(uint32_t id) {
   return id == kNoTokenId ? "none" : std::to_string(id);
 }
@@ -325,9 +342,13 @@ int encode(Options &o) {
   }
   TokenizeReport r;
   TokenFileContents contents = tokenizeCorpus(o.corpora, *tok, o.tok, r);
-  // Both files only once everything is encoded: bad data leaves neither.
-  if (!trained.empty())
+  // Both files only once everything is encoded: bad data leaves neither,
+  // and a token file that cannot be written (no such folder, no write
+  // permission) is refused before the model is written.
+  if (!trained.empty()) {
+    checkWritable(o.out);
     writeFileAtomically(o.modelOut, tok->modelBytes());
+  }
   writeTokenFile(o.out, contents);
   std::fputs(trained.c_str(), stdout);
   std::printf("tokenized %llu lines of %llu file%s into %llu sequences, %llu "
