@@ -45,6 +45,12 @@ std::string readGzip(const std::string &path) {
       break;
     out.append(chunk.data(), static_cast<size_t>(n));
   }
+  // zlib reads data without a gzip header as it is: a .gz that is not gzip
+  // is refused rather than read as text.
+  if (gzdirect(f) && !out.empty()) {
+    gzclose(f);
+    throw DataError(path + ": not gzip data (no gzip header), though named .gz");
+  }
   int err = Z_OK;
   std::string msg = gzerror(f, &err);
   int closed = gzclose(f);

@@ -109,6 +109,10 @@ CorpusLineReader::CorpusLineReader(const std::string &path,
     if (!fill() && buffer.empty())
       throw DataError(path + ": is empty after gzip decompression (no text to "
                              "tokenize)");
+    // zlib passes data without a gzip header through as it is, which
+    // plain corpora rely on; a file named .gz must be gzip.
+    if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0 && ::gzdirect(f))
+      throw DataError(path + ": not gzip data (no gzip header), though named .gz");
   } catch (...) {
     ::gzclose(f); // the destructor does not run for a throwing constructor
     gz = nullptr;
