@@ -4,7 +4,7 @@
 // operand indices of either op), kernel parameter lists with their
 // bindings, ${KEY} substitution and the device helpers every attention
 // kernel includes. Used by AttentionKernel.cpp (simple kernels for every
-// shape) and FlashAttentionKernel.cpp (tensor-core kernels).
+// shape) and FlashAttention*.cpp (tensor-core kernels).
 //
 //===----------------------------------------------------------------------===//
 

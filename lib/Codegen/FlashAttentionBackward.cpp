@@ -1,0 +1,408 @@
+//===- FlashAttentionBackward.cpp - tensor-core attention backward ---------===//
+//
+// ls2.attention_grad's tensor-core kernels (FlashAttentionKernel.h): dq per
+// 128-query tile and query head (S and dP recomputed against each key tile,
+// dS K accumulated; D_i and the exponent bias left in scratch), then dk/dv
+// per key tile and kv head: FlashAttention-2's layout at head dims 96 and
+// 128 (FlashAttentionDkDv.cpp), else a warp per 16 of 64 keys (here). No
+// atomics: every sum is in a fixed order, so runs give the same bits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FlashAttentionKernel.h"
+
+#include "FlashAttentionParts.h"
+#include "Prelude.h"
+
+using namespace mlir;
+
+namespace ls2c::codegen::attention {
+
+std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const AttentionSpec &s,
+                                                   const GradOperands &go, int64_t maxTokensQ,
+                                                   const std::string &kernelName) {
+  // Query tiles of the warp-per-16-keys dk/dv: 64 rows up to head dim 64,
+  // 32 beyond, so accumulators, fragments and scores fit in registers.
+  int inner = s.headDim <= 64 ? 64 : 32;
+  uint32_t rowBytes = static_cast<uint32_t>((s.headDim + 8) * 2);
+  std::vector<GeneratedKernel> kernels(2);
+  const uint64_t scratchBytes = backwardScratchBytes(s, maxTokensQ);
+  const std::string scratchD = backwardScratchDeclarations(s, maxTokensQ);
+  // D_i = dout_i . out_i (also into scratch_d) and the exponent bias of
+  // the query tile's rows, into sD and sL: `parts` threads per row.
+  auto rowStats = [&](const std::string &rowsName) {
+    return "    {\n      constexpr int PARTS = " + std::to_string(kThreads) + " / " + rowsName +
+           ";\n" + R"cuda(      constexpr int SPAN = D / PARTS;
+      const int r = threadIdx.x / PARTS, part = threadIdx.x % PARTS;
+      const long long i = qFirst + r;
+      float d = 0.0f;
+      if (i < lq) {
+        const ls2_t *pd = dout + (q0 + i) * stride_dout + (long long)h * D + part * SPAN;
+        const ls2_t *po = out + (q0 + i) * stride_out + (long long)h * D + part * SPAN;
+        if (SPAN % 8 == 0 && vdo && vout) {
+#pragma unroll
+          for (int c = 0; c < SPAN; c += 8) d += ls2_dot8(pd + c, po + c);
+        } else {
+#pragma unroll 8
+          for (int c = 0; c < SPAN; ++c) d += ls2_cvt(pd[c]) * ls2_cvt(po[c]);
+        }
+      }
+#pragma unroll
+      for (int m = 1; m < PARTS; m <<= 1) d += __shfl_xor_sync(0xffffffffu, d, m);
+      if (part == 0) {
+        sD[r] = d;
+        if (i < lq) scratch_d[(q0 + i) * HQ + h] = d;
+        // The exponent bias of P = exp2(S log2e scale - bias): lse in log2
+        // units, 0 for rows past the sequence or without keys (their scores
+        // are all masked to -inf, so P is 0 without a -inf - -inf NaN).
+        const float bias = i < lq ? lse[(q0 + i) * HQ + h] * LOG2E : NEG_INF;
+        sL[r] = bias == NEG_INF ? 0.0f : bias;
+        if (i < lq) scratch_bias[(q0 + i) * HQ + h] = sL[r];
+      }
+    }
+)cuda";
+  };
+
+  // dq per query tile: S and dP against each key tile, dS K accumulated.
+  // Tiles of kQueryRows = 128 queries (RB = 2 row blocks of 16 a warp), so
+  // K and V fragments and each key tile's barriers and loads serve twice
+  // the rows of 64-query tiles (the body also takes RB = 1).
+  {
+    GeneratedKernel &dq = kernels[0];
+    dq.kernel.name = kernelName + "_dq";
+    Params p(dq);
+    unsigned tokens = addDqParams(p, s, go);
+    p.pointer("unsigned char *scratch", ParamBinding::Kind::Scratch, 0);
+    dq.kernel.scratchBytes = scratchBytes;
+    // Key tiles of 32: two row blocks' S and dP fit in registers.
+    const int rows = kQueryRows, keys = 32;
+    // Q and dO tiles, two stages of K and V tiles, D and lse of the rows.
+    uint32_t shared = (2 * rows + 4 * keys) * rowBytes + 2 * rows * 4;
+    dq.kernel.launch = tileLaunch(s.tokensQ, tokens, s.heads, shared, rows);
+    std::string src = kernelStart(op, s, "dq", p);
+    src += "  constexpr int RB = " + std::to_string(rows / 64) + ", BM = ${TILE}, BN = " +
+           std::to_string(keys) + ";\n";
+    src += R"cuda(  constexpr int KS = D / 16, NT = BN / 8, DT = D / 8;
+  static_assert(BM == 64 * RB, "4 warps of RB row blocks");
+  // Stage s of K and V: sKV + s * 2 * BN * LDS, V after K.
+  ls2_t *sQ = reinterpret_cast<ls2_t *>(ls2_smem), *sDO = sQ + BM * LDS, *sKV = sDO + BM * LDS;
+  float *sD = reinterpret_cast<float *>(sKV + 4 * BN * LDS), *sL = sD + BM;
+  const bool vq = ls2_vectors(q, stride_q), vk = ls2_vectors(k, stride_k),
+             vv = ls2_vectors(v, stride_v), vdo = ls2_vectors(dout, stride_dout),
+             vout = ls2_vectors(out, stride_out);
+  const int wrb = warp * 16 * RB; // the warp's first row: row block rb is wrb + 16 rb
+)cuda";
+    src += scratchD;
+    src += unitLoop(true);
+    src += R"cuda(    const int h = head, kvh = head / GROUP;
+    const long long qFirst = first;
+    ls2_load_tile<BM, D, LDS>(sQ, q, q0 + first, lq - first, stride_q, (long long)h * D, vq);
+    ls2_load_tile<BM, D, LDS>(sDO, dout, q0 + first, lq - first, stride_dout, (long long)h * D,
+                              vdo);
+)cuda";
+    src += keyEnd(s);
+    src += firstKeyTileLoads();
+    src += rowStats("BM");
+    src += R"cuda(    ls2_sync();
+    // One row block: Q and dO fragments stay in registers; two: they come
+    // from shared memory (registers hold acc, S and dP).
+    unsigned qa[RB == 1 ? KS : 1][4], da[RB == 1 ? KS : 1][4];
+    if (RB == 1) {
+#pragma unroll
+      for (int kk = 0; kk < KS; ++kk) {
+        ls2_a_fragment(qa[RB == 1 ? kk : 0], sQ, LDS, wrb, kk * 16);
+        ls2_a_fragment(da[RB == 1 ? kk : 0], sDO, LDS, wrb, kk * 16);
+      }
+    }
+    long long rows[RB][2];
+    float rowL[RB][2], rowD[RB][2], acc[RB][DT][4];
+#pragma unroll
+    for (int rb = 0; rb < RB; ++rb) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int row = wrb + 16 * rb + g + 8 * r;
+        rows[rb][r] = first + row;
+        rowL[rb][r] = sL[row];
+        rowD[rb][r] = sD[row];
+      }
+#pragma unroll
+      for (int dt = 0; dt < DT; ++dt)
+        acc[rb][dt][0] = acc[rb][dt][1] = acc[rb][dt][2] = acc[rb][dt][3] = 0.0f;
+    }
+)cuda";
+    src += keyTileLoopHead();
+    src += R"cuda(      float s[RB][NT][4], dp[RB][NT][4];
+#pragma unroll
+      for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[rb][nt][e] = dp[rb][nt][e] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < KS; ++kk) {
+        unsigned qf[RB][4], df[RB][4];
+#pragma unroll
+        for (int rb = 0; rb < RB; ++rb) {
+          if (RB == 1) {
+#pragma unroll
+            for (int x = 0; x < 4; ++x) qf[rb][x] = qa[RB == 1 ? kk : 0][x], df[rb][x] = da[RB == 1 ? kk : 0][x];
+          } else {
+            ls2_a_fragment(qf[rb], sQ, LDS, wrb + 16 * rb, kk * 16);
+            ls2_a_fragment(df[rb], sDO, LDS, wrb + 16 * rb, kk * 16);
+          }
+        }
+#pragma unroll
+        for (int np = 0; np < NT / 2; ++np) {
+          unsigned kb[4], vb[4];
+          ls2_b_fragments(kb, sK, LDS, np * 16, kk * 16);
+          ls2_b_fragments(vb, sV, LDS, np * 16, kk * 16);
+#pragma unroll
+          for (int rb = 0; rb < RB; ++rb) {
+            ls2_mma(s[rb][2 * np], qf[rb], kb[0], kb[1]);
+            ls2_mma(s[rb][2 * np + 1], qf[rb], kb[2], kb[3]);
+            ls2_mma(dp[rb][2 * np], df[rb], vb[0], vb[1]);
+            ls2_mma(dp[rb][2 * np + 1], df[rb], vb[2], vb[3]);
+          }
+        }
+      }
+      // dS = P (dP mask - D), P rebuilt from lse; tiles that cross the
+      // sequence end or the causal diagonal mask scores to -inf (P = 0).
+      const bool full = n0 + BN <= lk${CAUSAL_FULL};
+      if (!full) {
+#pragma unroll
+        for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const long long i = rows[rb][e / 2], j = n0 + nt * 8 + 2 * t4 + (e & 1);
+              if (!(j < lk${CAUSAL_OK})) s[rb][nt][e] = NEG_INF;
+            }
+      }
+#pragma unroll
+      for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+)cuda";
+    if (s.dropout)
+      src += R"cuda(          uint4 words[2];
+          ls2_row_pair_philox(words, seed_value, offset_value, (unsigned)stream, q0 + rows[rb][0],
+                              HQ, h, n0 + nt * 8 + 2 * t4);
+)cuda";
+    src += R"cuda(#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float p = exp2f(fmaf(s[rb][nt][e], SCALE_LOG2, -rowL[rb][e / 2]));
+)cuda";
+    src += s.dropout ? "            const float mask = ls2_attention_keep(words[e / 2], n0 + nt * 8 + 2 * t4 + "
+                       "(e & 1), RATE) ? KEEP_SCALE : 0.0f;\n"
+                     : "            const float mask = 1.0f;\n";
+    src += R"cuda(            s[rb][nt][e] = p * (dp[rb][nt][e] * mask - rowD[rb][e / 2]);
+          }
+        }
+#pragma unroll
+      for (int ks = 0; ks < BN / 16; ++ks) {
+        unsigned sa[RB][4];
+#pragma unroll
+        for (int rb = 0; rb < RB; ++rb) ls2_a_from_c(sa[rb], s[rb][2 * ks], s[rb][2 * ks + 1]);
+#pragma unroll
+        for (int dp2 = 0; dp2 < D / 16; ++dp2) {
+          unsigned kb[4];
+          ls2_b_fragments_t(kb, sK, LDS, ks * 16, dp2 * 16);
+#pragma unroll
+          for (int rb = 0; rb < RB; ++rb) {
+            ls2_mma(acc[rb][2 * dp2], sa[rb], kb[0], kb[1]);
+            ls2_mma(acc[rb][2 * dp2 + 1], sa[rb], kb[2], kb[3]);
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const long long i = rows[rb][r];
+        if (i >= lq) continue;
+#pragma unroll
+        for (int dt = 0; dt < DT; ++dt) {
+          const long long at = (q0 + i) * stride_dq + (long long)h * D + dt * 8 + 2 * t4;
+          ls2_store(dq, at, SCALE * acc[rb][dt][2 * r]);
+          ls2_store(dq, at + 1, SCALE * acc[rb][dt][2 * r + 1]);
+        }
+      }
+  }
+}
+)cuda";
+    std::map<std::string, std::string> values = flashValues(s, dq.kernel.name);
+    values["TILE"] = std::to_string(rows);
+    dq.kernel.source = substitute(src, values);
+  }
+
+  if (s.headDim % 32 == 0 && s.headDim > 64) {
+    kernels[1] = generateWideDkDv(op, s, go, maxTokensQ, kernelName + "_dkdv");
+    return kernels;
+  }
+
+  // dk, dv per 64-key tile and kv head, a warp per 16 keys: S^T and dP^T
+  // against each query tile of each query head of the group, in order.
+  {
+    GeneratedKernel &dkv = kernels[1];
+    dkv.kernel.name = kernelName + "_dkdv";
+    Params p(dkv);
+    unsigned tokens = addDkDvParams(p, s, go);
+    p.pointer("unsigned char *scratch", ParamBinding::Kind::Scratch, 0);
+    dkv.kernel.scratchBytes = scratchBytes;
+    // K and V tiles, two stages of Q and dO tiles and of D and the bias.
+    uint32_t shared = (2 * kTile + 4 * inner) * rowBytes + 4 * inner * 4;
+    dkv.kernel.launch = tileLaunch(s.tokensK, tokens, s.kvHeads, shared);
+    std::string src = kernelStart(op, s, "dk and dv", p);
+    src += "  constexpr int BN = ${TILE}, BM = " + std::to_string(inner) + ";\n";
+    src += R"cuda(  constexpr int KS = D / 16, NT = BM / 8, DT = D / 8;
+  // Stage s of Q and dO: sQD + s * 2 * BM * LDS, dO after Q.
+  ls2_t *sK = reinterpret_cast<ls2_t *>(ls2_smem), *sV = sK + BN * LDS, *sQD = sV + BN * LDS;
+  // Stage s of D and the bias: sD + s * BM, sL + s * BM.
+  float *sD = reinterpret_cast<float *>(sQD + 4 * BM * LDS), *sL = sD + 2 * BM;
+  const bool vq = ls2_vectors(q, stride_q), vk = ls2_vectors(k, stride_k),
+             vv = ls2_vectors(v, stride_v), vdo = ls2_vectors(dout, stride_dout);
+)cuda";
+    src += scratchD;
+    src += unitLoop(false);
+    src += R"cuda(    const int kvh = head;
+    ls2_load_tile<BN, D, LDS>(sK, k, k0 + first, lk - first, stride_k, (long long)kvh * D, vk);
+    ls2_load_tile<BN, D, LDS>(sV, v, k0 + first, lk - first, stride_v, (long long)kvh * D, vv);
+    const long long keys[2] = {first + wr + g, first + wr + g + 8};
+    float dkAcc[DT][4], dvAcc[DT][4];
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dkAcc[dt][e] = dvAcc[dt][e] = 0.0f;
+)cuda";
+    // Query i sees key j when j <= i + lk - lq: the tile's first key bounds
+    // the first query.
+    src += s.causal ? "    const long long firstQuery = max(0LL, first - (lk - lq));\n"
+                    : "    const long long firstQuery = 0;\n";
+    // One loop over the query tiles of each query head of the group, in
+    // order: tile `it` is head kvh * GROUP + it / tiles, rows firstQuery +
+    // (it % tiles) * BM; the K and V loads above and tile 0 form the first
+    // group, and each iteration prefetches tile it + 1.
+    src += R"cuda(    const long long tiles = lq > firstQuery ? (lq - firstQuery + BM - 1) / BM : 0;
+    if (tiles > 0) {
+      ls2_load_tile<BM, D, LDS>(sQD, q, q0 + firstQuery, lq - firstQuery, stride_q,
+                                (long long)(kvh * GROUP) * D, vq);
+      ls2_load_tile<BM, D, LDS>(sQD + BM * LDS, dout, q0 + firstQuery, lq - firstQuery,
+                                stride_dout, (long long)(kvh * GROUP) * D, vdo);
+)cuda" + statsLoads("firstQuery", "kvh * GROUP", "0") + R"cuda(    }
+    ls2_commit();
+    for (long long it = 0; it < tiles * GROUP; ++it) {
+      {
+        const int h = kvh * GROUP + (int)(it / tiles);
+        const long long qFirst = firstQuery + (it % tiles) * BM;
+        const ls2_t *sQ = sQD + (it & 1) * 2 * BM * LDS, *sDO = sQ + BM * LDS;
+        const float *tD = sD + (it & 1) * BM, *tL = sL + (it & 1) * BM;
+        __syncthreads(); // every warp is done with the other stage
+        if (it + 1 < tiles * GROUP) {
+          const int hn = kvh * GROUP + (int)((it + 1) / tiles);
+          const long long qn = firstQuery + ((it + 1) % tiles) * BM;
+          ls2_t *nQ = sQD + ((it + 1) & 1) * 2 * BM * LDS;
+          ls2_load_tile<BM, D, LDS>(nQ, q, q0 + qn, lq - qn, stride_q, (long long)hn * D, vq);
+          ls2_load_tile<BM, D, LDS>(nQ + BM * LDS, dout, q0 + qn, lq - qn, stride_dout,
+                                    (long long)hn * D, vdo);
+)cuda" + statsLoads("qn", "hn", "(it + 1) & 1") + R"cuda(        }
+        ls2_commit();
+        ls2_sync_but_one();
+        // S^T = K Q^T and dP^T = V dO^T: rows the warp's keys, columns queries.
+        float st[NT][4], dpt[NT][4];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) st[nt][e] = dpt[nt][e] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < KS; ++kk) {
+          unsigned ka[4], va[4];
+          ls2_a_fragment(ka, sK, LDS, wr, kk * 16);
+          ls2_a_fragment(va, sV, LDS, wr, kk * 16);
+#pragma unroll
+          for (int np = 0; np < NT / 2; ++np) {
+            unsigned qb[4], ob[4];
+            ls2_b_fragments(qb, sQ, LDS, np * 16, kk * 16);
+            ls2_b_fragments(ob, sDO, LDS, np * 16, kk * 16);
+            ls2_mma(st[2 * np], ka, qb[0], qb[1]);
+            ls2_mma(st[2 * np + 1], ka, qb[2], qb[3]);
+            ls2_mma(dpt[2 * np], va, ob[0], ob[1]);
+            ls2_mma(dpt[2 * np + 1], va, ob[2], ob[3]);
+          }
+        }
+        // Tiles with a query past the sequence or a pair past the causal
+        // diagonal mask scores to -inf (P = 0): sums over queries must not
+        // take a padding row's bias of 0.
+        const bool full = qFirst + BM <= lq${CAUSAL_FULL_KV};
+        if (!full) {
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const long long j = keys[e / 2], i = qFirst + nt * 8 + 2 * t4 + (e & 1);
+              if (!(i < lq && j < lk${CAUSAL_OK})) st[nt][e] = NEG_INF;
+            }
+        }
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+)cuda";
+    if (s.dropout)
+      src += R"cuda(          uint4 words[4];
+          ls2_key_quad_philox(words, seed_value, offset_value, (unsigned)stream,
+                              q0 + qFirst + nt * 8 + 2 * t4, HQ, h, keys[0]);
+)cuda";
+    src += R"cuda(#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int c = nt * 8 + 2 * t4 + (e & 1);
+            const float p = exp2f(fmaf(st[nt][e], SCALE_LOG2, -tL[c]));
+)cuda";
+    src += s.dropout ? "            const float mask = ls2_attention_keep(words[e], keys[e / 2], RATE) ? "
+                       "KEEP_SCALE : 0.0f;\n"
+                     : "            const float mask = 1.0f;\n";
+    src += R"cuda(            st[nt][e] = p * mask;
+            dpt[nt][e] = p * (dpt[nt][e] * mask - tD[c]);
+          }
+        }
+        // dV += (P mask)^T dO and dK += dS^T Q, the query tile as k.
+#pragma unroll
+        for (int ks = 0; ks < BM / 16; ++ks) {
+          unsigned pa[4], sa[4];
+          ls2_a_from_c(pa, st[2 * ks], st[2 * ks + 1]);
+          ls2_a_from_c(sa, dpt[2 * ks], dpt[2 * ks + 1]);
+#pragma unroll
+          for (int dp2 = 0; dp2 < D / 16; ++dp2) {
+            unsigned ob[4], qb[4];
+            ls2_b_fragments_t(ob, sDO, LDS, ks * 16, dp2 * 16);
+            ls2_b_fragments_t(qb, sQ, LDS, ks * 16, dp2 * 16);
+            ls2_mma(dvAcc[2 * dp2], pa, ob[0], ob[1]);
+            ls2_mma(dvAcc[2 * dp2 + 1], pa, ob[2], ob[3]);
+            ls2_mma(dkAcc[2 * dp2], sa, qb[0], qb[1]);
+            ls2_mma(dkAcc[2 * dp2 + 1], sa, qb[2], qb[3]);
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const long long j = keys[r];
+      if (j >= lk) continue;
+#pragma unroll
+      for (int dt = 0; dt < DT; ++dt) {
+        const long long atK = (k0 + j) * stride_dk + (long long)kvh * D + dt * 8 + 2 * t4;
+        const long long atV = (k0 + j) * stride_dv + (long long)kvh * D + dt * 8 + 2 * t4;
+        ls2_store(dk, atK, SCALE * dkAcc[dt][2 * r]);
+        ls2_store(dk, atK + 1, SCALE * dkAcc[dt][2 * r + 1]);
+        ls2_store(dv, atV, dvAcc[dt][2 * r]);
+        ls2_store(dv, atV + 1, dvAcc[dt][2 * r + 1]);
+      }
+    }
+  }
+}
+)cuda";
+    dkv.kernel.source = substitute(src, flashValues(s, dkv.kernel.name));
+  }
+  return kernels;
+}
+
+} // namespace ls2c::codegen::attention

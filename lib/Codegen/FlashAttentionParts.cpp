@@ -1,0 +1,378 @@
+//===- FlashAttentionParts.cpp - what the tensor-core attention kernels share -===//
+//
+// Definitions of FlashAttentionParts.h: the device helper sources and the
+// source pieces the forward, dq and dk/dv generators assemble.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FlashAttentionParts.h"
+
+#include "Prelude.h"
+
+using namespace mlir;
+
+namespace ls2c::codegen::attention {
+
+/// Device helpers of the tensor-core kernels (after attentionHelpers).
+static const char *const kFlashHelpers = R"cuda(
+typedef ${T} ls2_t;
+// C += A B on a 16x8x16 tile, f32 accumulators (PTX ISA, mma.m16n8k16):
+// lane (g = lane / 4, t = lane % 4) holds A rows g, g + 8 and columns
+// 2t, 2t + 1, 2t + 8, 2t + 9; B rows (k) 2t, 2t + 1, 2t + 8, 2t + 9 of
+// column g; C rows g, g + 8 and columns 2t, 2t + 1.
+__device__ __forceinline__ void ls2_mma(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                        unsigned b1) {
+  // Not volatile: a pure register operation, so the compiler may
+  // interleave independent accumulator chains (ldmatrix stays volatile: it
+  // reads shared memory written before a barrier).
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.${MMA}.${MMA}.f32 {%0,%1,%2,%3}, "
+               "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// Two floats rounded to the storage type, the first in the low half.
+__device__ __forceinline__ unsigned ls2_pack(float lo, float hi) {
+  ${T2} v = ${PACK}(lo, hi);
+  return *reinterpret_cast<unsigned *>(&v);
+}
+// Four 8x8 matrices of a shared tile; lane l gives the address of row l % 8
+// of matrix l / 8 and receives, of each, row g and columns 2t, 2t + 1.
+__device__ __forceinline__ void ls2_ldsm(unsigned (&r)[4], const ls2_t *p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"((unsigned)__cvta_generic_to_shared(p)));
+}
+// The A fragment of rows r .. r + 15 and columns c .. c + 15 of a shared
+// tile with `lds` elements per row.
+__device__ __forceinline__ void ls2_a_fragment(unsigned (&a)[4], const ls2_t *tile, int lds,
+                                               int r, int c) {
+  const int lane = threadIdx.x % 32;
+  ls2_ldsm(a, tile + (r + (lane & 7) + ((lane >> 3) & 1) * 8) * lds + c + (lane >> 4) * 8);
+}
+// B fragments of the 8-column tiles n and n + 8 of B = T^T, T a row-major
+// [n][k] shared tile, for k = c .. c + 15: b[0], b[1] of tile n, b[2], b[3]
+// of tile n + 8.
+__device__ __forceinline__ void ls2_b_fragments(unsigned (&b)[4], const ls2_t *tile, int lds,
+                                                int n, int c) {
+  const int lane = threadIdx.x % 32;
+  ls2_ldsm(b, tile + (n + (lane & 7) + (lane >> 4) * 8) * lds + c + ((lane >> 3) & 1) * 8);
+}
+// The A fragment of rows r .. r + 15 and columns c .. c + 15 of T^T, T a
+// row-major shared tile with `lds` elements per row (ldmatrix .trans: row
+// c + i of T holds column c + i of the fragment's block).
+__device__ __forceinline__ void ls2_a_fragment_t(unsigned (&a)[4], const ls2_t *tile, int lds,
+                                                 int r, int c) {
+  const int lane = threadIdx.x % 32;
+  const ls2_t *p = tile + (c + (lane & 7) + ((lane >> 4) & 1) * 8) * lds + r + ((lane >> 3) & 1) * 8;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"((unsigned)__cvta_generic_to_shared(p)));
+}
+// The A fragment of a 16x16 block from accumulators of two 8-column tiles.
+__device__ __forceinline__ void ls2_a_from_c(unsigned (&a)[4], const float (&lo)[4],
+                                             const float (&hi)[4]) {
+  a[0] = ls2_pack(lo[0], lo[1]);
+  a[1] = ls2_pack(lo[2], lo[3]);
+  a[2] = ls2_pack(hi[0], hi[1]);
+  a[3] = ls2_pack(hi[2], hi[3]);
+}
+// B fragments of two adjacent 8-column tiles (columns c .. c + 15) of rows
+// k .. k + 15 of a row-major [k][n] shared tile: ldmatrix .trans hands each
+// lane rows 2t, 2t + 1 (and + 8) of column g.
+__device__ __forceinline__ void ls2_b_fragments_t(unsigned (&b)[4], const ls2_t *tile, int lds,
+                                                  int k, int c) {
+  const int lane = threadIdx.x % 32;
+  const ls2_t *p = tile + (k + (lane & 7) + ((lane >> 3) & 1) * 8) * lds + c + (lane >> 4) * 8;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+               : "r"((unsigned)__cvta_generic_to_shared(p)));
+}
+// One 16-byte chunk of a tile row: a cp.async (zero-filled past `valid`)
+// or, unaligned, element copies.
+__device__ __forceinline__ void ls2_load_chunk(ls2_t *to, const ls2_t *from, bool in,
+                                               bool vectors) {
+  if (vectors) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"((unsigned)__cvta_generic_to_shared(to)), "l"(from), "r"(in ? 16 : 0)
+                 : "memory");
+  } else if (in) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) to[e] = from[e];
+  } else {
+    *reinterpret_cast<uint4 *>(to) = make_uint4(0u, 0u, 0u, 0u);
+  }
+}
+// One float, zero-filled when !in (cp.async, in the current group).
+__device__ __forceinline__ void ls2_load_f32(float *to, const float *from, bool in) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
+               :: "r"((unsigned)__cvta_generic_to_shared(to)), "l"(from), "r"(in ? 4 : 0)
+               : "memory");
+}
+// Rows r0 .. r0 + ROWS - 1 of a [tokens, stride] tensor, columns c0 ..
+// c0 + D - 1, into a shared tile of LDS elements per row; rows from `valid`
+// on are zeros (a masked probability times garbage could be NaN). With
+// 16-byte aligned rows every chunk is a cp.async (src-size 0 zero-fills),
+// so all of a tile's loads are in flight at once instead of one latency per
+// chunk; ls2_sync() waits for them. A thread keeps one column chunk and
+// steps its row by ${THREADS} / chunks-per-row: the loop unrolls and the
+// addresses are increments, not a 64-bit product per chunk (these loads
+// were 40% of the forward kernel's instructions).
+template <int ROWS, int D, int LDS>
+__device__ __forceinline__ void ls2_load_tile(ls2_t *tile, const ls2_t *src, long long r0,
+                                              long long valid, long long stride, long long c0,
+                                              bool vectors) {
+  constexpr int CHUNKS = D / 8;
+  if constexpr (${THREADS} % CHUNKS == 0) {
+    constexpr int STEP = ${THREADS} / CHUNKS;
+    const int col = (threadIdx.x % CHUNKS) * 8, first = threadIdx.x / CHUNKS;
+    const ls2_t *from = src + (r0 + first) * stride + c0 + col;
+    ls2_t *to = tile + first * LDS + col;
+#pragma unroll
+    for (int r = first, pass = 0; pass < (ROWS + STEP - 1) / STEP;
+         ++pass, r += STEP, from += STEP * stride, to += STEP * LDS) {
+      if (ROWS % STEP != 0 && r >= ROWS) break;
+      ls2_load_chunk(to, r < valid ? from : src, r < valid, vectors);
+    }
+  } else { // head dims 80, 96: rows of 10 or 12 chunks
+#pragma unroll
+    for (int c = threadIdx.x; c < ROWS * CHUNKS; c += ${THREADS}) {
+      const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
+      const bool in = r < valid;
+      ls2_load_chunk(tile + r * LDS + col, in ? src + (r0 + r) * stride + c0 + col : src, in,
+                     vectors);
+    }
+  }
+}
+// The block's barrier after its cp.async tile loads have landed.
+__device__ __forceinline__ void ls2_sync() {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+  __syncthreads();
+}
+// Double buffering: the loads issued so far form one group (the next
+// tile's prefetch); ls2_sync_but_one() waits for all groups but that newest
+// one, then the block's barrier, so the current tile has landed while the
+// next one is still in flight.
+__device__ __forceinline__ void ls2_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void ls2_sync_but_one() {
+  asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+  __syncthreads();
+}
+// dout . out over 8 elements at 16-byte aligned addresses.
+__device__ __forceinline__ float ls2_dot8(const ls2_t *a, const ls2_t *b) {
+  const uint4 x = *reinterpret_cast<const uint4 *>(a), y = *reinterpret_cast<const uint4 *>(b);
+  const ${T2} *x2 = reinterpret_cast<const ${T2} *>(&x), *y2 = reinterpret_cast<const ${T2} *>(&y);
+  float d = 0.0f;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float2 u = ${TO_FLOAT2}(x2[e]), w = ${TO_FLOAT2}(y2[e]);
+    d += u.x * w.x + u.y * w.y;
+  }
+  return d;
+}
+// Whether 16-byte loads of rows of a tensor are aligned.
+__device__ __forceinline__ bool ls2_vectors(const void *p, long long stride) {
+  return ((unsigned long long)p % 16 == 0) && stride % 8 == 0;
+}
+// The sequence of tile slot `slot`: the last b with cu[b] / TILE + b <= slot.
+__device__ __forceinline__ int ls2_tile_sequence(const int *cu, long long entries,
+                                                 long long slot, int tile) {
+  int lo = 0, hi = (int)entries - 2;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (cu[mid] / tile + mid <= slot) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+__device__ __forceinline__ float ls2_quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float ls2_quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+)cuda";
+
+/// Dropout helpers of the tensor-core kernels: lanes that need the same
+/// Philox call (the attention layout draws one per query row and 4 keys)
+/// compute different ones and trade them with shuffles.
+static const char *const kFlashDropoutHelpers = R"cuda(
+__device__ __forceinline__ uint4 ls2_shfl_words(uint4 w, int lane) {
+  return make_uint4(__shfl_sync(0xffffffffu, w.x, lane), __shfl_sync(0xffffffffu, w.y, lane),
+                    __shfl_sync(0xffffffffu, w.z, lane), __shfl_sync(0xffffffffu, w.w, lane));
+}
+// Words of packed query rows `row` and `row` + 8 (a thread's two
+// accumulator rows) for the key block of j: lanes t and t ^ 1 share the
+// block; the odd one computes row + 8, the even one row.
+__device__ __forceinline__ void ls2_row_pair_philox(uint4 (&words)[2], long long seed,
+                                                    long long offset, unsigned stream,
+                                                    long long row, int heads, int head,
+                                                    long long j) {
+  const int lane = threadIdx.x % 32, odd = lane & 1;
+  const uint4 mine = ls2_attention_philox(seed, offset, stream,
+                                          (unsigned)((row + 8 * odd) * heads + head),
+                                          (unsigned)(j >> 2));
+  const uint4 theirs = ls2_shfl_words(mine, lane ^ 1);
+  words[0] = odd ? theirs : mine;
+  words[1] = odd ? mine : theirs;
+}
+// Words of a dk/dv thread's elements (keys `key`, `key` + 8 by packed query
+// rows `row`, `row` + 1, in accumulator order): the 4 lanes with the same
+// t and g / 4 need the same 4 calls; lane g % 4 = c computes call c.
+__device__ __forceinline__ void ls2_key_quad_philox(uint4 (&words)[4], long long seed,
+                                                    long long offset, unsigned stream,
+                                                    long long row, int heads, int head,
+                                                    long long key) {
+  const int lane = threadIdx.x % 32, c = (lane >> 2) & 3;
+  const uint4 mine = ls2_attention_philox(seed, offset, stream,
+                                          (unsigned)((row + (c & 1)) * heads + head),
+                                          (unsigned)((key + 8 * (c >> 1)) >> 2));
+#pragma unroll
+  for (int q = 0; q < 4; ++q) words[q] = ls2_shfl_words(mine, (lane & ~12) | (q << 2));
+}
+)cuda";
+
+/// Constants every kernel body starts with.
+static const char *const kFlashConstants = R"cuda(  constexpr int D = ${D}, HQ = ${HQ}, HKV = ${HKV}, GROUP = ${GROUP};
+  constexpr int LDS = D + 8; // padded rows: fragment loads hit distinct banks
+  constexpr float SCALE = ${SCALE}, SCALE_LOG2 = ${SCALE} * 1.4426950408889634f;
+  constexpr float LOG2E = 1.4426950408889634f;
+  const float NEG_INF = __int_as_float(0xff800000);
+  extern __shared__ uint4 ls2_smem[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+  const int wr = warp * 16; // the warp's first row in the tile
+  if (entries < 2) return;
+)cuda";
+
+static const char *const kFlashDropoutConstants =
+    R"cuda(  constexpr float RATE = ${RATE}, KEEP_SCALE = ${KEEP_SCALE};
+  const long long seed_value = *seed, offset_value = *offset;
+)cuda";
+
+std::map<std::string, std::string> flashValues(const AttentionSpec &s, const std::string &name) {
+  bool bf16 = isa<BFloat16Type>(s.element);
+  return {{"NAME", name},
+          {"T", s.storage},
+          {"T2", bf16 ? "__nv_bfloat162" : "__half2"},
+          {"PACK", bf16 ? "__floats2bfloat162_rn" : "__floats2half2_rn"},
+          {"TO_FLOAT2", bf16 ? "__bfloat1622float2" : "__half22float2"},
+          {"MMA", bf16 ? "bf16" : "f16"},
+          {"D", std::to_string(s.headDim)},
+          {"HQ", std::to_string(s.heads)},
+          {"HKV", std::to_string(s.kvHeads)},
+          {"GROUP", std::to_string(s.heads / s.kvHeads)},
+          {"SCALE", floatLiteral(s.scale)},
+          {"RATE", floatLiteral(s.rate)},
+          {"KEEP_SCALE", floatLiteral(static_cast<float>(1.0 / (1.0 - s.rate)))},
+          // Whether query i sees key j beyond j < lk: bottom-right causal.
+          {"CAUSAL_OK", s.causal ? " && j <= i + lk - lq" : ""},
+          // Whether a whole tile is visible (the last key to the first query).
+          {"CAUSAL_FULL", s.causal ? " && n0 + BN - 1 <= first + lk - lq" : ""},
+          {"CAUSAL_FULL_KV", s.causal ? " && first + BN - 1 <= qFirst + lk - lq" : ""},
+          {"TILE", std::to_string(kTile)},
+          {"THREADS", std::to_string(kThreads)}};
+}
+
+/// One block per unit: a [tokens, heads] work space at `perBlock` rows a
+/// block (the kernel loops when units outnumber blocks).
+runtime::LaunchConfig tileLaunch(const runtime::Dim &tokens, unsigned tokensParam, int64_t heads,
+                                 uint32_t sharedBytes, int tile, int threads) {
+  runtime::LaunchConfig l;
+  l.blockThreads = threads;
+  // Half a tile per block: slots outnumber tokens / tile by up to batch.
+  l.workPerBlock = tile / 2;
+  l.maxBlocks = kMaxBlocks;
+  l.dynamicSharedBytes = sharedBytes;
+  runtime::Dim t = tokens;
+  if (!t.isStatic())
+    t = runtime::Dim{0, static_cast<int32_t>(tokensParam), 0};
+  l.work = {t, runtime::Dim{heads, -1, 0}};
+  return l;
+}
+
+std::string kernelStart(Operation *op, const AttentionSpec &s, const std::string &what,
+                        const Params &p, int threads) {
+  return header(op, s, "tensor-core " + what) + kernelPrelude() +
+         attentionHelpers(s.dropout) + kFlashHelpers +
+         (s.dropout ? kFlashDropoutHelpers : "") + "\nextern \"C\" __global__ void " +
+         "__launch_bounds__(" + std::to_string(threads) + ")\n${NAME}(" + p.declarations() +
+         ") {\n" + kFlashConstants + (s.dropout ? kFlashDropoutConstants : "");
+}
+
+/// The unit loop's head: slot, head, sequence and the tile's first row
+/// `first` (queries when `queries`, else keys); skips empty slots.
+std::string unitLoop(bool queries) {
+  std::string cu = queries ? "cu_seqlens_q" : "cu_seqlens_k";
+  std::string heads = queries ? "HQ" : "HKV";
+  std::string tokens = queries ? "tokens_q" : "tokens_k";
+  return "  const long long units = (" + tokens + " / ${TILE} + entries) * " + heads + ";\n" +
+         "  for (long long unit = blockIdx.x; unit < units; unit += gridDim.x) {\n" +
+         "    const long long slot = unit / " + heads + ";\n" +
+         "    const int head = (int)(unit % " + heads + ");\n" +
+         "    const int b = ls2_tile_sequence(" + cu + ", entries, slot, ${TILE});\n" +
+         R"cuda(    const long long q0 = cu_seqlens_q[b], k0 = cu_seqlens_k[b];
+    const long long lq = cu_seqlens_q[b + 1] - q0, lk = cu_seqlens_k[b + 1] - k0;
+)cuda" + "    const long long first = (slot - (" +
+         (queries ? "q0" : "k0") + " / ${TILE} + b)) * ${TILE};\n" + "    if (first >= " +
+         (queries ? "lq" : "lk") + ") continue;\n" +
+         "    ls2_sync(); // the previous unit is done with shared memory\n";
+}
+
+/// The keys a query tile sees: [0, kEnd).
+std::string keyEnd(const AttentionSpec &s) {
+  return s.causal ? "    const long long kEnd = min(lk, max(0LL, min(first + ${TILE}, lq) + lk - lq));\n"
+                  : "    const long long kEnd = lk;\n";
+}
+
+/// The first key tile's loads into stage 0 of sKV (forward and dq), in the
+/// group the first wait covers.
+std::string firstKeyTileLoads() {
+  return R"cuda(    if (kEnd > 0) {
+      ls2_load_tile<BN, D, LDS>(sKV, k, k0, lk, stride_k, (long long)kvh * D, vk);
+      ls2_load_tile<BN, D, LDS>(sKV + BN * LDS, v, k0, lk, stride_v, (long long)kvh * D, vv);
+    }
+)cuda";
+}
+
+/// The head of the loop over key tiles (forward and dq): two stages of K
+/// and V in sKV, the next tile's cp.async loads in flight while this one is
+/// computed; sK and sV are the current stage.
+std::string keyTileLoopHead() {
+  return R"cuda(    for (long long n0 = 0, stage = 0; n0 < kEnd; n0 += BN, stage ^= 1) {
+      const ls2_t *sK = sKV + stage * 2 * BN * LDS, *sV = sK + BN * LDS;
+      __syncthreads(); // every warp is done with the other stage
+      if (n0 + BN < kEnd) {
+        ls2_t *nK = sKV + (stage ^ 1) * 2 * BN * LDS;
+        ls2_load_tile<BN, D, LDS>(nK, k, k0 + n0 + BN, lk - n0 - BN, stride_k, (long long)kvh * D, vk);
+        ls2_load_tile<BN, D, LDS>(nK + BN * LDS, v, k0 + n0 + BN, lk - n0 - BN, stride_v,
+                                  (long long)kvh * D, vv);
+      }
+      ls2_commit();
+      ls2_sync_but_one();
+)cuda";
+}
+
+uint64_t backwardScratchBytes(const AttentionSpec &s, int64_t maxTokensQ) {
+  return kScratchCounterBytes + 2 * static_cast<uint64_t>(maxTokensQ) * s.heads * 4;
+}
+
+std::string backwardScratchDeclarations(const AttentionSpec &s, int64_t maxTokensQ) {
+  const uint64_t statElements = static_cast<uint64_t>(maxTokensQ) * s.heads;
+  return "  float *scratch_d = reinterpret_cast<float *>(scratch + " +
+         std::to_string(kScratchCounterBytes) + "), *scratch_bias = scratch_d + " +
+         std::to_string(statElements) + ";\n";
+}
+
+std::string statsLoads(const std::string &rows0, const std::string &head,
+                       const std::string &stage) {
+  return "        if (threadIdx.x < BM) {\n"
+         "          const long long i = " + rows0 + " + threadIdx.x;\n"
+         "          const long long at = i < lq ? (q0 + i) * HQ + " + head + " : 0;\n"
+         "          ls2_load_f32(sD + (" + stage + ") * BM + threadIdx.x, scratch_d + at, i < lq);\n"
+         "          ls2_load_f32(sL + (" + stage + ") * BM + threadIdx.x, scratch_bias + at, i < lq);\n"
+         "        }\n";
+}
+
+} // namespace ls2c::codegen::attention
