@@ -48,19 +48,44 @@ int64_t splitPoint(int64_t count, const char *unit, const std::string &path) {
   return split;
 }
 
+namespace {
+
+/// Options that name data of one architecture only.
+struct ArchitectureOption {
+  const char *flag;
+  std::string TrainOptions::*field;
+  Architecture architecture;
+};
+
+const ArchitectureOption kArchitectureOptions[] = {
+    {"--target", &TrainOptions::target, Architecture::EncoderDecoder},
+    {"--valid-target", &TrainOptions::validTarget, Architecture::EncoderDecoder},
+    {"--tokenizer", &TrainOptions::tokenizer, Architecture::EncoderDecoder},
+    {"--target-tokenizer", &TrainOptions::targetTokenizer, Architecture::EncoderDecoder},
+};
+
+} // namespace
+
 std::unique_ptr<TrainingData> loadTrainingData(const TrainOptions &o,
                                                const ModelDescription &desc) {
+  for (const ArchitectureOption &option : kArchitectureOptions)
+    if (!(o.*option.field).empty() && desc.architecture != option.architecture)
+      throw TrainError(std::string(option.flag) + " is for " +
+                       std::string(toString(option.architecture)) + " models; " +
+                       o.model + "'s architecture is '" +
+                       std::string(toString(desc.architecture)) + "'");
   switch (desc.architecture) {
   case Architecture::Decoder:
     return loadLMData(o, desc);
   case Architecture::Encoder:
     return loadMaskedLMData(o, desc);
   case Architecture::EncoderDecoder:
+    return loadTranslationData(o, desc);
   case Architecture::ViT:
     break;
   }
-  throw TrainError(o.model + ": ls2c train supports decoder and encoder models "
-                   "so far; this model's architecture is '" +
+  throw TrainError(o.model + ": ls2c train supports decoder, encoder and encoder_decoder "
+                   "models so far; this model's architecture is '" +
                    std::string(toString(desc.architecture)) + "'");
 }
 

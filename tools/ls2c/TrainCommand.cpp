@@ -52,7 +52,14 @@ std::string parse(const std::vector<std::string> &args, TrainOptions &o) {
       error = value(o.data);
     else if (a == "--valid-data")
       error = value(o.validData);
-
+    else if (a == "--target")
+      error = value(o.target);
+    else if (a == "--valid-target")
+      error = value(o.validTarget);
+    else if (a == "--tokenizer")
+      error = value(o.tokenizer);
+    else if (a == "--target-tokenizer")
+      error = value(o.targetTokenizer);
 
     else if (a == "--out")
       error = value(o.outDir);
@@ -118,19 +125,28 @@ data by architecture:
                    segments of max_seq_len - 2 tokens, [CLS] segment [SEP],
                    15% masked anew each epoch (80% [MASK], 10% random, 10%
                    kept); metrics: masked-LM loss and accuracy
-Encoder ids are the tokenizer's plus 4 ([PAD] [CLS] [SEP] [MASK] come first),
-so the model's vocab must be at least the tokenizer's + 4. Its batches are
-length buckets of at most max_batch_tokens tokens, visited in a seeded order
-each epoch.
+  encoder_decoder  --data SOURCE --target TARGET --tokenizer MODEL: parallel
+                   text (plain or .gz, line i of one translates line i of the
+                   other) tokenized with a sentencepiece model or character
+                   vocabulary of `ls2c tokenize` (--target-tokenizer MODEL
+                   for another target one); metrics: loss, accuracy,
+                   and the NLL loss under label smoothing
+Encoder and encoder_decoder ids are the tokenizer's plus 4: [PAD] [CLS] [SEP]
+[MASK] (encoder) or fairseq's <s> <pad> </s> <unk> come first, so the model's
+vocab must be at least the tokenizer's + 4. Their batches are length
+buckets of at most max_batch_tokens tokens (each side of a pair), visited in
+a seeded order each epoch.
 
-  --valid-data DATA        validation data of the same kind (token file)
+  --valid-data DATA        validation data of the same kind (token file,
+                           source text)
+  --valid-target TEXT      encoder_decoder: with --valid-data
   --out DIR                metrics.jsonl and checkpoint.safetensors go here
                            (default runs/<model name>)
   --steps N                optimizer steps to reach in total (default 1000)
   --batch-sequences N      decoder: sequences of max_seq_len tokens per
                            micro-batch (default: what max_batch_tokens
-                           holds); encoder: at most N sequences a
-                           batch (default 0: no limit)
+                           holds); encoder, encoder_decoder:
+                           at most N sequences a batch (default 0: no limit)
   --micro-batches N        gradient accumulation steps (default 1)
   --eval-interval N        validation every N steps (default 100; 0 = never)
   --eval-batches N         validation batches per evaluation (default 16)

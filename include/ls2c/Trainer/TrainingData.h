@@ -12,14 +12,20 @@
 //                    sequences cut into segments of at most max_seq_len - 2
 //                    tokens, laid out [CLS] s [SEP] and masked anew each
 //                    epoch (MaskedLM.h), bucketed by length (Bucketing.h)
+//   encoder_decoder  src_ids, src_position_ids [S], src_cu_seqlens [B + 1],
+//                    tgt_ids, tgt_position_ids, labels [T],
+//                    tgt_cu_seqlens [B + 1]: parallel text tokenized with a
+//                    tokenizer model (Tokenizer.h), pairs bucketed by length
+//                    on both sides (ParallelCorpus.h)
 //
-// Token ids of encoder data are the tokenizer's ids shifted by
-// kNumSpecialIds, making room for the special tokens before them:
+// Token ids of encoder and encoder_decoder data are the tokenizer's ids
+// shifted by kNumSpecialIds, making room for the special tokens before them:
 //   encoder          [PAD] 0, [CLS] 1, [SEP] 2, [MASK] 3
+//   encoder_decoder  <s> 0, <pad> 1, </s> 2, <unk> 3 (fairseq's Dictionary)
 // so the model's vocab must be at least the tokenizer's vocab_size + 4.
 //
 // Validation: a second data set of the same kind (--valid-data ...), or the
-// last 10% of the training examples (stream ids, segments).
+// last 10% of the training examples (stream ids, segments, pairs).
 // Micro-batch i of a run depends only on the data, the options, the seed and
 // i, so a resumed run repeats the batches of an uninterrupted one; validation
 // batches are the same at every evaluation (fixed masks). No MLIR.
@@ -41,7 +47,7 @@
 
 namespace ls2c {
 
-/// Special ids before the tokenizer's ids in encoder data.
+/// Special ids before the tokenizer's ids in encoder and encoder_decoder data.
 constexpr int32_t kNumSpecialIds = 4;
 
 /// One micro-batch: @forward's data inputs by name (shapes above).
@@ -67,16 +73,20 @@ public:
   virtual bool validBatch(int64_t k, InputBatch &out) const = 0;
   /// One line for the progress output: examples, batches, what was cut.
   virtual std::string summary() const = 0;
-  /// The label value that carries no loss.
+  /// The label value that carries no loss: -100, or padding_idx for
+  /// encoder_decoder.
   virtual int64_t ignoredLabel() const { return -100; }
 };
 
 /// Loads the data `options` names for `desc`'s architecture (the decoder:
-/// --data; encoder: --data, --valid-data token files). `options.model`
-/// names the description in messages. Throws TrainError naming the file and
-/// the rule: a missing or malformed file, data of another kind than the
-/// architecture trains on, ids beyond the model's vocabulary, too few
-/// examples to split; encoder_decoder and vit models are not supported yet.
+/// --data; encoder: --data, --valid-data token files; encoder_decoder:
+/// --data, --target, --tokenizer and optionally --target-tokenizer,
+/// --valid-data, --valid-target). `options.model` names the description in
+/// messages. Throws TrainError naming the file or option and the rule: a
+/// missing or malformed file, data of another kind than the architecture
+/// trains on, an option the architecture does not take, ids beyond the
+/// model's vocabulary, too few examples to split; vit models are not
+/// supported yet.
 std::unique_ptr<TrainingData> loadTrainingData(const TrainOptions &options,
                                                const ModelDescription &desc);
 
