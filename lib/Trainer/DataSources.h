@@ -15,6 +15,7 @@ std::unique_ptr<TrainingData> loadMaskedLMData(const TrainOptions &o,
                                                const ModelDescription &desc);
 std::unique_ptr<TrainingData> loadTranslationData(const TrainOptions &o,
                                                   const ModelDescription &desc);
+std::unique_ptr<TrainingData> loadImageData(const TrainOptions &o, const ModelDescription &desc);
 
 /// An int32 tensor of `values`, shaped [values.size()].
 reference::HostTensor intTensor(const std::vector<int32_t> &values);

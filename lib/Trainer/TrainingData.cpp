@@ -62,6 +62,8 @@ const ArchitectureOption kArchitectureOptions[] = {
     {"--valid-target", &TrainOptions::validTarget, Architecture::EncoderDecoder},
     {"--tokenizer", &TrainOptions::tokenizer, Architecture::EncoderDecoder},
     {"--target-tokenizer", &TrainOptions::targetTokenizer, Architecture::EncoderDecoder},
+    {"--labels", &TrainOptions::labels, Architecture::ViT},
+    {"--valid-labels", &TrainOptions::validLabels, Architecture::ViT},
 };
 
 } // namespace
@@ -82,11 +84,9 @@ std::unique_ptr<TrainingData> loadTrainingData(const TrainOptions &o,
   case Architecture::EncoderDecoder:
     return loadTranslationData(o, desc);
   case Architecture::ViT:
-    break;
+    return loadImageData(o, desc);
   }
-  throw TrainError(o.model + ": ls2c train supports decoder, encoder and encoder_decoder "
-                   "models so far; this model's architecture is '" +
-                   std::string(toString(desc.architecture)) + "'");
+  throw TrainError(o.model + ": unknown architecture");
 }
 
 } // namespace ls2c

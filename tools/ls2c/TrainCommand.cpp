@@ -60,7 +60,10 @@ std::string parse(const std::vector<std::string> &args, TrainOptions &o) {
       error = value(o.tokenizer);
     else if (a == "--target-tokenizer")
       error = value(o.targetTokenizer);
-
+    else if (a == "--labels")
+      error = value(o.labels);
+    else if (a == "--valid-labels")
+      error = value(o.validLabels);
     else if (a == "--out")
       error = value(o.outDir);
     else if (a == "--steps")
@@ -131,6 +134,9 @@ data by architecture:
                    vocabulary of `ls2c tokenize` (--target-tokenizer MODEL
                    for another target one); metrics: loss, accuracy,
                    and the NLL loss under label smoothing
+  vit              --data IMAGES --labels LABELS: IDX files (plain or .gz),
+                   e.g. Fashion-MNIST's from /usr/share/datasets/fashion-mnist;
+                   metrics: loss, accuracy
 Encoder and encoder_decoder ids are the tokenizer's plus 4: [PAD] [CLS] [SEP]
 [MASK] (encoder) or fairseq's <s> <pad> </s> <unk> come first, so the model's
 vocab must be at least the tokenizer's + 4. Their batches are length
@@ -138,14 +144,15 @@ buckets of at most max_batch_tokens tokens (each side of a pair), visited in
 a seeded order each epoch.
 
   --valid-data DATA        validation data of the same kind (token file,
-                           source text)
+                           source text, images)
   --valid-target TEXT      encoder_decoder: with --valid-data
+  --valid-labels LABELS    vit: with --valid-data
   --out DIR                metrics.jsonl and checkpoint.safetensors go here
                            (default runs/<model name>)
   --steps N                optimizer steps to reach in total (default 1000)
   --batch-sequences N      decoder: sequences of max_seq_len tokens per
-                           micro-batch (default: what max_batch_tokens
-                           holds); encoder, encoder_decoder:
+                           micro-batch, vit: images (default: what
+                           max_batch_tokens holds); encoder, encoder_decoder:
                            at most N sequences a batch (default 0: no limit)
   --micro-batches N        gradient accumulation steps (default 1)
   --eval-interval N        validation every N steps (default 100; 0 = never)

@@ -9,7 +9,7 @@
 //
 // Every architecture: decoder (GPT) models on character-level text or a
 // token file, encoder (BERT) masked-LM on token files, encoder_decoder
-// translation on parallel text (TrainingData.h); not yet ViT.
+// translation on parallel text, ViT on IDX images (TrainingData.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LS2C_TRAINER_TRAINER_H
@@ -23,15 +23,17 @@ namespace ls2c {
 
 struct TrainOptions {
   std::string model;           ///< model description (JSON)
-  std::string data;            ///< text or token file; source text
+  std::string data;            ///< text or token file; source text; IDX images
   std::string validData;       ///< validation data of the same kind ("": split --data)
   std::string target;          ///< encoder_decoder: target text, line by line with --data
   std::string validTarget;     ///< encoder_decoder: with validData
   std::string tokenizer;       ///< encoder_decoder: tokenizer model (source, and target unless:)
   std::string targetTokenizer; ///< encoder_decoder: the target's, when not shared
+  std::string labels;          ///< vit: IDX labels of --data
+  std::string validLabels;     ///< vit: with validData
   std::string outDir;          ///< metrics.jsonl and checkpoint.safetensors
   int64_t steps = 1000;        ///< optimizer steps to reach (in total)
-  /// decoder: sequences per micro-batch, 0: as many as
+  /// decoder, vit: sequences (images) per micro-batch, 0: as many as
   /// max_batch_tokens holds; encoder, encoder_decoder: at most this many
   /// per length bucket, 0: no limit but max_batch_tokens.
   int64_t batchSequences = 0;

@@ -2,7 +2,7 @@
 //
 // The training and validation batches of `ls2c train`, one source per
 // architecture, as the inputs of the model's @forward by argument name
-// (ls2.name; int32 unless noted; T tokens, B sequences):
+// (ls2.name; int32 unless noted; T tokens, B sequences or images):
 //
 //   decoder          input_ids, position_ids, labels [T], cu_seqlens [B + 1]
 //                    random windows of max_seq_len + 1 ids of one stream:
@@ -17,6 +17,9 @@
 //                    tgt_cu_seqlens [B + 1]: parallel text tokenized with a
 //                    tokenizer model (Tokenizer.h), pairs bucketed by length
 //                    on both sides (ParallelCorpus.h)
+//   vit              pixels [B, C, S, S] (compute dtype), cu_seqlens [B + 1],
+//                    labels [B]: IDX images and labels (ImagePatches.h),
+//                    normalized as timm's ViT (mean 0.5, std 0.5)
 //
 // Token ids of encoder and encoder_decoder data are the tokenizer's ids
 // shifted by kNumSpecialIds, making room for the special tokens before them:
@@ -25,7 +28,7 @@
 // so the model's vocab must be at least the tokenizer's vocab_size + 4.
 //
 // Validation: a second data set of the same kind (--valid-data ...), or the
-// last 10% of the training examples (stream ids, segments, pairs).
+// last 10% of the training examples (stream ids, segments, pairs, images).
 // Micro-batch i of a run depends only on the data, the options, the seed and
 // i, so a resumed run repeats the batches of an uninterrupted one; validation
 // batches are the same at every evaluation (fixed masks). No MLIR.
@@ -53,7 +56,7 @@ constexpr int32_t kNumSpecialIds = 4;
 /// One micro-batch: @forward's data inputs by name (shapes above).
 struct InputBatch {
   std::map<std::string, reference::HostTensor> inputs;
-  int64_t tokens = 0; ///< tokens the model runs
+  int64_t tokens = 0; ///< tokens the model runs (vit: images x (patches + 1))
 };
 
 class TrainingData {
@@ -62,7 +65,7 @@ public:
   /// Identifies the training examples for --resume's check (RunKey::data),
   /// e.g. "1003854 tokens, fnv1a64 0123456789abcdef".
   virtual std::string fingerprint() const = 0;
-  /// Sequences a micro-batch holds at most, as checkpoints record
+  /// Sequences (images) a micro-batch holds at most, as checkpoints record
   /// it (RunKey::batchSequences); 0: bounded by max_batch_tokens only.
   virtual int64_t batchSequences() const = 0;
   /// Makes the next next() return micro-batch `index` of the run (0-based:
@@ -81,12 +84,12 @@ public:
 /// Loads the data `options` names for `desc`'s architecture (the decoder:
 /// --data; encoder: --data, --valid-data token files; encoder_decoder:
 /// --data, --target, --tokenizer and optionally --target-tokenizer,
-/// --valid-data, --valid-target). `options.model` names the description in
+/// --valid-data, --valid-target; vit: --data, --labels and optionally
+/// --valid-data, --valid-labels). `options.model` names the description in
 /// messages. Throws TrainError naming the file or option and the rule: a
 /// missing or malformed file, data of another kind than the architecture
 /// trains on, an option the architecture does not take, ids beyond the
-/// model's vocabulary, too few examples to split; vit models are not
-/// supported yet.
+/// model's vocabulary, labels beyond num_classes, too few examples to split.
 std::unique_ptr<TrainingData> loadTrainingData(const TrainOptions &options,
                                                const ModelDescription &desc);
 
