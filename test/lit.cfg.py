@@ -24,6 +24,11 @@ config.substitutions.append(("%ls2c_obj_root", config.ls2c_binary_dir))
 config.substitutions.append(("%examples", os.path.join(config.ls2c_source_dir, "examples")))
 config.substitutions.append(("%shared", os.path.join(config.ls2c_source_dir, "..", "shared")))
 
+# Fashion-MNIST from Debian's dataset-fashion-mnist (scripts/setup.sh installs it).
+config.substitutions.append(("%fashion", "/usr/share/datasets/fashion-mnist"))
+if os.path.exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"):
+    config.available_features.add("fashion-mnist")
+
 # Tests that compile kernels (NVRTC, no device) need `REQUIRES: nvrtc`.
 if config.have_cuda:
     config.available_features.add("nvrtc")

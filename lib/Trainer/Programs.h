@@ -23,7 +23,8 @@ namespace ls2c {
 
 /// @accumulate_gradients and @optimizer_step of the train step (see
 /// ls2-train-step in Passes.td for their arguments) and @forward without
-/// dropout.
+/// dropout, returning the loss and the logits it was computed from ([T, V];
+/// vit: [B, num_classes]).
 struct Programs {
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> train, eval;

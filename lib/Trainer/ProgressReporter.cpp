@@ -90,17 +90,21 @@ void ProgressReporter::step(int64_t step, double loss, double lr,
   std::fflush(stderr);
 }
 
-void ProgressReporter::validation(int64_t step, double validLoss) {
-  metrics << nlohmann::json({{"step", step},
-                             {"valid_loss", validLoss},
-                             {"elapsed_seconds", elapsed()}})
-                 .dump()
-          << '\n'
-          << std::flush;
-  if (progress)
-    std::fprintf(stderr, "%sstep %lld: validation loss %.4f\n",
-                 terminal ? "\r\033[K" : "", static_cast<long long>(step),
-                 validLoss);
+void ProgressReporter::validation(int64_t step, double validLoss,
+                                  const std::map<std::string, double> &extra) {
+  nlohmann::json line = {{"step", step},
+                         {"valid_loss", validLoss},
+                         {"elapsed_seconds", elapsed()}};
+  for (const auto &[key, value] : extra)
+    line[key] = value;
+  metrics << line.dump() << '\n' << std::flush;
+  if (!progress)
+    return;
+  std::fprintf(stderr, "%sstep %lld: validation loss %.4f",
+               terminal ? "\r\033[K" : "", static_cast<long long>(step), validLoss);
+  if (auto it = extra.find("valid_accuracy"); it != extra.end())
+    std::fprintf(stderr, ", accuracy %.4f", it->second);
+  std::fputc('\n', stderr);
 }
 
 void ProgressReporter::finish() {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <string>
 
 namespace ls2c {
@@ -13,6 +14,8 @@ namespace ls2c {
 ///   {"step": 10, "loss": 3.91, "lr": 0.001, "grad_norm": 1.2,
 ///    "tokens_per_second": 5120.0, "finite": true, "elapsed_seconds": 2.5}
 ///   {"step": 100, "valid_loss": 2.71, "elapsed_seconds": 25.0}
+/// (validation lines of encoder, encoder_decoder and vit models add
+/// "valid_accuracy", and "valid_nll_loss" under label smoothing)
 /// and, when enabled, a progress line on stderr (redrawn in place on a
 /// terminal, one line per 5% of the run otherwise):
 ///   step 120/1000 [###-------] loss 2.4312 lr 9.8e-04 5230 tok/s ETA 2m51s
@@ -27,7 +30,9 @@ public:
                    bool progress, int64_t totalSteps);
   void step(int64_t step, double loss, double lr, double gradNorm,
             double tokensPerSecond, bool finite);
-  void validation(int64_t step, double validLoss);
+  /// `extra`: further metrics of the validation line, by key.
+  void validation(int64_t step, double validLoss,
+                  const std::map<std::string, double> &extra = {});
   void finish();
 
 private:

@@ -1,7 +1,6 @@
 //===- TrainState.cpp - training state and its checkpoints ----------------===//
 #include "TrainState.h"
 
-#include "ls2c/Data/TokenFile.h"
 #include "ls2c/Support/Safetensors.h"
 #include "ls2c/Trainer/Trainer.h"
 
@@ -95,13 +94,6 @@ void TrainState::save(const std::string &path, const ModelDescription &desc,
   } catch (const SafetensorsError &e) {
     throw TrainError(e.what());
   }
-}
-
-std::string TrainState::dataFingerprint(const std::vector<int32_t> &ids) {
-  std::string_view bytes(reinterpret_cast<const char *>(ids.data()), ids.size() * sizeof(int32_t));
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(bytes)));
-  return std::to_string(ids.size()) + " tokens, fnv1a64 " + hex;
 }
 
 TrainState TrainState::load(const std::string &path, const ModelDescription &desc,

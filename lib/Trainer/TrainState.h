@@ -31,12 +31,11 @@ struct TrainState {
   struct RunKey {
     uint64_t seed;
     int64_t batchSequences, microBatches;
-    /// The training ids: "N tokens, fnv1a64 H" (dataFingerprint). A
-    /// checkpoint without one (written before it existed) resumes on any.
+    /// The training examples: "N tokens, fnv1a64 H" (TrainingData.h's
+    /// dataFingerprint). A checkpoint without one (written before it
+    /// existed) resumes on any.
     std::string data;
   };
-  /// The fingerprint of a training id stream for RunKey::data.
-  static std::string dataFingerprint(const std::vector<int32_t> &ids);
   /// Reads a checkpoint written by save(); throws TrainError when it does
   /// not match `desc` (model name, parameter names and shapes) or `key`, or
   /// holds malformed counters or non-finite values.

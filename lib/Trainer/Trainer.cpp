@@ -5,18 +5,18 @@
 #include "Programs.h"
 #include "TrainState.h"
 
-#include "ls2c/Data/CharCorpus.h"
-#include "ls2c/Data/LMBatcher.h"
-#include "ls2c/Data/TokenCorpus.h"
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Model/ParameterLayout.h"
 #include "ls2c/Reference/Interpreter.h"
+#include "ls2c/Trainer/TrainingData.h"
 #include "ls2c/Training/Workspace.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 
@@ -53,16 +53,30 @@ private:
   struct sigaction oldInt {}, oldTerm {};
 };
 
-HostTensor ids(const std::vector<int32_t> &values) {
-  return HostTensor::fromInts(ElementType::I32, {static_cast<int64_t>(values.size())},
-                              std::vector<int64_t>(values.begin(), values.end()));
-}
+/// What one evaluation measured.
+struct Evaluation {
+  double loss = 0;      ///< mean over the labels that carry a loss
+  double nllLoss = 0;   ///< the same without label smoothing
+  double accuracy = 0;  ///< share of those labels the logits' argmax predicts
+};
 
-std::map<std::string, HostTensor> batchInputs(const TokenBatch &b) {
-  return {{"input_ids", ids(b.input_ids)},
-          {"position_ids", ids(b.position_ids)},
-          {"cu_seqlens", ids(b.cu_seqlens)},
-          {"labels", ids(b.labels)}};
+/// Adds the argmax hits and the negative log-likelihood of the rows of
+/// `logits` [N, C] whose label is not `ignored`.
+void score(const HostTensor &logits, const HostTensor &labels, int64_t ignored,
+           int64_t &hits, double &nll) {
+  const int64_t rows = labels.numElements(), classes = logits.shape.back();
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t label = labels.ints[static_cast<size_t>(r)];
+    if (label == ignored)
+      continue;
+    const double *x = logits.floats.data() + r * classes;
+    int64_t best = std::max_element(x, x + classes) - x;
+    hits += best == label;
+    double top = x[best], sum = 0;
+    for (int64_t c = 0; c < classes; ++c)
+      sum += std::exp(x[c] - top);
+    nll += top + std::log(sum) - x[label];
+  }
 }
 
 } // namespace
@@ -75,56 +89,21 @@ TrainResult train(const TrainOptions &o) {
   } catch (const DescriptionError &e) {
     throw TrainError(e.what());
   }
-  if (desc.architecture != Architecture::Decoder)
-    throw TrainError(o.model + ": ls2c train supports decoder models on text "
-                     "corpora so far; this model's architecture is '" +
-                     std::string(toString(desc.architecture)) + "'");
   if (o.steps < 1 || o.microBatches < 1 || o.batchSequences < 0 ||
       o.evalInterval < 0 || o.evalBatches < 1 || o.checkpointInterval < 0)
     throw TrainError("--steps, --micro-batches and --eval-batches must be >= 1; "
                      "--batch-sequences, --eval-interval and "
                      "--checkpoint-interval >= 0");
-  int64_t seqLen = desc.max_seq_len;
-  int64_t sequences =
-      o.batchSequences ? o.batchSequences : desc.max_batch_tokens / seqLen;
-  int64_t batchTokens = 0;
-  if (__builtin_mul_overflow(sequences, seqLen, &batchTokens) ||
-      batchTokens > desc.max_batch_tokens)
-    throw TrainError("--batch-sequences " + std::to_string(sequences) + " x " +
-                     std::to_string(seqLen) + " tokens exceeds max_batch_tokens " +
-                     std::to_string(desc.max_batch_tokens) + " of " + o.model);
-
-  // The id streams: a token file's, or a text's characters.
-  TokenCorpus corpus;
-  const bool tokens = isTokenFile(o.data);
-  if (!tokens && !o.validData.empty())
-    throw TrainError("--valid-data " + o.validData + " needs --data to be a token file (" +
-                     o.data + " is text)");
-  try {
-    if (tokens) {
-      corpus = loadTokenCorpus(o.data, o.validData, 0.9, seqLen + 1);
-    } else {
-      CharCorpus text = loadCharCorpus(o.data, 0.9, seqLen + 1);
-      corpus.vocabSize = text.vocabSize();
-      corpus.train = std::move(text.train);
-      corpus.valid = std::move(text.valid);
-    }
-  } catch (const DataError &e) {
-    throw TrainError(e.what());
-  }
-  if (corpus.vocabSize > desc.vocab)
-    throw TrainError(o.data + ": " +
-                     (tokens ? "vocab_size " + std::to_string(corpus.vocabSize) + " exceeds"
-                             : std::to_string(corpus.vocabSize) + " distinct characters exceed") +
-                     " the model's vocab " + std::to_string(desc.vocab) + " (" + o.model + ")");
+  std::unique_ptr<TrainingData> data = loadTrainingData(o, desc);
+  const bool classifies = desc.architecture != Architecture::Decoder;
 
   Programs programs;
   compilePrograms(programs, desc);
   ParameterLayout layout = buildParameterLayout(desc);
   WorkspaceLayout ws = planWorkspace(layout);
   TrainState state = TrainState::fresh(desc, ws, o.seed);
-  const TrainState::RunKey key{o.seed, sequences, o.microBatches,
-                               TrainState::dataFingerprint(corpus.train)};
+  const TrainState::RunKey key{o.seed, data->batchSequences(), o.microBatches,
+                               data->fingerprint()};
   std::string checkpoint = o.outDir + "/checkpoint.safetensors";
   if (o.resume) {
     state = TrainState::load(checkpoint, desc, ws, key);
@@ -145,33 +124,45 @@ TrainResult train(const TrainOptions &o) {
     if (!ws.find(name))
       buffers[name] = t;
 
-  LMBatcher batcher(corpus.train, seqLen, sequences, o.seed);
-  batcher.skip(state.step * o.microBatches);
+  data->seek(state.step * o.microBatches);
+  if (o.progress)
+    std::fprintf(stderr, "data: %s\n", data->summary().c_str());
   Interpreter interpreter(reference::Precision::F32);
   ProgressReporter report(o.outDir + "/metrics.jsonl",
                           /*resumeAfter=*/o.resume ? state.step : -1,
                           o.progress, o.steps);
   InterruptGuard interrupt;
 
+  // The dropout-free @forward returns the loss and the logits it scores.
   auto evaluate = [&]() {
     std::map<std::string, HostTensor> params = state.computeParameters(
         desc, ws, computeType(desc.dtype));
-    double sum = 0;
-    int64_t count = 0;
-    TokenBatch b;
-    for (int64_t k = 0; k < o.evalBatches &&
-                        LMBatcher::sequentialBatch(corpus.valid, seqLen,
-                                                   sequences, k, b);
-         ++k) {
+    double sum = 0, nll = 0;
+    int64_t count = 0, hits = 0;
+    InputBatch b;
+    for (int64_t k = 0; k < o.evalBatches && data->validBatch(k, b); ++k) {
       std::map<std::string, HostTensor> named = params;
-      for (auto &[name, t] : batchInputs(b))
+      for (auto &[name, t] : b.inputs)
         named[name] = t;
       std::vector<HostTensor> args;
       appendNamed(args, programs.forward, 0, named);
-      sum += interpreter.run(programs.forward, args)[0].floats[0] * b.numTokens();
-      count += b.numTokens();
+      std::vector<HostTensor> out = interpreter.run(programs.forward, args);
+      const HostTensor &labels = b.inputs.at("labels");
+      int64_t scored = 0;
+      for (int64_t label : labels.ints)
+        scored += label != data->ignoredLabel();
+      sum += out[0].floats[0] * static_cast<double>(scored);
+      count += scored;
+      if (classifies)
+        score(out[1], labels, data->ignoredLabel(), hits, nll);
     }
-    return sum / static_cast<double>(count);
+    Evaluation e;
+    if (count > 0) {
+      e.loss = sum / static_cast<double>(count);
+      e.nllLoss = nll / static_cast<double>(count);
+      e.accuracy = static_cast<double>(hits) / static_cast<double>(count);
+    }
+    return e;
   };
 
   TrainResult result;
@@ -181,8 +172,8 @@ TrainResult train(const TrainOptions &o) {
     double loss = 0;
     int64_t tokens = 0;
     for (int64_t micro = 0; micro < o.microBatches; ++micro) {
-      TokenBatch batch = batcher.next();
-      std::map<std::string, HostTensor> named = batchInputs(batch);
+      InputBatch batch = data->next();
+      std::map<std::string, HostTensor> named = std::move(batch.inputs);
       named.insert(buffers.begin(), buffers.end());
       named["dropout_seed"] = HostTensor::scalarInt(ElementType::I64,
                                                     static_cast<int64_t>(o.seed));
@@ -193,7 +184,7 @@ TrainResult train(const TrainOptions &o) {
       std::vector<HostTensor> out = interpreter.run(programs.accumulate, args);
       loss += out[0].floats[0] / static_cast<double>(o.microBatches);
       grads = std::move(out[1]);
-      tokens += batch.numTokens();
+      tokens += batch.tokens;
     }
     std::vector<HostTensor> out = interpreter.run(
         programs.optimizerStep,
@@ -221,8 +212,16 @@ TrainResult train(const TrainOptions &o) {
     bool outOfTime = o.timeLimitSeconds > 0 && elapsed >= o.timeLimitSeconds;
     bool last = state.step == o.steps || outOfTime;
     if (o.evalInterval && (state.step % o.evalInterval == 0 || last)) {
-      result.lastValidLoss = evaluate();
-      report.validation(state.step, result.lastValidLoss);
+      Evaluation e = evaluate();
+      result.lastValidLoss = e.loss;
+      std::map<std::string, double> extra;
+      if (classifies) {
+        result.lastValidAccuracy = e.accuracy;
+        extra["valid_accuracy"] = e.accuracy;
+        if (desc.label_smoothing > 0)
+          extra["valid_nll_loss"] = e.nllLoss;
+      }
+      report.validation(state.step, e.loss, extra);
     }
     bool interrupted = interrupt.requested();
     if (last || interrupted ||

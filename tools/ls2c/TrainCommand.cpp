@@ -12,7 +12,7 @@ namespace ls2c::cli {
 namespace {
 
 constexpr const char *kTrainUsage =
-    "usage: ls2c train MODEL.json --data TEXT|TOKENS [--valid-data TOKENS] [--out DIR] [--steps N] "
+    "usage: ls2c train MODEL.json --data DATA [data options] [--out DIR] [--steps N] "
     "[--batch-sequences N] [--micro-batches N] [--eval-interval N] "
     "[--eval-batches N] [--checkpoint-interval N] [--time-limit SECONDS] "
     "[--seed N] [--resume] [--no-progress]";
@@ -52,6 +52,18 @@ std::string parse(const std::vector<std::string> &args, TrainOptions &o) {
       error = value(o.data);
     else if (a == "--valid-data")
       error = value(o.validData);
+    else if (a == "--target")
+      error = value(o.target);
+    else if (a == "--valid-target")
+      error = value(o.validTarget);
+    else if (a == "--tokenizer")
+      error = value(o.tokenizer);
+    else if (a == "--target-tokenizer")
+      error = value(o.targetTokenizer);
+    else if (a == "--labels")
+      error = value(o.labels);
+    else if (a == "--valid-labels")
+      error = value(o.validLabels);
     else if (a == "--out")
       error = value(o.outDir);
     else if (a == "--steps")
@@ -101,29 +113,58 @@ std::string parse(const std::vector<std::string> &args, TrainOptions &o) {
 }
 
 constexpr const char *kTrainHelp = R"(
-Trains a decoder (GPT) model with the CPU reference backend on a text corpus
-read character by character, or on a token file of `ls2c tokenize` (first
-90% train, last 10% validation, unless --valid-data names a second token
-file).
+Trains a model with the CPU reference backend (an interpreter of the compiled
+train step) on the data its architecture takes. Validation data is a second
+set of the same kind (--valid-data ...), or else the last 10% of the
+training examples.
 
-  --data TEXT|TOKENS       the corpus (e.g. examples/data/tinyshakespeare/input.txt)
-                           or a token file (its vocab_size at most the model's; its
-                           sequences read as one stream: tokenize with --concat)
-  --valid-data TOKENS      validation token file of the same tokenizer
+data by architecture:
+  decoder          --data TEXT|TOKENS: a text read character by character
+                   (e.g. examples/data/tinyshakespeare/input.txt) or a token
+                   file of `ls2c tokenize` (its vocab_size at most the model's;
+                   its sequences read as one stream: tokenize with --concat);
+                   random windows of max_seq_len
+  encoder          --data TOKENS: a token file whose sequences are cut into
+                   segments of max_seq_len - 2 tokens, [CLS] segment [SEP],
+                   15% masked anew each epoch (80% [MASK], 10% random, 10%
+                   kept); metrics: masked-LM loss and accuracy
+  encoder_decoder  --data SOURCE --target TARGET --tokenizer MODEL: parallel
+                   text (plain or .gz, line i of one translates line i of the
+                   other) tokenized with a sentencepiece model or character
+                   vocabulary of `ls2c tokenize` (--target-tokenizer MODEL
+                   for another target one); metrics: loss, accuracy,
+                   and the NLL loss under label smoothing
+  vit              --data IMAGES --labels LABELS: IDX files (plain or .gz),
+                   e.g. Fashion-MNIST's from /usr/share/datasets/fashion-mnist;
+                   metrics: loss, accuracy
+Encoder and encoder_decoder ids are the tokenizer's plus 4: [PAD] [CLS] [SEP]
+[MASK] (encoder) or fairseq's <s> <pad> </s> <unk> come first, so the model's
+vocab must be at least the tokenizer's + 4. Their batches are length
+buckets of at most max_batch_tokens tokens (each side of a pair), visited in
+a seeded order each epoch.
+
+  --valid-data DATA        validation data of the same kind (token file,
+                           source text, images)
+  --valid-target TEXT      encoder_decoder: with --valid-data
+  --valid-labels LABELS    vit: with --valid-data
   --out DIR                metrics.jsonl and checkpoint.safetensors go here
                            (default runs/<model name>)
   --steps N                optimizer steps to reach in total (default 1000)
-  --batch-sequences N      sequences of max_seq_len tokens per micro-batch
-                           (default max_batch_tokens / max_seq_len)
+  --batch-sequences N      decoder: sequences of max_seq_len tokens per
+                           micro-batch, vit: images (default: what
+                           max_batch_tokens holds); encoder, encoder_decoder:
+                           at most N sequences a batch (default 0: no limit)
   --micro-batches N        gradient accumulation steps (default 1)
   --eval-interval N        validation every N steps (default 100; 0 = never)
   --eval-batches N         validation batches per evaluation (default 16)
   --checkpoint-interval N  checkpoint every N steps (default 0: at the end)
   --time-limit SECONDS     stop, evaluate and checkpoint after this long
                            (0: no limit)
-  --seed N                 initialization, batches and dropout (default 1234)
+  --seed N                 initialization, batches, masks and dropout
+                           (default 1234)
   --resume                 continue from DIR/checkpoint.safetensors (same
-                           model, seed, --batch-sequences, --micro-batches)
+                           model, seed, data, --batch-sequences,
+                           --micro-batches)
   --no-progress            no progress line on stderr
 
 SIGINT or SIGTERM stops after the current step and writes the checkpoint
@@ -151,6 +192,8 @@ int runTrain(const std::vector<std::string> &args) {
                 r.seconds, r.lastLoss);
     if (r.lastValidLoss >= 0)
       std::printf(", validation loss %.4f", r.lastValidLoss);
+    if (r.lastValidAccuracy >= 0)
+      std::printf(", accuracy %.4f", r.lastValidAccuracy);
     std::printf("\nmetrics: %s/metrics.jsonl\ncheckpoint: %s/checkpoint.safetensors\n",
                 options.outDir.c_str(), options.outDir.c_str());
     return kExitOk;

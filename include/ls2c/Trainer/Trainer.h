@@ -7,8 +7,9 @@
 // and checkpoints as safetensors, and resumes from a checkpoint with exactly
 // the loss trajectory of an uninterrupted run.
 //
-// Supported today: decoder (GPT) models on a character-level text corpus
-// or a token file (`ls2c tokenize`, TokenCorpus.h).
+// Every architecture: decoder (GPT) models on character-level text or a
+// token file, encoder (BERT) masked-LM on token files, encoder_decoder
+// translation on parallel text, ViT on IDX images (TrainingData.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LS2C_TRAINER_TRAINER_H
@@ -22,11 +23,20 @@ namespace ls2c {
 
 struct TrainOptions {
   std::string model;           ///< model description (JSON)
-  std::string data;            ///< text corpus (characters) or token file
-  std::string validData;       ///< validation token file (token --data only)
+  std::string data;            ///< text or token file; source text; IDX images
+  std::string validData;       ///< validation data of the same kind ("": split --data)
+  std::string target;          ///< encoder_decoder: target text, line by line with --data
+  std::string validTarget;     ///< encoder_decoder: with validData
+  std::string tokenizer;       ///< encoder_decoder: tokenizer model (source, and target unless:)
+  std::string targetTokenizer; ///< encoder_decoder: the target's, when not shared
+  std::string labels;          ///< vit: IDX labels of --data
+  std::string validLabels;     ///< vit: with validData
   std::string outDir;          ///< metrics.jsonl and checkpoint.safetensors
   int64_t steps = 1000;        ///< optimizer steps to reach (in total)
-  int64_t batchSequences = 0;  ///< sequences per micro-batch; 0: max_batch_tokens / max_seq_len
+  /// decoder, vit: sequences (images) per micro-batch, 0: as many as
+  /// max_batch_tokens holds; encoder, encoder_decoder: at most this many
+  /// per length bucket, 0: no limit but max_batch_tokens.
+  int64_t batchSequences = 0;
   int64_t microBatches = 1;    ///< gradient accumulation steps per optimizer step
   int64_t evalInterval = 100;  ///< steps between validation evaluations (0: never)
   int64_t evalBatches = 16;    ///< validation batches per evaluation
@@ -42,6 +52,7 @@ struct TrainResult {
   int64_t step = 0;          ///< optimizer steps completed
   double lastLoss = 0;       ///< training loss of the last step
   double lastValidLoss = -1; ///< last validation loss (-1: none evaluated)
+  double lastValidAccuracy = -1; ///< its accuracy (-1: none, or a decoder)
   double seconds = 0;        ///< wall time of this run
 };
 
