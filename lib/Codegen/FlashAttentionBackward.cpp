@@ -165,21 +165,10 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
           }
         }
       }
-      // dS = P (dP mask - D), P rebuilt from lse; tiles that cross the
-      // sequence end or the causal diagonal mask scores to -inf (P = 0).
-      const bool full = n0 + BN <= lk${CAUSAL_FULL};
-      if (!full) {
-#pragma unroll
-        for (int rb = 0; rb < RB; ++rb)
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const long long i = rows[rb][e / 2], j = n0 + nt * 8 + 2 * t4 + (e & 1);
-              if (!(j < lk${CAUSAL_OK})) s[rb][nt][e] = NEG_INF;
-            }
-      }
-#pragma unroll
+      // dS = P (dP mask - D), P rebuilt from lse.
+)cuda";
+    src += queryTileMask();
+    src += R"cuda(#pragma unroll
       for (int rb = 0; rb < RB; ++rb)
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {

@@ -98,21 +98,10 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
           }
         }
       }
-      // Only tiles that cross the sequence end or the causal diagonal mask
-      // (raw scores to -inf); the max is taken on raw scores and scaled.
-      const bool full = n0 + BN <= lk${CAUSAL_FULL};
-      if (!full) {
-#pragma unroll
-        for (int rb = 0; rb < RB; ++rb)
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const long long i = rows[rb][e / 2], j = n0 + nt * 8 + 2 * t4 + (e & 1);
-              if (!(j < lk${CAUSAL_OK})) s[rb][nt][e] = NEG_INF;
-            }
-      }
-#pragma unroll
+)cuda";
+  // The max is then taken on raw scores and scaled.
+  src += queryTileMask();
+  src += R"cuda(#pragma unroll
       for (int rb = 0; rb < RB; ++rb) {
         float mx[2] = {NEG_INF, NEG_INF};
 #pragma unroll

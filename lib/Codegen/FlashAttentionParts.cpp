@@ -354,6 +354,23 @@ std::string keyTileLoopHead() {
 )cuda";
 }
 
+std::string queryTileMask() {
+  return R"cuda(      // Only tiles that cross the sequence end or the causal diagonal mask.
+      const bool full = n0 + BN <= lk${CAUSAL_FULL};
+      if (!full) {
+#pragma unroll
+        for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const long long i = rows[rb][e / 2], j = n0 + nt * 8 + 2 * t4 + (e & 1);
+              if (!(j < lk${CAUSAL_OK})) s[rb][nt][e] = NEG_INF;
+            }
+      }
+)cuda";
+}
+
 uint64_t backwardScratchBytes(const AttentionSpec &s, int64_t maxTokensQ) {
   return kScratchCounterBytes + 2 * static_cast<uint64_t>(maxTokensQ) * s.heads * 4;
 }

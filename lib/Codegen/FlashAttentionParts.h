@@ -54,6 +54,11 @@ std::string firstKeyTileLoads();
 /// The head of the double-buffered loop over key tiles (forward and dq).
 std::string keyTileLoopHead();
 
+/// Forward and dq, after S of key tile n0 is in s[RB][NT][4] (rows
+/// rows[rb][2]): tiles that cross the sequence end or the causal diagonal
+/// set masked scores to -inf (P = 0); whole tiles skip the test.
+std::string queryTileMask();
+
 /// Scratch of the backward kernels: past the counters, f32 [maxTokensQ,
 /// heads] each, D_i and then the exponent bias of P (lse_i in log2 units,
 /// 0 for a row without keys); dq writes them, dk/dv reads them.
