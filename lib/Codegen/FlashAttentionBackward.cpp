@@ -265,40 +265,8 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
 #pragma unroll
       for (int e = 0; e < 4; ++e) dkAcc[dt][e] = dvAcc[dt][e] = 0.0f;
 )cuda";
-    // Query i sees key j when j <= i + lk - lq: the tile's first key bounds
-    // the first query.
-    src += s.causal ? "    const long long firstQuery = max(0LL, first - (lk - lq));\n"
-                    : "    const long long firstQuery = 0;\n";
-    // One loop over the query tiles of each query head of the group, in
-    // order: tile `it` is head kvh * GROUP + it / tiles, rows firstQuery +
-    // (it % tiles) * BM; the K and V loads above and tile 0 form the first
-    // group, and each iteration prefetches tile it + 1.
-    src += R"cuda(    const long long tiles = lq > firstQuery ? (lq - firstQuery + BM - 1) / BM : 0;
-    if (tiles > 0) {
-      ls2_load_tile<BM, D, LDS>(sQD, q, q0 + firstQuery, lq - firstQuery, stride_q,
-                                (long long)(kvh * GROUP) * D, vq);
-      ls2_load_tile<BM, D, LDS>(sQD + BM * LDS, dout, q0 + firstQuery, lq - firstQuery,
-                                stride_dout, (long long)(kvh * GROUP) * D, vdo);
-)cuda" + statsLoads("firstQuery", "kvh * GROUP", "0") + R"cuda(    }
-    ls2_commit();
-    for (long long it = 0; it < tiles * GROUP; ++it) {
-      {
-        const int h = kvh * GROUP + (int)(it / tiles);
-        const long long qFirst = firstQuery + (it % tiles) * BM;
-        const ls2_t *sQ = sQD + (it & 1) * 2 * BM * LDS, *sDO = sQ + BM * LDS;
-        const float *tD = sD + (it & 1) * BM, *tL = sL + (it & 1) * BM;
-        __syncthreads(); // every warp is done with the other stage
-        if (it + 1 < tiles * GROUP) {
-          const int hn = kvh * GROUP + (int)((it + 1) / tiles);
-          const long long qn = firstQuery + ((it + 1) % tiles) * BM;
-          ls2_t *nQ = sQD + ((it + 1) & 1) * 2 * BM * LDS;
-          ls2_load_tile<BM, D, LDS>(nQ, q, q0 + qn, lq - qn, stride_q, (long long)hn * D, vq);
-          ls2_load_tile<BM, D, LDS>(nQ + BM * LDS, dout, q0 + qn, lq - qn, stride_dout,
-                                    (long long)hn * D, vdo);
-)cuda" + statsLoads("qn", "hn", "(it + 1) & 1") + R"cuda(        }
-        ls2_commit();
-        ls2_sync_but_one();
-        // S^T = K Q^T and dP^T = V dO^T: rows the warp's keys, columns queries.
+    src += queryTileLoopHead(s);
+    src += R"cuda(        // S^T = K Q^T and dP^T = V dO^T: rows the warp's keys, columns queries.
         float st[NT][4], dpt[NT][4];
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt)
@@ -370,7 +338,6 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
             ls2_mma(dkAcc[2 * dp2 + 1], sa, qb[2], qb[3]);
           }
         }
-      }
     }
 #pragma unroll
     for (int r = 0; r < 2; ++r) {

@@ -371,6 +371,38 @@ std::string queryTileMask() {
 )cuda";
 }
 
+std::string queryTileLoopHead(const AttentionSpec &s) {
+  std::string src;
+  src += s.causal ? "    const long long firstQuery = max(0LL, first - (lk - lq));\n"
+                  : "    const long long firstQuery = 0;\n";
+  src += R"cuda(    const long long tiles = lq > firstQuery ? (lq - firstQuery + BM - 1) / BM : 0;
+    if (tiles > 0) {
+      ls2_load_tile<BM, D, LDS>(sQD, q, q0 + firstQuery, lq - firstQuery, stride_q,
+                                (long long)(kvh * GROUP) * D, vq);
+      ls2_load_tile<BM, D, LDS>(sQD + BM * LDS, dout, q0 + firstQuery, lq - firstQuery,
+                                stride_dout, (long long)(kvh * GROUP) * D, vdo);
+)cuda" + statsLoads("firstQuery", "kvh * GROUP", "0") + R"cuda(    }
+    ls2_commit();
+    for (long long it = 0; it < tiles * GROUP; ++it) {
+      const int h = kvh * GROUP + (int)(it / tiles);
+      const long long qFirst = firstQuery + (it % tiles) * BM;
+      const ls2_t *sQ = sQD + (it & 1) * 2 * BM * LDS, *sDO = sQ + BM * LDS;
+      const float *tD = sD + (it & 1) * BM, *tL = sL + (it & 1) * BM;
+      __syncthreads(); // every warp is done with the other stage (and P and dS)
+      if (it + 1 < tiles * GROUP) {
+        const int hn = kvh * GROUP + (int)((it + 1) / tiles);
+        const long long qn = firstQuery + ((it + 1) % tiles) * BM;
+        ls2_t *nQ = sQD + ((it + 1) & 1) * 2 * BM * LDS;
+        ls2_load_tile<BM, D, LDS>(nQ, q, q0 + qn, lq - qn, stride_q, (long long)hn * D, vq);
+        ls2_load_tile<BM, D, LDS>(nQ + BM * LDS, dout, q0 + qn, lq - qn, stride_dout,
+                                  (long long)hn * D, vdo);
+)cuda" + statsLoads("qn", "hn", "(it + 1) & 1") + R"cuda(      }
+      ls2_commit();
+      ls2_sync_but_one();
+)cuda";
+  return src;
+}
+
 uint64_t backwardScratchBytes(const AttentionSpec &s, int64_t maxTokensQ) {
   return kScratchCounterBytes + 2 * static_cast<uint64_t>(maxTokensQ) * s.heads * 4;
 }

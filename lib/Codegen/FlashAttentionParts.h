@@ -72,6 +72,13 @@ std::string backwardScratchDeclarations(const AttentionSpec &s, int64_t maxToken
 std::string statsLoads(const std::string &rows0, const std::string &head,
                        const std::string &stage);
 
+/// dk/dv: the first query the causal mask lets see the key tile's first
+/// key, then the loop over the query tiles of each query head of the group
+/// in order (tile `it`: head kvh * GROUP + it / tiles, rows firstQuery +
+/// (it % tiles) * BM) through the wait for tile it: its Q and dO (sQ, sDO),
+/// D and bias (tD, tL) in shared memory, tile it + 1's loads in flight.
+std::string queryTileLoopHead(const AttentionSpec &s);
+
 /// dk and dv in FlashAttention-2's backward layout (head dims 96 and 128):
 /// the kernel "<name>" per 128-key tile and kv head, 8 warps.
 GeneratedKernel generateWideDkDv(mlir::Operation *op, const AttentionSpec &s,
