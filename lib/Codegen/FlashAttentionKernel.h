@@ -24,18 +24,18 @@ namespace ls2c::codegen::attention {
 /// bf16 with the head dim a multiple of 16 in [16, 128].
 bool flashApplies(const AttentionSpec &s);
 
-/// The forward kernel: one block of 4 warps per 64-query tile of a sequence
-/// and query head. Binds as generateAttentionKernel's kernel does.
+/// The forward kernel: one block of 4 warps per 128-query tile of a
+/// sequence and query head. Binds as generateAttentionKernel's kernel does.
 GeneratedKernel generateFlashForward(mlir::Operation *op, const AttentionSpec &s,
                                      const std::string &kernelName);
 
-/// The two backward kernels, "<kernelName>_dq" (per 64-query tile and
-/// query head) and "<kernelName>_dkdv" (per 64-key tile and kv head, the
-/// group's query heads summed in order), launched in that order. dq leaves
-/// D_i = dout_i . out_i in scratch (f32 [tokens_q, heads] after the
-/// kScratchCounterBytes counters; `maxTokensQ` bounds tokens_q) and dk/dv
-/// reads it there, so no key tile recomputes it (it was a synchronous,
-/// half-coalesced read of two [64, D] tiles per query tile).
+/// The two backward kernels, "<kernelName>_dq" (per 128-query tile and
+/// query head) and "<kernelName>_dkdv" (per 128-key tile and kv head with 8
+/// warps at head dims 96 and 128, else per 64-key tile with 4; the group's
+/// query heads summed in order), launched in that order. dq leaves D_i =
+/// dout_i . out_i and the exponent bias of P in scratch (f32 [tokens_q,
+/// heads] each after the kScratchCounterBytes counters; `maxTokensQ` bounds
+/// tokens_q) and dk/dv reads them there, so no key tile recomputes them.
 std::vector<GeneratedKernel> generateFlashBackward(mlir::Operation *op, const AttentionSpec &s,
                                                    const GradOperands &g, int64_t maxTokensQ,
                                                    const std::string &kernelName);
