@@ -17,8 +17,6 @@ import re
 import subprocess
 import sys
 
-import attention_torch
-
 
 def ours(gpu_step, directory, name):
     """Milliseconds of our forward and backward attention kernels in one profiled step."""
@@ -46,6 +44,10 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--json")
     a = ap.parse_args()
+    try:
+        import attention_torch  # PyTorch: only on the GPU machine
+    except ImportError as e:
+        sys.exit(f"attention_side_by_side.py: PyTorch is needed for the baselines: {e}")
     rows = []
     for name in a.names:
         m = re.fullmatch(r"(\d+)x(\d+)x(\d+)x(\d+)-(full|causal)", name)
