@@ -10,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 G=.gpu-attn
 SHAPES=(4x16x4096x128 8x16x2048x64 1x32x16384x128)
-case "${1:-}" in
+[ $# -eq 1 ] || { echo "usage: $0 prepare | run" >&2; exit 2; }
+case "$1" in
 prepare)
   specs=()
   for shape in "${SHAPES[@]}"; do
@@ -19,12 +20,7 @@ prepare)
       specs+=("bench/models/attention-$shape-$mask.json:${b}x$s")
     done
   done
-  scripts/gpu-profile.sh "${specs[@]}"
-  rm -rf "$G"
-  mv .gpu-prof "$G"
-  exclude=$(git rev-parse --git-path info/exclude)
-  grep -qx "/$G/" "$exclude" 2>/dev/null || echo "/$G/" >> "$exclude"
-  du -sh "$G" ;;
+  LS2C_PROF_DIR=$G scripts/gpu-profile.sh "${specs[@]}" ;;
 run)
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   [ -x "$G/ls2c-gpu-step" ] || { echo "$G is missing: run $0 prepare here and carry $G" >&2; exit 2; }

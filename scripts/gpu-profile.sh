@@ -2,7 +2,8 @@
 # Prepares full-size train-step profiles for the GPU machine: builds ls2c and
 # ls2c-gpu-step, compiles each preset for sm_90 and writes a random packed
 # batch of its benchmark shape (BERT: 32 x 512, GPT-2: 16 x 1024, as in
-# ../shared/DESIGN.md's baselines), under .gpu-prof/.
+# ../shared/DESIGN.md's baselines), under .gpu-prof/ (or $LS2C_PROF_DIR, a
+# folder name at the top of the checkout, which is replaced).
 # On the GPU machine (carry .gpu-prof):
 #   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib
 #   .gpu-prof/ls2c-gpu-step .gpu-prof/P.ls2b --init-seed 1 --batch .gpu-prof/P.batch.safetensors \
@@ -16,6 +17,10 @@ cd "$(dirname "$0")/.."
 PRESETS=("${@:-bert-base}")
 [ $# -eq 0 ] && PRESETS=(bert-base gpt2-medium)
 BUILD=${LS2C_BUILD_DIR:-build}
+P=${LS2C_PROF_DIR:-.gpu-prof}
+case "$P" in
+''|*/*|.|..) echo "$0: LS2C_PROF_DIR must be a folder name at the top of the checkout, not '$P'" >&2; exit 2 ;;
+esac
 # Every argument is checked before anything is built or removed.
 model_of() { # MODEL[:SHAPE] -> the description's path
   local m=${1%%:*}
@@ -43,16 +48,16 @@ done
 cmake --build "$BUILD" --target ls2c ls2c-gpu-step
 EXCLUDE=$(git rev-parse --git-path info/exclude)
 mkdir -p "$(dirname "$EXCLUDE")"
-grep -qx '/.gpu-prof/' "$EXCLUDE" 2>/dev/null || echo '/.gpu-prof/' >> "$EXCLUDE"
-rm -rf .gpu-prof
-mkdir -p .gpu-prof
-cp "$BUILD/tools/ls2c-gpu-step/ls2c-gpu-step" .gpu-prof/
+grep -qx "/$P/" "$EXCLUDE" 2>/dev/null || echo "/$P/" >> "$EXCLUDE"
+rm -rf "$P"
+mkdir -p "$P"
+cp "$BUILD/tools/ls2c-gpu-step/ls2c-gpu-step" "$P/"
 for spec in "${PRESETS[@]}"; do
   model=$(model_of "$spec")
   shape=$([ "${spec%%:*}" = "$spec" ] && echo "" || echo "${spec#*:}")
   p=$(basename "$model" .json)
-  "$BUILD/tools/ls2c/ls2c" compile "$model" --arch=sm_90 -o ".gpu-prof/$p.ls2b"
-  python3 - "$model" ".gpu-prof/$p.batch.safetensors" "$shape" <<'PY'
+  "$BUILD/tools/ls2c/ls2c" compile "$model" --arch=sm_90 -o "$P/$p.ls2b"
+  python3 - "$model" "$P/$p.batch.safetensors" "$shape" <<'PY'
 import json, sys
 import numpy as np
 from safetensors.numpy import save_file
@@ -79,4 +84,4 @@ else:  # next token within each sequence
 save_file(batch, sys.argv[2])
 PY
 done
-du -sh .gpu-prof
+du -sh "$P"

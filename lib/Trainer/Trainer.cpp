@@ -55,6 +55,7 @@ private:
 
 /// What one evaluation measured.
 struct Evaluation {
+  int64_t scored = 0;   ///< labels that carry a loss (0: nothing to report)
   double loss = 0;      ///< mean over the labels that carry a loss
   double nllLoss = 0;   ///< the same without label smoothing
   double accuracy = 0;  ///< share of those labels the logits' argmax predicts
@@ -157,6 +158,7 @@ TrainResult train(const TrainOptions &o) {
         score(out[1], labels, data->ignoredLabel(), hits, nll);
     }
     Evaluation e;
+    e.scored = count;
     if (count > 0) {
       e.loss = sum / static_cast<double>(count);
       e.nllLoss = nll / static_cast<double>(count);
@@ -213,15 +215,23 @@ TrainResult train(const TrainOptions &o) {
     bool last = state.step == o.steps || outOfTime;
     if (o.evalInterval && (state.step % o.evalInterval == 0 || last)) {
       Evaluation e = evaluate();
-      result.lastValidLoss = e.loss;
-      std::map<std::string, double> extra;
-      if (classifies) {
-        result.lastValidAccuracy = e.accuracy;
-        extra["valid_accuracy"] = e.accuracy;
-        if (desc.label_smoothing > 0)
-          extra["valid_nll_loss"] = e.nllLoss;
+      if (e.scored == 0) {
+        // A tiny validation set can leave no label with a loss (no masked
+        // token): say so rather than report a loss and accuracy of 0.
+        std::fprintf(stderr, "ls2c: warning: step %lld: the validation batches have no label "
+                             "that carries a loss; nothing to report (use more validation data)\n",
+                     static_cast<long long>(state.step));
+      } else {
+        result.lastValidLoss = e.loss;
+        std::map<std::string, double> extra;
+        if (classifies) {
+          result.lastValidAccuracy = e.accuracy;
+          extra["valid_accuracy"] = e.accuracy;
+          if (desc.label_smoothing > 0)
+            extra["valid_nll_loss"] = e.nllLoss;
+        }
+        report.validation(state.step, e.loss, extra);
       }
-      report.validation(state.step, e.loss, extra);
     }
     bool interrupted = interrupt.requested();
     if (last || interrupted ||

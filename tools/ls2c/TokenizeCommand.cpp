@@ -95,6 +95,16 @@ std::string parseCount(const std::string &flag, const std::string &text,
   out = v;
   return "";
 }
+/// Whether two paths name the same file (the same path, or the same
+/// device and inode when both exist).
+bool sameFile(const std::string &a, const std::string &b) {
+  if (a == b)
+    return true;
+  struct stat sa, sb;
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
 
 std::string parse(const std::vector<std::string> &args, Options &o) {
   for (size_t i = 0; i < args.size(); ++i) {
@@ -240,6 +250,25 @@ std::string parse(const std::vector<std::string> &args, Options &o) {
   }
   if (!o.train.empty() && o.modelOut == o.out)
     return "--model-out and -o both name '" + o.out + "'";
+  // An output must not replace an input (the corpus, the model or the
+  // token file being decoded): same path or the same file by another name.
+  std::vector<std::pair<std::string, std::string>> inputs;
+  for (const std::string &c : o.corpora)
+    inputs.push_back({"the corpus", c});
+  if (!o.model.empty())
+    inputs.push_back({"--model", o.model});
+  if (!o.decode.empty())
+    inputs.push_back({"--decode", o.decode});
+  std::vector<std::pair<std::string, std::string>> outputs;
+  if (!o.out.empty())
+    outputs.push_back({"-o", o.out});
+  if (!o.train.empty())
+    outputs.push_back({"--model-out", o.modelOut});
+  for (const auto &[outFlag, outPath] : outputs)
+    for (const auto &[inName, inPath] : inputs)
+      if (sameFile(outPath, inPath))
+        return outFlag + " '" + outPath + "' is " + inName + " '" + inPath +
+               "': writing it would replace an input";
   return "";
 }
 

@@ -64,8 +64,11 @@ std::string parse(const std::vector<std::string> &args, TrainOptions &o) {
       error = value(o.labels);
     else if (a == "--valid-labels")
       error = value(o.validLabels);
-    else if (a == "--out")
+    else if (a == "--out") {
       error = value(o.outDir);
+      if (error.empty() && o.outDir.empty())
+        error = "--out needs a folder, not an empty name (leave --out out for runs/<model>)";
+    }
     else if (a == "--steps")
       error = count(o.steps);
     else if (a == "--batch-sequences")

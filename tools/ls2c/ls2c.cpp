@@ -36,9 +36,11 @@ commands:
   compile MODEL.json --arch=sm_90[,sm_80] -o MODEL.ls2b
                                compile the program's kernels with NVRTC and
                                write a bundle (see ls2c compile --help)
-  train MODEL.json --data TEXT [options]
-                               train on a character-level text corpus with the
-                               CPU reference backend (see ls2c train --help)
+  train MODEL.json --data DATA [options]
+                               train any of the four architectures on its data
+                               (text or token files, parallel text, images)
+                               with the CPU reference backend (see ls2c train
+                               --help)
   step MODEL.json --params FILE --batch FILE -o FILE [options]
                                run train steps on given parameters and one
                                batch; write losses, gradients and updated
