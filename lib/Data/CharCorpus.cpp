@@ -1,9 +1,11 @@
 //===- CharCorpus.cpp - character-level text corpora ----------------------===//
 #include "ls2c/Data/CharCorpus.h"
 
-#include "OpenRegularFile.h"
+#include "ls2c/Data/ParallelCorpus.h"
+#include "ls2c/Support/Utf8.h"
 
 #include <array>
+#include <string_view>
 
 namespace ls2c {
 
@@ -22,7 +24,24 @@ CharCorpus loadCharCorpus(const std::string &path, double trainFraction,
   if (!(trainFraction > 0.0 && trainFraction < 1.0))
     throw DataError(path + ": train fraction " + std::to_string(trainFraction) +
                     " must be in (0, 1)");
-  std::string text = readRegularFile(path);
+  // Plain or gzip (as every corpus reader), and well-formed UTF-8 as
+  // `ls2c tokenize --train char` requires: ids are bytes, but a corpus of
+  // broken text is refused rather than learned.
+  std::string text = readFileBytes(path);
+  for (size_t at = 0, line = 1, lineStart = 0; at < text.size();) {
+    size_t n = utf8SequenceLength(std::string_view(text).substr(at));
+    if (n == 0)
+      throw DataError(path + ":" + std::to_string(line) + ":" +
+                      std::to_string(at - lineStart + 1) + ": invalid UTF-8 (byte 0x" +
+                      [](unsigned char c) {
+                        const char *hex = "0123456789abcdef";
+                        return std::string{hex[c >> 4], hex[c & 15]};
+                      }(static_cast<unsigned char>(text[at])) +
+                      ")");
+    if (text[at] == '\n')
+      ++line, lineStart = at + 1;
+    at += n;
+  }
 
   std::array<int32_t, 256> idOf;
   idOf.fill(-1);
