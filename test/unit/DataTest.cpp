@@ -30,10 +30,19 @@ TEST(CharCorpus, TinyShakespeareHas65SymbolsAndRoundTrips) {
 }
 
 TEST(CharCorpus, RandomTextMapsEachByteToItsRank) {
+  // Random well-formed UTF-8: ASCII and characters of 2, 3 and 4 bytes, so
+  // ids cover high bytes too.
+  const std::vector<std::string> pieces = {"\xc3\xa9", "\xc3\x9f", "\xe2\x82\xac",
+                                           "\xe4\xb8\xad", "\xf0\x9f\x98\x80", "\n"};
   std::mt19937 rng(7);
   std::string text;
-  for (int i = 0; i < 5000; ++i)
-    text.push_back(static_cast<char>(rng() % 256));
+  for (int i = 0; i < 5000; ++i) {
+    unsigned r = rng() % 128;
+    if (r < 95)
+      text.push_back(static_cast<char>(32 + r));
+    else
+      text += pieces[r % pieces.size()];
+  }
   std::string path = writeTemp("random.txt", text);
   ls2c::CharCorpus c = ls2c::loadCharCorpus(path, 0.5, 10);
   std::set<unsigned char> distinct(text.begin(), text.end());
@@ -41,6 +50,19 @@ TEST(CharCorpus, RandomTextMapsEachByteToItsRank) {
   std::vector<int32_t> all = c.train;
   all.insert(all.end(), c.valid.begin(), c.valid.end());
   EXPECT_EQ(c.decode(all), text);
+  std::remove(path.c_str());
+}
+
+TEST(CharCorpus, RejectsInvalidUtf8NamingLineAndColumn) {
+  std::string path = writeTemp("bad.txt", std::string("ok\nab\xc3(", 6));
+  try {
+    ls2c::loadCharCorpus(path, 0.5, 1);
+    FAIL();
+  } catch (const ls2c::DataError &e) {
+    EXPECT_NE(std::string(e.what()).find("bad.txt:2:3: invalid UTF-8 (byte 0xc3)"),
+              std::string::npos)
+        << e.what();
+  }
   std::remove(path.c_str());
 }
 

@@ -106,6 +106,29 @@ bool sameFile(const std::string &a, const std::string &b) {
 }
 
 
+/// "" unless an output of `o` (-o, --model-out) is one of its inputs (a
+/// corpus, --model, --decode): same path or the same file by another name.
+std::string outputReplacesInput(const Options &o) {
+  std::vector<std::pair<std::string, std::string>> inputs;
+  for (const std::string &c : o.corpora)
+    inputs.push_back({"the corpus", c});
+  if (!o.model.empty())
+    inputs.push_back({"--model", o.model});
+  if (!o.decode.empty())
+    inputs.push_back({"--decode", o.decode});
+  std::vector<std::pair<std::string, std::string>> outputs;
+  if (!o.out.empty())
+    outputs.push_back({"-o", o.out});
+  if (!o.train.empty())
+    outputs.push_back({"--model-out", o.modelOut});
+  for (const auto &[outFlag, outPath] : outputs)
+    for (const auto &[inName, inPath] : inputs)
+      if (sameFile(outPath, inPath))
+        return outFlag + " '" + outPath + "' is " + inName + " '" + inPath +
+               "': writing it would replace an input";
+  return "";
+}
+
 std::string parse(const std::vector<std::string> &args, Options &o) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &a = args[i];
@@ -208,7 +231,7 @@ std::string parse(const std::vector<std::string> &args, Options &o) {
       return "--decode needs the --model the token file was encoded with";
     if (!o.show.empty() && (!o.model.empty() || !o.out.empty()))
       return "--show takes the token file only (--decode takes --model and -o)";
-    return "";
+    return outputReplacesInput(o);
   }
   if (o.corpora.empty() || o.out.empty())
     return kTokenizeUsage;
@@ -250,26 +273,7 @@ std::string parse(const std::vector<std::string> &args, Options &o) {
   }
   if (!o.train.empty() && o.modelOut == o.out)
     return "--model-out and -o both name '" + o.out + "'";
-  // An output must not replace an input (the corpus, the model or the
-  // token file being decoded): same path or the same file by another name.
-  std::vector<std::pair<std::string, std::string>> inputs;
-  for (const std::string &c : o.corpora)
-    inputs.push_back({"the corpus", c});
-  if (!o.model.empty())
-    inputs.push_back({"--model", o.model});
-  if (!o.decode.empty())
-    inputs.push_back({"--decode", o.decode});
-  std::vector<std::pair<std::string, std::string>> outputs;
-  if (!o.out.empty())
-    outputs.push_back({"-o", o.out});
-  if (!o.train.empty())
-    outputs.push_back({"--model-out", o.modelOut});
-  for (const auto &[outFlag, outPath] : outputs)
-    for (const auto &[inName, inPath] : inputs)
-      if (sameFile(outPath, inPath))
-        return outFlag + " '" + outPath + "' is " + inName + " '" + inPath +
-               "': writing it would replace an input";
-  return "";
+  return outputReplacesInput(o);
 }
 
 /// Throws FileWriteError unless `path` could be written atomically: its
