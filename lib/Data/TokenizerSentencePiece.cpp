@@ -214,10 +214,26 @@ std::unique_ptr<Tokenizer> trainSentencePiece(const std::vector<std::string> &li
   LineIterator it(lines);
   std::string proto;
   spm::util::Status st = spm::SentencePieceTrainer::Train(args, &it, &proto);
-  if (!st.ok())
-    throw DataError(corpusName + ": training a " + o.modelType +
-                    " tokenizer with " + std::to_string(o.vocabSize) +
-                    " ids failed: " + st.ToString());
+  if (!st.ok()) {
+    std::string why = st.ToString();
+    // The trainer's own advice names its flags; say it in ls2c's terms.
+    size_t at = why.find("Vocabulary size is smaller than required_chars. ");
+    if (at != std::string::npos) {
+      std::string counts = why.substr(at + 48); // "30 vs 329. Increase ..."
+      size_t vs = counts.find(" vs ");
+      std::string needed =
+          vs == std::string::npos ? "more" : counts.substr(vs + 4, counts.find('.') - vs - 4);
+      throw DataError(corpusName + ": a " + o.modelType + " vocabulary of " +
+                      std::to_string(o.vocabSize) + " ids cannot hold the " + needed +
+                      " pieces the corpus needs (its characters, the special ids" +
+                      (o.byteFallback ? " and 256 byte-fallback pieces" : "") +
+                      "): raise --vocab-size" +
+                      (o.byteFallback ? ", add --no-byte-fallback" : "") +
+                      " or lower --character-coverage");
+    }
+    throw DataError(corpusName + ": training a " + o.modelType + " tokenizer with " +
+                    std::to_string(o.vocabSize) + " ids failed: " + why);
+  }
   return std::make_unique<SentencePieceTokenizer>(std::move(proto),
                                                   corpusName + " (trained model)");
 }
