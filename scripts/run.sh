@@ -44,5 +44,8 @@ PY
 fi
 
 "$LS2C" check examples/tiny-gpt.json
+# Running the main job again replaces its run, unless --resume continues it.
+REPLACE=--overwrite
+for a in "$@"; do [ "$a" = --resume ] && REPLACE=; done
 "$LS2C" train examples/tiny-gpt.json --data "$DATA" \
-  --out runs/tiny-gpt --steps 1000 --eval-interval 100 "$@"
+  --out runs/tiny-gpt --steps 1000 --eval-interval 100 $REPLACE "$@"

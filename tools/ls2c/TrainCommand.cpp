@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 namespace ls2c::cli {
 
@@ -15,7 +16,7 @@ constexpr const char *kTrainUsage =
     "usage: ls2c train MODEL.json --data DATA [data options] [--out DIR] [--steps N] "
     "[--batch-sequences N] [--micro-batches N] [--eval-interval N] "
     "[--eval-batches N] [--checkpoint-interval N] [--time-limit SECONDS] "
-    "[--seed N] [--resume] [--no-progress]";
+    "[--seed N] [--resume | --overwrite] [--no-progress]";
 
 /// Parses a non-negative integer option value; "" on success.
 std::string parseCount(const std::string &flag, const std::string &text,
@@ -29,7 +30,7 @@ std::string parseCount(const std::string &flag, const std::string &text,
   return "";
 }
 
-std::string parse(const std::vector<std::string> &args, TrainOptions &o) {
+std::string parse(const std::vector<std::string> &args, TrainOptions &o, bool &overwrite) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &a = args[i];
     auto value = [&](std::string &out) -> std::string {
@@ -99,6 +100,8 @@ std::string parse(const std::vector<std::string> &args, TrainOptions &o) {
         error = "--time-limit '" + text + "' is not a number of seconds >= 0";
     } else if (a == "--resume")
       o.resume = true;
+    else if (a == "--overwrite")
+      overwrite = true;
     else if (a == "--no-progress")
       o.progress = false;
     else if (a.rfind("-", 0) == 0)
@@ -168,6 +171,8 @@ a seeded order each epoch.
   --resume                 continue from DIR/checkpoint.safetensors (same
                            model, seed, data, --batch-sequences,
                            --micro-batches)
+  --overwrite              replace the run already in DIR (without --resume
+                           or --overwrite, a checkpoint there is refused)
   --no-progress            no progress line on stderr
 
 SIGINT or SIGTERM stops after the current step and writes the checkpoint
@@ -183,12 +188,23 @@ int runTrain(const std::vector<std::string> &args) {
       return kExitOk;
     }
   TrainOptions options;
-  if (std::string error = parse(args, options); !error.empty())
+  bool overwrite = false;
+  if (std::string error = parse(args, options, overwrite); !error.empty())
     return usageError(error);
   if (options.outDir.empty()) {
     std::string stem = options.model.substr(options.model.find_last_of('/') + 1);
     options.outDir = "runs/" + stem.substr(0, stem.rfind(".json"));
   }
+  // A fresh run must not silently replace an earlier one's checkpoint and
+  // metrics (as Hugging Face's Trainer refuses a non-empty output folder).
+  if (options.resume && overwrite)
+    return usageError("--resume continues the run in " + options.outDir +
+                      " and --overwrite replaces it: give one");
+  std::error_code exists;
+  if (!options.resume && !overwrite &&
+      std::filesystem::exists(options.outDir + "/checkpoint.safetensors", exists))
+    return usageError(options.outDir + "/checkpoint.safetensors exists: continue that run "
+                      "with --resume or replace it with --overwrite");
   try {
     TrainResult r = train(options);
     std::printf("trained %lld steps in %.1f s: loss %.4f", static_cast<long long>(r.step),
