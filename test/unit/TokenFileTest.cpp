@@ -6,6 +6,7 @@
 // names the file and the rule.
 //
 //===----------------------------------------------------------------------===//
+#include "TempDirTestUtil.h"
 #include "ls2c/Data/TokenFile.h"
 #include "ls2c/Support/AtomicFile.h"
 
@@ -25,18 +26,9 @@ using ls2c::DataError;
 using ls2c::TokenFile;
 using ls2c::TokenFileContents;
 
-class TokenFileTest : public ::testing::Test {
+class TokenFileTest : public ls2c::testing::TempDirTest {
 protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/ls2c-token-file-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir = tmpl;
-  }
-  void TearDown() override {
-    std::string cmd = "rm -rf '" + dir + "'";
-    (void)std::system(cmd.c_str());
-  }
-  std::string path(const std::string &name) const { return dir + "/" + name; }
+  TokenFileTest() : TempDirTest("token-file") {}
 
   static void writeBytes(const std::string &p, const std::string &bytes) {
     std::ofstream(p, std::ios::binary) << bytes;
@@ -84,7 +76,6 @@ protected:
     std::memcpy(&bytes[at], &v, sizeof(T));
   }
 
-  std::string dir;
 };
 
 TEST_F(TokenFileTest, RoundTripsUint16) {

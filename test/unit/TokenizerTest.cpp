@@ -8,6 +8,7 @@
 // UTF-8, tokens beyond the vocabulary.
 //
 //===----------------------------------------------------------------------===//
+#include "TempDirTestUtil.h"
 #include "ls2c/Data/CharCorpus.h"
 #include "ls2c/Data/TokenFile.h"
 #include "ls2c/Data/TokenFileBuilder.h"
@@ -92,23 +93,14 @@ std::vector<std::string> firstLines(const std::string &path, size_t n) {
   return readCorpusLines({path}, InvalidUtf8Policy::Refuse, n);
 }
 
-class Tokenize : public ::testing::Test {
+class Tokenize : public ls2c::testing::TempDirTest {
 protected:
   static void SetUpTestSuite() {
     struct stat st;
     ASSERT_EQ(::stat(kShakespeare.c_str(), &st), 0)
         << "these tests need the shared data folder: " << kData;
   }
-  void SetUp() override {
-    char tmpl[] = "/tmp/ls2c-tokenize-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir = tmpl;
-  }
-  void TearDown() override {
-    std::string cmd = "rm -rf '" + dir + "'";
-    (void)std::system(cmd.c_str());
-  }
-  std::string path(const std::string &name) const { return dir + "/" + name; }
+  Tokenize() : TempDirTest("tokenize") {}
   std::string write(const std::string &name, const std::string &bytes) {
     std::string p = path(name);
     std::ofstream(p, std::ios::binary) << bytes;
@@ -136,7 +128,6 @@ protected:
     return *tok;
   }
 
-  std::string dir;
 };
 
 // --- characters --------------------------------------------------------------

@@ -8,6 +8,7 @@
 // the fingerprint form --resume has always checked; refusals naming files.
 //
 //===----------------------------------------------------------------------===//
+#include "TempDirTestUtil.h"
 #include "ls2c/Trainer/TrainingData.h"
 
 #include "ls2c/Data/TokenFile.h"
@@ -29,18 +30,9 @@ namespace {
 using namespace ls2c;
 using reference::HostTensor;
 
-class TrainingDataTest : public ::testing::Test {
+class TrainingDataTest : public ls2c::testing::TempDirTest {
 protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/ls2c-training-data-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir = tmpl;
-  }
-  void TearDown() override {
-    std::string cmd = "rm -rf '" + dir + "'";
-    (void)std::system(cmd.c_str());
-  }
-  std::string path(const std::string &name) const { return dir + "/" + name; }
+  TrainingDataTest() : TempDirTest("training-data") {}
   static void write(const std::string &p, const std::string &bytes) {
     std::ofstream(p, std::ios::binary) << bytes;
   }
@@ -63,7 +55,6 @@ protected:
     writeTokenFile(path(name), c);
     return path(name);
   }
-  std::string dir;
 };
 
 std::vector<int64_t> ints(const InputBatch &b, const char *name) {
