@@ -66,7 +66,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
   // dq per query tile: S and dP against each key tile, dS K accumulated.
   // Tiles of kQueryRows = 128 queries (RB = 2 row blocks of 16 a warp), so
   // K and V fragments and each key tile's barriers and loads serve twice
-  // the rows of 64-query tiles (the body also takes RB = 1).
+  // the rows of 64-query tiles.
   {
     GeneratedKernel &dq = kernels[0];
     dq.kernel.name = kernelName + "_dq";
@@ -104,16 +104,6 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     src += firstKeyTileLoads();
     src += rowStats("BM");
     src += R"cuda(    ls2_sync();
-    // One row block: Q and dO fragments stay in registers; two: they come
-    // from shared memory (registers hold acc, S and dP).
-    unsigned qa[RB == 1 ? KS : 1][4], da[RB == 1 ? KS : 1][4];
-    if (RB == 1) {
-#pragma unroll
-      for (int kk = 0; kk < KS; ++kk) {
-        ls2_a_fragment(qa[RB == 1 ? kk : 0], sQ, LDS, wrb, kk * 16);
-        ls2_a_fragment(da[RB == 1 ? kk : 0], sDO, LDS, wrb, kk * 16);
-      }
-    }
     long long rows[RB][2];
     float rowL[RB][2], rowD[RB][2], acc[RB][DT][4];
 #pragma unroll
@@ -140,16 +130,12 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
           for (int e = 0; e < 4; ++e) s[rb][nt][e] = dp[rb][nt][e] = 0.0f;
 #pragma unroll
       for (int kk = 0; kk < KS; ++kk) {
+        // Q and dO fragments from shared memory: registers hold acc, S and dP.
         unsigned qf[RB][4], df[RB][4];
 #pragma unroll
         for (int rb = 0; rb < RB; ++rb) {
-          if (RB == 1) {
-#pragma unroll
-            for (int x = 0; x < 4; ++x) qf[rb][x] = qa[RB == 1 ? kk : 0][x], df[rb][x] = da[RB == 1 ? kk : 0][x];
-          } else {
-            ls2_a_fragment(qf[rb], sQ, LDS, wrb + 16 * rb, kk * 16);
-            ls2_a_fragment(df[rb], sDO, LDS, wrb + 16 * rb, kk * 16);
-          }
+          ls2_a_fragment(qf[rb], sQ, LDS, wrb + 16 * rb, kk * 16);
+          ls2_a_fragment(df[rb], sDO, LDS, wrb + 16 * rb, kk * 16);
         }
 #pragma unroll
         for (int np = 0; np < NT / 2; ++np) {
