@@ -4,8 +4,10 @@
 #include "ls2c/Data/ParallelCorpus.h"
 #include "ls2c/Support/Utf8.h"
 
+#include <algorithm>
 #include <array>
-#include <string_view>
+#include <cstddef>
+#include <cstdio>
 
 namespace ls2c {
 
@@ -28,19 +30,15 @@ CharCorpus loadCharCorpus(const std::string &path, double trainFraction,
   // `ls2c tokenize --train char` requires: ids are bytes, but a corpus of
   // broken text is refused rather than learned.
   std::string text = readFileBytes(path);
-  for (size_t at = 0, line = 1, lineStart = 0; at < text.size();) {
-    size_t n = utf8SequenceLength(std::string_view(text).substr(at));
-    if (n == 0)
-      throw DataError(path + ":" + std::to_string(line) + ":" +
-                      std::to_string(at - lineStart + 1) + ": invalid UTF-8 (byte 0x" +
-                      [](unsigned char c) {
-                        const char *hex = "0123456789abcdef";
-                        return std::string{hex[c >> 4], hex[c & 15]};
-                      }(static_cast<unsigned char>(text[at])) +
-                      ")");
-    if (text[at] == '\n')
-      ++line, lineStart = at + 1;
-    at += n;
+  if (size_t bad = findInvalidUtf8(text); bad != std::string::npos) {
+    size_t newline = bad == 0 ? std::string::npos : text.rfind('\n', bad - 1);
+    size_t column = bad - (newline == std::string::npos ? 0 : newline + 1) + 1;
+    auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n');
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02x",
+                  static_cast<unsigned>(static_cast<unsigned char>(text[bad])));
+    throw DataError(path + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                    ": invalid UTF-8 (byte " + byte + ")");
   }
 
   std::array<int32_t, 256> idOf;

@@ -49,21 +49,6 @@ size_t maximalIllFormedSubpart(std::string_view s) {
   return n;
 }
 
-size_t findInvalidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    if (static_cast<unsigned char>(s[i]) < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t n = utf8SequenceLength(s.substr(i));
-    if (n == 0)
-      return i;
-    i += n;
-  }
-  return std::string_view::npos;
-}
-
 std::string replaceInvalidUtf8(std::string_view s, uint64_t &replaced) {
   std::string out;
   out.reserve(s.size());

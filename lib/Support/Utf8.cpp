@@ -39,14 +39,21 @@ size_t utf8SequenceLength(std::string_view s) {
   return n;
 }
 
-bool isValidUtf8(std::string_view s) {
-  while (!s.empty()) {
-    const size_t n = utf8SequenceLength(s);
+bool isValidUtf8(std::string_view s) { return findInvalidUtf8(s) == std::string_view::npos; }
+
+size_t findInvalidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) { // ASCII, the common case
+      ++i;
+      continue;
+    }
+    size_t n = utf8SequenceLength(s.substr(i));
     if (n == 0)
-      return false;
-    s.remove_prefix(n);
+      return i;
+    i += n;
   }
-  return true;
+  return std::string_view::npos;
 }
 
 } // namespace ls2c

@@ -5,6 +5,7 @@
 #include "ls2c/Data/TokenCorpus.h"
 #include "ls2c/Data/Tokenizer.h"
 #include "ls2c/Data/TokenizerCorpus.h"
+#include "ls2c/Support/Utf8.h"
 
 namespace ls2c {
 

@@ -14,6 +14,7 @@
 #include "ls2c/Data/TokenFileBuilder.h"
 #include "ls2c/Data/Tokenizer.h"
 #include "ls2c/Data/TokenizerCorpus.h"
+#include "ls2c/Support/Utf8.h"
 
 #include <gtest/gtest.h>
 

@@ -38,11 +38,9 @@ std::vector<std::string> readLines(const std::string &path) {
   std::vector<std::string> lines = readTextLines(path);
   for (size_t i = 0; i < lines.size(); ++i) {
     std::string_view line = lines[i];
-    if (isValidUtf8(line))
+    size_t pos = findInvalidUtf8(line);
+    if (pos == std::string_view::npos)
       continue;
-    size_t pos = 0;
-    while (size_t n = utf8SequenceLength(line.substr(pos)))
-      pos += n;
     char byte[8];
     std::snprintf(byte, sizeof byte, "0x%02x",
                   static_cast<unsigned>(static_cast<unsigned char>(line[pos])));

@@ -34,8 +34,6 @@ size_t maximalIllFormedSubpart(std::string_view s);
 /// adds the number of replacements to `replaced`.
 std::string replaceInvalidUtf8(std::string_view s, uint64_t &replaced);
 
-/// Byte index of the first ill-formed sequence of `s`, or npos.
-size_t findInvalidUtf8(std::string_view s);
 
 /// Reads one corpus file line by line (streaming; gzip transparently).
 class CorpusLineReader {

@@ -38,6 +38,9 @@ size_t utf8SequenceLength(std::string_view s);
 /// sequences, see above). The empty string is valid.
 bool isValidUtf8(std::string_view s);
 
+/// Byte index of the first ill-formed sequence of `s`, or npos.
+size_t findInvalidUtf8(std::string_view s);
+
 } // namespace ls2c
 
 #endif // LS2C_SUPPORT_UTF8_H
