@@ -142,8 +142,9 @@ private:
     return rows == 0 ? 0 : static_cast<uint64_t>(((rows - 1) * rowStride + width) * eb);
   }
 
-  /// The attention gradient's place in an in-place concat (its columns of
-  /// the concat's buffer), if it is one.
+  /// The place of a piece of an in-place concat: an attention gradient's
+  /// columns of the concat's buffer, or a gradient group's range of the
+  /// workspace (axis 0); nullopt when `v` is no such piece.
   std::optional<Resolved> inPlacePiece(Value v) {
     Value piece = v;
     for (int hops = 0; hops < 4 && piece.hasOneUse(); ++hops) {
@@ -169,6 +170,10 @@ private:
       Resolved r = whole;
       r.ref.byteOffset += static_cast<uint64_t>(columns * row *
                                                 elementBytes(type.getElementType()));
+      if (concat.getAxis() == 0) { // a contiguous part (a gradient group)
+        r.ref.maxBytes = bytes(v);
+        return r;
+      }
       // Rows of the piece are rows of the concat's buffer.
       r.rowStride = 1;
       for (int64_t d = 1; d < type.getRank(); ++d)

@@ -1,9 +1,11 @@
 //===- Workspace.cpp - flat parameter workspaces --------------------------===//
 #include "ls2c/Training/Workspace.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <stdexcept>
+#include <string>
 
 namespace ls2c {
 
@@ -33,6 +35,37 @@ WorkspaceLayout planWorkspace(const ParameterLayout &layout) {
   place(false);
   ws.totalElements = offset;
   return ws;
+}
+
+std::vector<AccumulationGroup> planAccumulationGroups(const WorkspaceLayout &workspace,
+                                                      int64_t maxGroupElements) {
+  if (maxGroupElements < 1)
+    throw std::invalid_argument("accumulation groups: the largest group must hold at "
+                                "least 1 element, not " +
+                                std::to_string(maxGroupElements));
+  std::vector<AccumulationGroup> groups; // from the top down
+  int64_t held = 0;
+  bool decayOfGroup = false;
+  for (size_t i = workspace.slots.size(); i-- > 0;) {
+    const WorkspaceSlot &slot = workspace.slots[i];
+    bool decay = slot.offset < workspace.decayElements;
+    if (groups.empty() || decay != decayOfGroup || held + slot.numel > maxGroupElements) {
+      groups.emplace_back();
+      held = 0;
+      decayOfGroup = decay;
+    }
+    groups.back().slots.insert(groups.back().slots.begin(), i);
+    held += slot.numel;
+  }
+  std::reverse(groups.begin(), groups.end());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    groups[g].begin = g == 0 ? 0 : workspace.slots[groups[g].slots.front()].offset;
+    if (g > 0)
+      groups[g - 1].end = groups[g].begin;
+  }
+  if (!groups.empty())
+    groups.back().end = workspace.totalElements;
+  return groups;
 }
 
 std::vector<float> initializeWorkspace(const WorkspaceLayout &workspace,

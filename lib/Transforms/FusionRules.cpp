@@ -48,12 +48,37 @@ bool readByAttentionOnly(Value v) {
   return true;
 }
 
+/// The gradient workspace of @accumulate_gradients (TrainStep.cpp): a
+/// returned 1-D concat of loop results, each read only by it.
+bool isAccumulationConcat(ls2::ConcatOp concat,
+                          const llvm::DenseSet<Operation *> *clonable) {
+  Value whole = concat.getResult();
+  if (concat.getAxis() != 0 || cast<RankedTensorType>(whole.getType()).getRank() != 1 ||
+      !whole.hasOneUse() || !isa<func::ReturnOp>(*whole.getUsers().begin()) ||
+      concat.getInputs().size() < 2)
+    return false;
+  for (Value v : concat.getInputs()) {
+    Operation *def = v.getDefiningOp();
+    if (!v.hasOneUse() || !def || (clonable && clonable->contains(def)))
+      return false;
+    if (auto f = dyn_cast<ls2::FusionOp>(def)) {
+      if (f.getKind() != ls2::FusionKind::Loop)
+        return false;
+    } else if (!isa<ls2::AddOp>(def)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 } // namespace
 
-bool isInPlaceConcat(Operation *op) {
+bool isInPlaceConcat(Operation *op, const llvm::DenseSet<Operation *> *clonable) {
   auto concat = dyn_cast<ls2::ConcatOp>(op);
-  if (!concat || concat.getAxis() == 0)
+  if (!concat)
     return false;
+  if (concat.getAxis() == 0)
+    return isAccumulationConcat(concat, clonable);
   for (Value v : concat.getInputs()) {
     if (!v.hasOneUse())
       return false;
@@ -186,7 +211,8 @@ bool reducesTrailingDims(Operation *op, bool &all) {
 } // namespace
 
 OpClass classify(Operation *op, const llvm::DenseSet<Operation *> &clonable) {
-  if (isa<ls2::DimOp, func::ReturnOp>(op) || isView(op) || isInPlaceConcat(op))
+  if (isa<ls2::DimOp, func::ReturnOp>(op) || isView(op) ||
+      isInPlaceConcat(op, &clonable))
     return OpClass::Meta;
   if (isa<ls2::ConstantOp, ls2::IotaOp, ls2::RandomUniformOp>(op))
     return OpClass::Clonable;

@@ -42,11 +42,16 @@ bool isView(mlir::Operation *op);
 /// take strided operands: no copy, and no buffer of its own.
 bool isStridedView(mlir::Operation *op);
 
-/// A concat along an inner axis of attention gradients (dq, dk, dv of a
-/// merged q/k/v projection), each read only by it: attention's backward
-/// writes them straight into their columns of the concat's buffer, so the
-/// concat copies nothing (ls2-plan-buffers places them; `ls2.in_place`).
-bool isInPlaceConcat(mlir::Operation *op);
+/// A concat whose operands are written straight into their part of its
+/// buffer, so it copies nothing (ls2-plan-buffers places them;
+/// `ls2.in_place`): along an inner axis, attention gradients (dq, dk, dv of
+/// a merged q/k/v projection) each read only by it; along axis 0, the
+/// returned gradient workspace of @accumulate_gradients, a 1-D concat of
+/// two or more loops (ls2.add before fusion, loop fusions after) each read
+/// only by it and none in `clonable` (when given), so that each
+/// accumulation group is its own kernel where backward finishes it.
+bool isInPlaceConcat(mlir::Operation *op,
+                     const llvm::DenseSet<mlir::Operation *> *clonable = nullptr);
 
 /// A cast of a whole function argument (the fp16/bf16 compute copy of the
 /// master workspace): one kernel writes it, and the ops that read it

@@ -94,7 +94,7 @@ struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
         for (Value v : op.getOperands()) {
           while (auto r = v.getDefiningOp<ls2::ReshapeOp>())
             v = r.getInput();
-          pieceOf[v] = op.getResult(0); // an attention gradient
+          pieceOf[v] = op.getResult(0); // an attention gradient or a group's sum
         }
       }
     auto newBuffer = [&](Value r, Operation &op, int64_t first) {
@@ -141,7 +141,10 @@ struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
           continue; // a view of an argument: not in the arena
         }
         if (Value whole = pieceOf.lookup(r)) {
-          // Written straight into the in-place concat's buffer.
+          // Written straight into the in-place concat's buffer: the
+          // caller's output buffer when the concat is returned.
+          if (returned.contains(whole))
+            continue;
           int buffer = place.count(whole)
                            ? place[whole].buffer
                            : newBuffer(whole, *whole.getDefiningOp(), step);

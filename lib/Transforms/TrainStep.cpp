@@ -28,6 +28,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -281,23 +282,71 @@ TrainStepPass::buildAccumulate(ModuleOp module, func::FuncOp fb,
   for (Operation &op : fb.getBody().front().without_terminator())
     b.clone(op, map);
 
-  // Flatten the gradients in workspace order, zero-padded between slots.
-  SmallVector<Value> pieces;
-  int64_t at = 0;
-  for (const WorkspaceSlot &slot : ws.slots) {
-    if (slot.offset > at)
-      pieces.push_back(x.zeros(slot.offset - at));
-    Value g = map.lookup(ret.getOperand(params.at(slot.spec->name).resultIndex));
-    pieces.push_back(x.reshape(buildCast(b, loc, g, f32), {slot.numel}));
-    at = slot.offset + slot.numel;
+  // The gradients are added to the workspace group by group
+  // (planAccumulationGroups), each group right after the op that finishes
+  // its last gradient: ls2-fuse keeps that place, so a data-parallel
+  // all-reduce of the group's range can start while backward goes on, and
+  // the gradients' arena buffers die early. The result is the groups'
+  // concat, which each group's kernel writes in place (FusionRules.h).
+  std::vector<AccumulationGroup> groups =
+      planAccumulationGroups(ws, kAccumulationGroupBytes / 4);
+  Block *body = entry;
+  auto lastWriter = [&](const AccumulationGroup &g) -> Operation * {
+    Operation *last = nullptr;
+    for (size_t i : g.slots) {
+      Value grad = map.lookup(ret.getOperand(params.at(ws.slots[i].spec->name).resultIndex));
+      Operation *def = grad.getDefiningOp();
+      if (def && def->getBlock() == body && (!last || last->isBeforeInBlock(def)))
+        last = def;
+    }
+    return last;
+  };
+  // A group whose gradients no op computes (constant or argument) joins
+  // its neighbour: a kernel must write every group.
+  for (size_t g = 0; g < groups.size() && groups.size() > 1;) {
+    if (lastWriter(groups[g])) {
+      ++g;
+      continue;
+    }
+    size_t into = g > 0 ? g - 1 : 1;
+    AccumulationGroup &keep = groups[into];
+    keep.begin = std::min(keep.begin, groups[g].begin);
+    keep.end = std::max(keep.end, groups[g].end);
+    keep.slots.insert(keep.slots.end(), groups[g].slots.begin(), groups[g].slots.end());
+    llvm::sort(keep.slots);
+    groups.erase(groups.begin() + static_cast<long>(g));
+    g = 0;
   }
-  if (ws.totalElements > at)
-    pieces.push_back(x.zeros(ws.totalElements - at));
-  Value flatGrad = pieces.size() == 1
-                       ? pieces.front()
-                       : b.create<ConcatOp>(loc, pieces, /*axis=*/0).getResult();
   Value loss = map.lookup(ret.getOperand(0));
-  b.create<func::ReturnOp>(loc, ValueRange{loss, x.add(gradients, flatGrad)});
+  SmallVector<Value> updated;
+  for (const AccumulationGroup &g : groups) {
+    if (Operation *last = lastWriter(g))
+      b.setInsertionPointAfter(last);
+    else
+      b.setInsertionPointToEnd(body);
+    SmallVector<Value> pieces;
+    int64_t at = g.begin;
+    for (size_t i : g.slots) {
+      const WorkspaceSlot &slot = ws.slots[i];
+      if (slot.offset > at)
+        pieces.push_back(x.zeros(slot.offset - at));
+      Value grad = map.lookup(ret.getOperand(params.at(slot.spec->name).resultIndex));
+      pieces.push_back(x.reshape(buildCast(b, loc, grad, f32), {slot.numel}));
+      at = slot.offset + slot.numel;
+    }
+    if (g.end > at)
+      pieces.push_back(x.zeros(g.end - at));
+    Value sum = pieces.size() == 1 ? pieces.front()
+                                   : b.create<ConcatOp>(loc, pieces, /*axis=*/0).getResult();
+    updated.push_back(x.add(x.slice(gradients, g.begin, g.end), sum));
+  }
+  b.setInsertionPointToEnd(body);
+  if (updated.empty()) // no trainable parameter: the workspace is padding
+    updated.push_back(x.add(gradients, x.zeros(ws.totalElements)));
+  Value result = updated.size() == 1
+                     ? updated.front()
+                     : b.create<ConcatOp>(loc, updated, /*axis=*/0).getResult();
+  b.create<func::ReturnOp>(loc, ValueRange{loss, result});
   return success();
 }
 

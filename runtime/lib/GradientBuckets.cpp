@@ -218,11 +218,16 @@ GradientBucketPlan planGradientBuckets(const std::vector<ParameterSlot> &slots,
   std::vector<std::pair<uint64_t, uint64_t>> ranges; // [begin, end), descending
   uint64_t end = workspaceElements;   // end of the bucket being filled
   uint64_t begin = workspaceElements; // its begin so far (empty when == end)
+  int64_t bucketReady = 0;            // the ready step of its slots
   for (size_t k = order.size(); k-- > 0;) {
     // Non-increasing: an unaligned slot may share its aligned unit (and cut)
     // with the slot above it, whose bucket then holds all of it.
     uint64_t cut = k == 0 ? 0 : slots[order[k]].offset / align * align;
-    if (end - cut <= maxElements) {
+    int64_t ready = readiness.readyStep[order[k]];
+    // A slot ready at another step starts a new bucket: joined, it would
+    // hold back the bucket's other slots (or wait for them).
+    if (end - cut <= maxElements && (begin == end || ready == bucketReady || cut == begin)) {
+      bucketReady = begin == end ? ready : std::max(bucketReady, ready);
       begin = cut;
       continue;
     }
@@ -231,6 +236,7 @@ GradientBucketPlan planGradientBuckets(const std::vector<ParameterSlot> &slots,
       end = begin;
     }
     begin = cut;
+    bucketReady = ready;
     if (end - cut > maxElements) { // the slot alone exceeds the limit
       ranges.emplace_back(begin, end);
       end = begin;

@@ -161,15 +161,28 @@ TEST(GradientBuckets, LaunchOrderFollowsReadySteps) {
   BucketOptions o;
   o.maxBucketBytes = 2048; // 512 fp32 elements: two slots a bucket
   // Backward finishes the low slots first here (the opposite of the
-  // top-down tie order), and p2/p3 last of all.
+  // top-down tie order), and p2/p3 last of all; pairs share a ready step.
   GradientBucketPlan p =
-      planGradientBuckets(slots, total, readyAt({3, 5, 40, 7, 11, 12}), o);
+      planGradientBuckets(slots, total, readyAt({5, 5, 40, 40, 12, 12}), o);
   checkBucketPlan(p, slots);
   ASSERT_EQ(p.buckets.size(), 3u);
   EXPECT_EQ(p.buckets[0].readyStep, 5);  // p0, p1
   EXPECT_EQ(p.buckets[0].beginElement, 0u);
   EXPECT_EQ(p.buckets[1].readyStep, 12); // p4, p5
-  EXPECT_EQ(p.buckets[2].readyStep, 40); // p2, p3: the latest of the two
+  EXPECT_EQ(p.buckets[2].readyStep, 40); // p2, p3
+  EXPECT_EQ(p.buckets[2].parameters, (std::vector<uint32_t>{2, 3}));
+
+  // Slots ready at different steps never share a bucket, though two would
+  // fit: joined, the earlier would wait for the later.
+  p = planGradientBuckets(slots, total, readyAt({3, 5, 40, 7, 11, 12}), o);
+  checkBucketPlan(p, slots);
+  ASSERT_EQ(p.buckets.size(), 6u);
+  const int64_t order[] = {3, 5, 7, 11, 12, 40};
+  const uint32_t owner[] = {0, 1, 3, 4, 5, 2};
+  for (size_t b = 0; b < 6; ++b) {
+    EXPECT_EQ(p.buckets[b].readyStep, order[b]) << b;
+    EXPECT_EQ(p.buckets[b].parameters, (std::vector<uint32_t>{owner[b]})) << b;
+  }
 }
 
 TEST(GradientBuckets, UnalignedSlotsStillPartition) {

@@ -42,6 +42,65 @@ TEST(Workspace, SlotsAreAlignedDisjointAndDecayFirst) {
   }
 }
 
+TEST(Workspace, AccumulationGroupsPartitionTheWorkspaceByDecayAndSize) {
+  for (const char *name : {"tiny-bert", "tiny-gpt", "tiny-transformer", "tiny-vit",
+                           "bert-base", "gpt2-medium"})
+    for (int64_t limit : {int64_t{1}, int64_t{1000}, int64_t{1} << 16,
+                          ls2c::kAccumulationGroupBytes / 4}) {
+      ls2c::ParameterLayout layout = ls2c::buildParameterLayout(preset(name));
+      ls2c::WorkspaceLayout ws = ls2c::planWorkspace(layout);
+      std::vector<ls2c::AccumulationGroup> groups = ls2c::planAccumulationGroups(ws, limit);
+      ASSERT_FALSE(groups.empty()) << name;
+      EXPECT_EQ(groups.front().begin, 0) << name;
+      EXPECT_EQ(groups.back().end, ws.totalElements) << name;
+      std::vector<int> seen(ws.slots.size(), 0);
+      for (size_t g = 0; g < groups.size(); ++g) {
+        const ls2c::AccumulationGroup &group = groups[g];
+        SCOPED_TRACE(std::string(name) + " limit " + std::to_string(limit) + " group " +
+                     std::to_string(g));
+        ASSERT_FALSE(group.slots.empty());
+        if (g > 0) {
+          EXPECT_EQ(group.begin, groups[g - 1].end);
+        }
+        EXPECT_LT(group.begin, group.end);
+        int64_t held = 0;
+        bool decay = ws.slots[group.slots.front()].spec->weight_decay;
+        for (size_t k = 0; k < group.slots.size(); ++k) {
+          const ls2c::WorkspaceSlot &slot = ws.slots[group.slots[k]];
+          ++seen[group.slots[k]];
+          EXPECT_GE(slot.offset, group.begin);
+          EXPECT_LE(slot.offset + slot.numel, group.end);
+          EXPECT_EQ(slot.spec->weight_decay, decay) << slot.spec->name;
+          if (k > 0) {
+            EXPECT_EQ(group.slots[k], group.slots[k - 1] + 1) << "slots are consecutive";
+          }
+          held += slot.numel;
+        }
+        // Over the limit only as a single slot; and no group could have
+        // taken the slot just above it.
+        if (group.slots.size() > 1) {
+          EXPECT_LE(held, limit);
+        }
+        if (g + 1 < groups.size()) {
+          const ls2c::WorkspaceSlot &above = ws.slots[groups[g + 1].slots.front()];
+          bool sameRegion = above.spec->weight_decay == decay;
+          int64_t nextHeld = 0;
+          for (size_t i : groups[g + 1].slots)
+            nextHeld += ws.slots[i].numel;
+          // Walking down, the group above closed because of the region or
+          // the size: adding this group's top slot would have broken one.
+          const ls2c::WorkspaceSlot &top = ws.slots[group.slots.back()];
+          EXPECT_TRUE(!sameRegion || nextHeld + top.numel > limit) << top.spec->name;
+        }
+      }
+      for (size_t i = 0; i < seen.size(); ++i)
+        EXPECT_EQ(seen[i], 1) << ws.slots[i].spec->name;
+    }
+  ls2c::WorkspaceLayout empty;
+  EXPECT_TRUE(ls2c::planAccumulationGroups(empty, 10).empty());
+  EXPECT_THROW(ls2c::planAccumulationGroups(empty, 0), std::invalid_argument);
+}
+
 TEST(Workspace, InitializationFollowsEachParametersRule) {
   ls2c::ParameterLayout layout =
       ls2c::buildParameterLayout(preset("tiny-transformer"));

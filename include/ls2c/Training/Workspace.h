@@ -49,6 +49,35 @@ WorkspaceLayout planWorkspace(const ParameterLayout &layout);
 /// A temporary layout would leave the slots dangling.
 WorkspaceLayout planWorkspace(const ParameterLayout &&layout) = delete;
 
+/// PyTorch DDP's default bucket size (bucket_cap_mb = 25), in bytes of fp32
+/// gradient: the most one accumulation group adds at once.
+inline constexpr int64_t kAccumulationGroupBytes = 25ll << 20;
+
+/// A contiguous range [begin, end) of the gradient workspace (fp32
+/// elements) that @accumulate_gradients adds to in one kernel, as soon as
+/// backward has finished every gradient in it, so that a data-parallel
+/// all-reduce of the range can overlap the rest of backward (issue 9;
+/// runtime/include/ls2c/Runtime/GradientBuckets.h).
+struct AccumulationGroup {
+  int64_t begin = 0;
+  int64_t end = 0;
+  std::vector<size_t> slots; ///< indices into WorkspaceLayout::slots, by offset
+};
+
+/// Cuts [0, totalElements) into groups, in increasing offset. Walking the
+/// slots from the top of the workspace down (reverse parameter order, the
+/// order backward finishes them), a group takes slots while it holds at most
+/// maxGroupElements elements (a larger slot is a group by itself), and
+/// closes at the boundary between the weight-decayed and the other slots:
+/// the latter hold every layer's biases and norms, whose group is ready only
+/// when backward ends, and mixed in they would hold back the top layers'
+/// weights. Each group runs from its lowest slot's offset (0 for the first)
+/// to the next group's begin (totalElements for the last), so the zero
+/// padding between slots belongs to the slot below it. No slots: no groups.
+/// Throws std::invalid_argument when maxGroupElements < 1.
+std::vector<AccumulationGroup> planAccumulationGroups(const WorkspaceLayout &workspace,
+                                                      int64_t maxGroupElements);
+
 /// Initializes a master workspace (size totalElements, fp32) as each
 /// parameter's ParameterInit says, from a generator seeded with `seed`:
 /// Normal(0, std) (Box-Muller), Xavier-uniform U(-a, a) with a =

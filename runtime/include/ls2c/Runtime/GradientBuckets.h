@@ -21,13 +21,12 @@
 //     dtype), covering [0, workspaceElements) exactly once, in launch order
 //     (non-decreasing ready step).
 //
-// What the compiled programs say today: the gradient workspace is written by
-// one step, the last of @accumulate_gradients (a fused loop that adds every
-// parameter's gradient, computed into the arena, to the workspace at once),
-// so every bucket is ready only when backward ends. The plan reports this
-// (GradientReadiness::note); overlap needs the compiler to accumulate each
-// gradient into the workspace where backward finishes it (docs/
-// architecture.md, "Data parallelism").
+// What the compiled programs say: @accumulate_gradients adds the gradients
+// to the workspace in groups of at most 25 MiB (ls2c/Training/Workspace.h,
+// planAccumulationGroups), each group one kernel placed where backward
+// finishes its last gradient, so buckets become ready while backward goes
+// on (BERT-base: the first at step 138 of 314). A program that writes every
+// gradient in one step still plans, and the note says nothing can overlap.
 //
 // Units: element offsets and counts are fp32 workspace elements; bytes say
 // so in their names. Errors throw BucketPlanError naming the parameter or
@@ -137,8 +136,10 @@ GradientBucketPlan planGradientBuckets(const Program &program,
 /// be at least one. Cuts: walking the slots from the highest offset down,
 /// each slot owns [alignDown(offset), next slot's cut or workspaceElements)
 /// (the lowest one from 0), and slots join the current bucket while it stays
-/// within maxBucketBytes; a slot that alone exceeds the limit is a bucket by
-/// itself. Throws BucketPlanError naming the slot or option.
+/// within maxBucketBytes and they have its ready step (so a bucket is
+/// reduced as soon as its gradients are final: the compiler's accumulation
+/// groups, each one step, become buckets of their own); a slot that alone
+/// exceeds the limit is a bucket by itself. Throws BucketPlanError naming the slot or option.
 GradientBucketPlan planGradientBuckets(const std::vector<ParameterSlot> &slots,
                                        uint64_t workspaceElements,
                                        const GradientReadiness &readiness,
