@@ -436,6 +436,8 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
         checkCuda(e, where() + ": copy");
       break;
     }
+    if (stepHook)
+      stepHook(f, call, si, stream);
   }
   if (timing)
     impl->record(f.steps.size(), stream);
@@ -469,6 +471,11 @@ void Executor::setGraphs(bool on) {
   graphsOn = on;
   if (!on)
     impl->graphs.clear();
+}
+
+void Executor::setStepHook(StepHook hook) {
+  stepHook = std::move(hook);
+  impl->graphs.clear();
 }
 
 GraphStats Executor::graphStats() const { return impl->graphs.stats(); }

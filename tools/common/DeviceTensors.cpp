@@ -139,11 +139,11 @@ std::vector<int64_t> resultShape(const TensorSpec &s, const Executor::Call &call
   return shape;
 }
 
-Executor::Call bindArguments(const Function &f, std::map<std::string, DeviceTensor> &state,
-                             std::map<std::string, DeviceTensor> &inputs) {
+Executor::Call bindArguments(const Function &f, const std::map<std::string, DeviceTensor> &state,
+                             const std::map<std::string, DeviceTensor> &inputs) {
   Executor::Call c;
   for (const TensorSpec &spec : f.arguments) {
-    DeviceTensor *t = nullptr;
+    const DeviceTensor *t = nullptr;
     if (auto it = state.find(spec.name); it != state.end())
       t = &it->second;
     else if (auto jt = inputs.find(spec.name); jt != inputs.end())

@@ -38,8 +38,8 @@ std::vector<int64_t> resultShape(const runtime::TensorSpec &spec,
 /// `inputs` (results left to the caller). Throws runtime::RuntimeError
 /// naming an argument that neither holds.
 runtime::Executor::Call bindArguments(const runtime::Function &f,
-                                      std::map<std::string, DeviceTensor> &state,
-                                      std::map<std::string, DeviceTensor> &inputs);
+                                      const std::map<std::string, DeviceTensor> &state,
+                                      const std::map<std::string, DeviceTensor> &inputs);
 
 /// Binds `call`'s results: a result named like a `state` tensor goes to
 /// its buffer in `spare` (the caller swaps state and spare after the run,

@@ -24,9 +24,52 @@ std::string perRankPath(const std::string &pattern, int rank) {
 #ifdef LS2C_HAVE_NCCL
 namespace {
 
+void checkCuda(cudaError_t e, const char *what) {
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+class NcclBucketReducer : public runtime::BucketReducer {
+public:
+  explicit NcclBucketReducer(runtime::NcclCommunicator &comm) : comm(comm) {
+    checkCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    checkCuda(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate");
+    checkCuda(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
+  }
+  ~NcclBucketReducer() override {
+    cudaStreamSynchronize(stream);
+    cudaEventDestroy(ready);
+    cudaEventDestroy(done);
+    cudaStreamDestroy(stream);
+  }
+  NcclBucketReducer(const NcclBucketReducer &) = delete;
+  NcclBucketReducer &operator=(const NcclBucketReducer &) = delete;
+
+  void reduce(const runtime::GradientBucket &bucket, float *gradients,
+              cudaStream_t after) override {
+    // A wait takes the event's latest record, so one event serves all.
+    checkCuda(cudaEventRecord(ready, after), "bucket all-reduce: cudaEventRecord");
+    checkCuda(cudaStreamWaitEvent(stream, ready, 0), "bucket all-reduce: cudaStreamWaitEvent");
+    comm.allReduce(gradients + bucket.beginElement, bucket.elements(), runtime::DType::F32,
+                   runtime::Reduction::Sum, stream);
+  }
+  void join(cudaStream_t waiting) override {
+    checkCuda(cudaEventRecord(done, stream), "bucket all-reduce: cudaEventRecord");
+    checkCuda(cudaStreamWaitEvent(waiting, done, 0), "bucket all-reduce: cudaStreamWaitEvent");
+  }
+
+private:
+  runtime::NcclCommunicator &comm;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t ready = nullptr, done = nullptr;
+};
+
 class NcclDataParallel : public DataParallel {
 public:
-  explicit NcclDataParallel(runtime::NcclCommunicator comm) : comm(std::move(comm)) {}
+  explicit NcclDataParallel(runtime::NcclCommunicator c)
+      : comm(std::move(c)), reducer(std::make_unique<NcclBucketReducer>(comm)) {}
+  ~NcclDataParallel() override { reducer.reset(); } // before the communicator
+  runtime::BucketReducer &bucketReducer() override { return *reducer; }
   int rank() const override { return comm.rank(); }
   int worldSize() const override { return comm.worldSize(); }
   void sumGradients(void *gradients, uint64_t elements) override {
@@ -38,6 +81,7 @@ public:
 
 private:
   runtime::NcclCommunicator comm;
+  std::unique_ptr<NcclBucketReducer> reducer;
 };
 
 } // namespace

@@ -9,11 +9,15 @@
 // size, so every rank takes the same step from the mean of the ranks'
 // gradients, as PyTorch's DistributedDataParallel does. That is the step of
 // one GPU on the whole batch when every shard has the same number of loss
-// tokens (each rank's loss is a mean over its own tokens).
+// tokens (each rank's loss is a mean over its own tokens). By default the
+// sum runs bucket by bucket while backward goes on (bucketReducer with
+// GradientReduceSchedule.h); sumGradients is the whole workspace at once.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LS2C_TOOLS_DATAPARALLEL_H
 #define LS2C_TOOLS_DATAPARALLEL_H
+
+#include "ls2c/Runtime/GradientReduceSchedule.h"
 
 #include <cstdint>
 #include <memory>
@@ -36,6 +40,11 @@ public:
   /// ranks, in place, on the legacy default stream, and waits for it.
   /// Throws std::runtime_error (an NCCL error, a peer that died).
   virtual void sumGradients(void *gradients, uint64_t elements) = 0;
+  /// Sums buckets over all ranks in place with NCCL on a stream of its own
+  /// (non-blocking, so the legacy default stream's work does not wait for
+  /// it), each after an event on the caller's stream; join makes the
+  /// caller's stream wait for them. Capturable in a CUDA graph.
+  virtual runtime::BucketReducer &bucketReducer() = 0;
 };
 
 /// `pattern` with every "{rank}" replaced by `rank` (per-rank batch files).

@@ -3,7 +3,7 @@
 // ls2c-gpu-step BUNDLE (--params P.safetensors | --init-seed S)
 //               --batch B.safetensors [-o OUT] [--steps K] [--dropout-seed N]
 //               [--profile] [--time] [--no-graphs] [--save-params P.safetensors]
-//               [--data-parallel]
+//               [--data-parallel [--no-overlap] | --simulate-ranks N]
 //
 // The GPU twin of `ls2c step` (lib/Trainer/ReferenceStep.cpp): the same
 // inputs and the same output file (per-step loss, grad_norm and lr; the
@@ -21,9 +21,14 @@
 // start from the same bits.
 // --data-parallel runs one process per GPU as torchrun starts them
 // (DataParallel.h): each rank reads its own batch (--batch's "{rank}"
-// replaced by its rank), the gradients are summed over the ranks after
-// @accumulate_gradients and averaged by @optimizer_step (micro_batches =
-// world size); the first-step gradients written are that mean.
+// replaced by its rank), the gradients are summed over the ranks bucket by
+// bucket while @accumulate_gradients runs (GradientReduceSchedule.h; with
+// --no-overlap, in one all-reduce after it) and averaged by
+// @optimizer_step (micro_batches = world size); the first-step gradients
+// written are that mean. --simulate-ranks N runs N ranks in turn on one GPU
+// (batches "{rank}" = 0 .. N-1), their buckets summed by the same schedule
+// (SimulatedRanks.h): it must match --data-parallel on N GPUs and one GPU on
+// all N batches.
 // Every call reuses its buffers (results swap with the state they replace),
 // so the executor's CUDA graphs are captured in the first steps and
 // replayed after; --no-graphs runs every step by step, and the output
@@ -33,9 +38,12 @@
 
 #include "DataParallel.h"
 #include "DeviceTensors.h"
+#include "SimulatedRanks.h"
 
 #include "ls2c/Runtime/Bundle.h"
 #include "ls2c/Runtime/Executor.h"
+#include "ls2c/Runtime/GradientBuckets.h"
+#include "ls2c/Runtime/GradientReduceSchedule.h"
 #include "ls2c/Runtime/Rendezvous.h"
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Model/ParameterLayout.h"
@@ -74,6 +82,8 @@ struct Options {
   std::string saveParams; ///< write the initial parameters here
   bool graphs = true;    ///< the executor's CUDA graphs (--no-graphs)
   bool dataParallel = false; ///< one process per GPU, NCCL (DataParallel.h)
+  bool overlap = true;       ///< --data-parallel: buckets during backward
+  int simulateRanks = 0;     ///< > 0: that many ranks in turn (SimulatedRanks.h)
 };
 
 /// A CUDA event pair on the legacy default stream, where the executor and
@@ -141,7 +151,8 @@ int run(const Options &o) {
   std::unique_ptr<DataParallel> dp;
   if (o.dataParallel)
     dp = DataParallel::fromEnvironment();
-  const int rank = dp ? dp->rank() : 0, worldSize = dp ? dp->worldSize() : 1;
+  const int rank = dp ? dp->rank() : 0;
+  const int worldSize = dp ? dp->worldSize() : std::max(1, o.simulateRanks);
   const std::string batchPath = perRankPath(o.batch, rank);
   const std::string prefix = dp ? "rank " + std::to_string(rank) + ": " : "";
   Program program = readBundle(o.bundle);
@@ -185,7 +196,6 @@ int run(const Options &o) {
     initial.metadata = {{"ls2c.model", program.modelName}};
     writeSafetensors(o.saveParams, initial);
   }
-  SafetensorsFile batch = readSafetensors(batchPath);
 
   // The training state by name, as the functions take and return it.
   const Function &accumulate = executor.function("accumulate_gradients");
@@ -211,26 +221,64 @@ int run(const Options &o) {
   state["gradients"] = uploadTensor(std::vector<double>(master.size(), 0.0), ws, DType::F32,
                                     wsBytes, "gradients");
 
-  // Batch inputs and buffers (sinusoidal tables) of @accumulate_gradients.
-  std::map<std::string, DeviceTensor> inputs;
-  for (const TensorSpec &spec : accumulate.arguments) {
-    if (spec.kind == ArgumentKind::Buffer) {
-      std::vector<double> table = sinusoidalTable(spec.maxShape[0], spec.maxShape[1]);
-      inputs[spec.name] = uploadTensor(table, spec.maxShape, spec.dtype, specBytes(spec), spec.name);
-    } else if (spec.kind == ArgumentKind::Input && !state.count(spec.name) &&
-               spec.name != "dropout_offset") {
-      auto it = batch.tensors.find(spec.name);
-      if (it == batch.tensors.end())
-        throw RuntimeError(batchPath + ": missing batch input '" + spec.name + "'");
-      std::string what = batchPath + ": " + spec.name;
-      std::vector<double> v;
-      if (spec.dtype == DType::F32 || spec.dtype == DType::F16 || spec.dtype == DType::BF16)
-        v = floatValues(it->second, what);
-      else
-        for (int64_t x : intValues(it->second, what))
-          v.push_back(static_cast<double>(x));
-      inputs[spec.name] = uploadTensor(v, it->second.shape, spec.dtype, specBytes(spec), spec.name);
+  // Batch inputs and buffers (sinusoidal tables) of @accumulate_gradients:
+  // one set per simulated rank (--simulate-ranks), else this rank's.
+  auto loadInputs = [&](const std::string &path) {
+    SafetensorsFile batch = readSafetensors(path);
+    std::map<std::string, DeviceTensor> inputs;
+    for (const TensorSpec &spec : accumulate.arguments) {
+      if (spec.kind == ArgumentKind::Buffer) {
+        std::vector<double> table = sinusoidalTable(spec.maxShape[0], spec.maxShape[1]);
+        inputs[spec.name] =
+            uploadTensor(table, spec.maxShape, spec.dtype, specBytes(spec), spec.name);
+      } else if (spec.kind == ArgumentKind::Input && !state.count(spec.name) &&
+                 spec.name != "dropout_offset") {
+        auto it = batch.tensors.find(spec.name);
+        if (it == batch.tensors.end())
+          throw RuntimeError(path + ": missing batch input '" + spec.name + "'");
+        std::string what = path + ": " + spec.name;
+        std::vector<double> v;
+        if (spec.dtype == DType::F32 || spec.dtype == DType::F16 || spec.dtype == DType::BF16)
+          v = floatValues(it->second, what);
+        else
+          for (int64_t x : intValues(it->second, what))
+            v.push_back(static_cast<double>(x));
+        inputs[spec.name] =
+            uploadTensor(v, it->second.shape, spec.dtype, specBytes(spec), spec.name);
+      }
     }
+    return inputs;
+  };
+  std::vector<std::map<std::string, DeviceTensor>> rankInputs;
+  if (o.simulateRanks > 0)
+    for (int r = 0; r < o.simulateRanks; ++r)
+      rankInputs.push_back(loadInputs(perRankPath(o.batch, r)));
+  else
+    rankInputs.push_back(loadInputs(batchPath));
+
+  // Gradient buckets reduced while backward runs (GradientReduceSchedule.h):
+  // over NCCL, or into a sum over simulated ranks.
+  std::unique_ptr<SimulatedRankReducer> simulated;
+  std::unique_ptr<GradientReduceSchedule> schedule;
+  if ((dp && o.overlap) || o.simulateRanks > 0) {
+    BucketReducer *reducer = nullptr;
+    if (dp) {
+      reducer = &dp->bucketReducer();
+    } else {
+      simulated = std::make_unique<SimulatedRankReducer>(program.workspaceElements);
+      reducer = simulated.get();
+    }
+    schedule = std::make_unique<GradientReduceSchedule>(planGradientBuckets(program), *reducer);
+    const GradientBucketPlan &plan = schedule->plan();
+    std::printf("%sgradient buckets: %zu, the first ready after step %lld of %zu of @%s%s%s\n",
+                prefix.c_str(), plan.buckets.size(),
+                static_cast<long long>(plan.buckets.front().readyStep),
+                plan.readiness.stepCount, plan.readiness.function.c_str(),
+                plan.readiness.note.empty() ? "" : "; ", plan.readiness.note.c_str());
+    executor.setStepHook([&s = *schedule](const Function &f, const Executor::Call &c,
+                                          size_t step, cudaStream_t stream) {
+      s.afterStep(f, c, step, stream);
+    });
   }
 
   // One call of `f`: arguments by name; results whose name is state replace
@@ -239,7 +287,9 @@ int run(const Options &o) {
   // repeat and their CUDA graphs replay.
   std::map<std::string, std::map<std::string, DeviceTensor>> outputs;
   std::map<std::string, DeviceTensor> spare;
-  auto call = [&](const Function &f, StepTimer *timer) -> std::map<std::string, DeviceTensor> & {
+  auto call = [&](const Function &f, StepTimer *timer,
+                  const std::map<std::string, DeviceTensor> &inputs)
+      -> std::map<std::string, DeviceTensor> & {
     Executor::Call c = bindArguments(f, state, inputs);
     std::map<std::string, DeviceTensor> &out = outputs[f.name];
     bindResults(f, c, state, spare, out);
@@ -261,11 +311,22 @@ int run(const Options &o) {
     int64_t offset = k;
     state.at("dropout_offset").buffer.upload(&offset, 8);
     accumulateTimer.begin();
-    state.at("gradients").buffer.fill(0);
-    auto &out = call(accumulate, &accumulateTimer);
-    if (dp)
+    double loss = 0;
+    for (const auto &inputs : rankInputs) {
+      state.at("gradients").buffer.fill(0);
+      auto &out = call(accumulate, &accumulateTimer, inputs);
+      loss += downloadTensor(out.at("loss"))[0] / static_cast<double>(rankInputs.size());
+      if (schedule && schedule->reducedLastRun() != schedule->plan().buckets.size())
+        throw RuntimeError("@accumulate_gradients reduced " +
+                           std::to_string(schedule->reducedLastRun()) + " of " +
+                           std::to_string(schedule->plan().buckets.size()) +
+                           " gradient buckets");
+    }
+    if (simulated)
+      simulated->takeSum(static_cast<float *>(state.at("gradients").buffer.data()));
+    if (dp && !o.overlap)
       dp->sumGradients(state.at("gradients").buffer.data(), program.workspaceElements);
-    losses.push_back(downloadTensor(out.at("loss"))[0]);
+    losses.push_back(loss);
     if (k == 0) {
       firstGradients = downloadTensor(state.at("gradients"));
       double scale = downloadTensor(state.at("loss_scale"))[0] * worldSize;
@@ -276,7 +337,7 @@ int run(const Options &o) {
     if (o.profile && k + 1 == o.steps)
       times = executor.stepTimes();
     optimizerTimer.begin();
-    auto &opt = call(optimizer, &optimizerTimer);
+    auto &opt = call(optimizer, &optimizerTimer, rankInputs.front());
     float stepMs = accumulateTimer.milliseconds() + optimizerTimer.milliseconds();
     peakBytes = std::max(peakBytes, deviceBytesInUse());
     if (o.profile && k + 1 == o.steps) {
@@ -332,7 +393,8 @@ int run(const Options &o) {
 const char *kUsage =
     "usage: ls2c-gpu-step BUNDLE (--params P.safetensors | --init-seed S) "
     "--batch B.safetensors [-o OUT.safetensors] [--steps K] [--dropout-seed N] [--profile] "
-    "[--time] [--no-graphs] [--save-params P.safetensors] [--data-parallel]\n"
+    "[--time] [--no-graphs] [--save-params P.safetensors]\n"
+    "    [--data-parallel [--no-overlap] | --simulate-ranks N]\n"
     "  --params FILE       initial parameters by reference name (F32/F64)\n"
     "  --init-seed S       or: initialize them as the description says, from seed S\n"
     "  --batch FILE        the model's inputs by name (ids, position_ids, cu_seqlens, labels)\n"
@@ -346,8 +408,12 @@ const char *kUsage =
     "  --data-parallel     one process per GPU, started as torchrun starts them (RANK,\n"
     "                      WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT): each rank\n"
     "                      reads --batch with \"{rank}\" replaced by its rank; gradients are\n"
-    "                      averaged over the ranks by an NCCL all-reduce; rank 0 writes -o\n"
-    "                      (every rank when -o has \"{rank}\")\n";
+    "                      averaged over the ranks by NCCL all-reduces of 25 MiB buckets,\n"
+    "                      each as soon as backward has finished it; rank 0 writes -o\n"
+    "                      (every rank when -o has \"{rank}\")\n"
+    "  --no-overlap        with --data-parallel: one all-reduce after the whole backward\n"
+    "  --simulate-ranks N  N ranks in turn on this GPU, batches \"{rank}\" = 0 .. N-1, their\n"
+    "                      gradient buckets summed as --data-parallel sums them\n";
 
 /// `text` as an integer in [lo, INT64_MAX], or exit 2 naming the option.
 int64_t integerOption(const std::string &option, const std::string &text, int64_t lo) {
@@ -404,6 +470,10 @@ int main(int argc, char **argv) {
       o.saveParams = value();
     else if (a == "--data-parallel")
       o.dataParallel = true;
+    else if (a == "--no-overlap")
+      o.overlap = false;
+    else if (a == "--simulate-ranks")
+      o.simulateRanks = static_cast<int>(integerOption(a, value(), 1));
     else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "ls2c-gpu-step: error: unknown option %s\n%s", a.c_str(), kUsage);
       return 2;
@@ -422,6 +492,12 @@ int main(int argc, char **argv) {
     return usageError("--params or --init-seed is needed");
   if (o.batch.empty())
     return usageError("--batch is needed");
+  if (o.dataParallel && o.simulateRanks > 0)
+    return usageError("--data-parallel and --simulate-ranks exclude each other");
+  if (!o.overlap && !o.dataParallel)
+    return usageError("--no-overlap needs --data-parallel");
+  if (o.simulateRanks > 4096)
+    return usageError("--simulate-ranks: at most 4096 ranks");
   o.bundle = positional[0];
   try {
     return run(o);

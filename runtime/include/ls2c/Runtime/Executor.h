@@ -21,6 +21,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -111,6 +112,19 @@ public:
   /// graphs off destroys the cached ones.
   void setGraphs(bool on);
   bool graphs() const { return graphsOn; }
+
+  /// Work a caller adds between steps (data parallelism's bucket
+  /// all-reduces, GradientReduceSchedule.h): called after each step `step`
+  /// (an index into Function::steps, skipped launches included) of every run
+  /// that is enqueued step by step or captured, with the stream the steps
+  /// go to (while capturing, the capture stream: what the hook enqueues
+  /// there, or on streams it joins to it with events, becomes part of the
+  /// graph and is replayed with it, so the hook is not called on replays).
+  /// It must join any stream it forks back to `stream` before the call's
+  /// last step returns. Setting or clearing it drops the cached graphs.
+  using StepHook = std::function<void(const Function &function, const Call &call, size_t step,
+                                      cudaStream_t stream)>;
+  void setStepHook(StepHook hook);
   GraphStats graphStats() const;
   static constexpr size_t kMaxGraphs = 16;
 
@@ -122,6 +136,7 @@ private:
   std::string archName;
   bool timing = false;
   bool graphsOn = true;
+  StepHook stepHook;
   std::unique_ptr<Impl> impl;
 };
 
