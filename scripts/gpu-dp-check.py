@@ -15,8 +15,10 @@ steps of either sign, on one GPU as on two).
             model.ls2b (sm_90), batch.safetensors (N x B sequences), batch.R.safetensors
             (rank R's B sequences), and bin/ls2c-gpu-step
     run [--dir .gpu-dp] [--steps 3]                       (the GPU machine, N GPUs): one GPU
-            on the whole batch, then N processes with torchrun's variables
-            (ls2c-gpu-step --data-parallel), then the comparison; exit 1 on a mismatch
+            on the whole batch; N simulated ranks on one GPU (--simulate-ranks: the bucket
+            schedule without NCCL); N processes with torchrun's variables
+            (ls2c-gpu-step --data-parallel: 16 KiB buckets all-reduced during backward),
+            and again with --no-overlap; then the comparisons; exit 1 on a mismatch
     compare DIR                                           the comparison of a run's outputs
             (DIR/single.safetensors, DIR/dp.R.safetensors), e.g. fetched back here
 """
@@ -32,6 +34,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOL = 1e-4  # DESIGN.md: a train step in fp32
+BUCKET_MB = 16 / 1024
 SEQS_PER_RANK, LENGTH = 4, 64
 
 
@@ -96,6 +99,9 @@ def prepare(a):
     for k in ("hidden_dropout", "attention_dropout", "activation_dropout"):
         if k in d:
             d[k] = 0.0
+    # 16 KiB buckets: tiny-gpt's gradients in 11 accumulation groups, each
+    # all-reduced at its own step while backward runs.
+    d.setdefault("optimizer", {})["bucket_cap_mb"] = BUCKET_MB
     out = os.path.join(ROOT, ".gpu-dp")
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(os.path.join(out, "bin"))
@@ -139,29 +145,44 @@ def run(a):
     print(r.stdout + r.stderr, end="")
     if r.returncode:
         sys.exit(f"one GPU: exit {r.returncode}")
-    procs = []
-    for rank in range(ranks):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks), LOCAL_RANK=str(rank),
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(a.port))
-        procs.append(subprocess.Popen(
-            common + ["--data-parallel", "--batch", os.path.join(d, "batch.{rank}.safetensors"),
-                      "-o", os.path.join(a.out, "dp.{rank}.safetensors")],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    failed = False
-    for rank, p in enumerate(procs):
-        text, _ = p.communicate(timeout=300)
-        print(text, end="")
-        if p.returncode:
-            print(f"rank {rank}: exit {p.returncode}")
-            failed = True
-    if failed:
-        sys.exit(1)
-    return compare(a.out, ranks, a.steps)
+    # Simulated ranks on one GPU (the bucket schedule without NCCL).
+    r = subprocess.run(common + ["--simulate-ranks", str(ranks), "--batch",
+                                 os.path.join(d, "batch.{rank}.safetensors"), "-o",
+                                 os.path.join(a.out, "sim.0.safetensors")],
+                       capture_output=True, text=True)
+    print(r.stdout + r.stderr, end="")
+    if r.returncode:
+        sys.exit(f"simulated ranks: exit {r.returncode}")
+    for variant, extra in (("dp", []), ("dpsync", ["--no-overlap"])):
+        procs = []
+        for rank in range(ranks):
+            env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks), LOCAL_RANK=str(rank),
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(a.port))
+            procs.append(subprocess.Popen(
+                common + ["--data-parallel", *extra, "--batch",
+                          os.path.join(d, "batch.{rank}.safetensors"),
+                          "-o", os.path.join(a.out, variant + ".{rank}.safetensors")],
+                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        failed = False
+        for rank, p in enumerate(procs):
+            text, _ = p.communicate(timeout=300)
+            print(text, end="")
+            if p.returncode:
+                print(f"{variant} rank {rank}: exit {p.returncode}")
+                failed = True
+        if failed:
+            sys.exit(1)
+    status = 0
+    for variant, n in (("dp", ranks), ("dpsync", ranks), ("sim", 1)):
+        status |= compare(a.out, n, a.steps, variant)
+    return status
 
 
-def compare(out, ranks, steps=None):
+def compare(out, ranks, steps=None, variant="dp"):
+    """Outputs VARIANT.R.safetensors (R < ranks) against single.safetensors; 0 when they agree."""
     one = read_safetensors(os.path.join(out, "single.safetensors"))
-    runs = [read_safetensors(os.path.join(out, f"dp.{r}.safetensors")) for r in range(ranks)]
+    runs = [read_safetensors(os.path.join(out, f"{variant}.{r}.safetensors"))
+            for r in range(ranks)]
     grads = [k for k in one if k.startswith("grad/")]
     scale = float(np.sqrt(sum(float(np.sum(one[k] ** 2)) for k in grads)))
     worst, excluded = (0.0, ""), 0
@@ -180,8 +201,11 @@ def compare(out, ranks, steps=None):
     losses = np.mean([dp["loss"] for dp in runs], axis=0)
     loss_err = float(np.max(np.abs(losses - one["loss"]) / np.abs(one["loss"])))
     ok = bool(np.isfinite(worst[0])) and worst[0] <= TOL and loss_err <= TOL
-    print(f"data parallel, {ranks} GPUs x {SEQS_PER_RANK} sequences vs one GPU x "
-          f"{ranks * SEQS_PER_RANK}, {len(one['loss'])} steps: mean loss rel err {loss_err:.2e}, "
+    what = {"dp": "data parallel, buckets during backward",
+            "dpsync": "data parallel, one all-reduce after backward",
+            "sim": "simulated ranks on one GPU"}.get(variant, variant)
+    print(f"{what}: {ranks} output(s) vs one GPU x {SEQS_PER_RANK} sequences per rank, "
+          f"{len(one['loss'])} steps: mean loss rel err {loss_err:.2e}, "
           f"worst gradient/parameter/grad-norm rel err {worst[0]:.2e} ({worst[1]}); "
           f"{excluded} parameters left out (gradient zero in exact arithmetic); tol {TOL:g}: "
           f"{'ok' if ok else 'FAIL'}")

@@ -96,6 +96,7 @@ DictionaryAttr optimizerAttr(Builder &b, const ModelDescription &d) {
       b.getNamedAttr("eps", b.getF64FloatAttr(o.eps)),
       b.getNamedAttr("weight_decay", b.getF64FloatAttr(o.weight_decay)),
       b.getNamedAttr("clip_norm", b.getF64FloatAttr(o.clip_norm)),
+      b.getNamedAttr("bucket_cap_mb", b.getF64FloatAttr(o.bucket_cap_mb)),
       b.getNamedAttr("schedule", b.getStringAttr(toString(o.schedule.type))),
       b.getNamedAttr("warmup_steps", b.getI64IntegerAttr(o.schedule.warmup_steps)),
       b.getNamedAttr("total_steps", b.getI64IntegerAttr(o.schedule.total_steps)),

@@ -174,7 +174,8 @@ const std::vector<std::string_view> kTopKeys = {
     "optimizer"};
 // clang-format on
 const std::vector<std::string_view> kOptimizerKeys = {
-    "type", "lr", "betas", "eps", "weight_decay", "clip_norm", "schedule"};
+    "type", "lr", "betas", "eps", "weight_decay", "clip_norm", "bucket_cap_mb",
+    "schedule"};
 const std::vector<std::string_view> kScheduleKeys = {
     "type", "warmup_steps", "total_steps", "min_lr_ratio"};
 
@@ -433,6 +434,10 @@ private:
     read("eps", o.eps, detail::positiveF32Rule);
     read("weight_decay", o.weight_decay, detail::nonNegativeF32Rule);
     read("clip_norm", o.clip_norm, detail::nonNegativeF32Rule);
+    read("bucket_cap_mb", o.bucket_cap_mb, [](double v) -> std::string {
+      // 1e-4 MiB is 26 fp32 elements; 2^20 MiB (1 TiB) is more than any model.
+      return v >= 1e-4 && v <= 1048576.0 ? "" : "must be in [1e-4, 1048576] (MiB)";
+    });
     if (const json *betas = r_.member(opt, p, "betas")) {
       if (!betas->is_array() || betas->size() != 2)
         r_.fail(r_.lastPath(), *betas, "must be an array of 2 numbers");
@@ -580,6 +585,7 @@ nlohmann::json toJson(const ModelDescription &d) {
       {"type", toString(o.type)},       {"lr", o.lr},
       {"betas", {o.beta1, o.beta2}},    {"eps", o.eps},
       {"weight_decay", o.weight_decay}, {"clip_norm", o.clip_norm},
+      {"bucket_cap_mb", o.bucket_cap_mb},
       {"schedule", std::move(sched)}};
   return j;
 }

@@ -48,6 +48,7 @@ namespace {
 struct OptimizerSettings {
   std::string type, schedule;
   double lr, beta1, beta2, eps, weightDecay, clipNorm, minLrRatio;
+  double bucketCapMb = kAccumulationGroupBytes / double(1 << 20); ///< optional
   int64_t warmupSteps, totalSteps;
   bool lossScaling = false;
   int64_t growthInterval = 0;
@@ -89,6 +90,10 @@ FailureOr<OptimizerSettings> readSettings(ModuleOp module) {
       failed(i("warmup_steps", s.warmupSteps)) ||
       failed(i("total_steps", s.totalSteps)))
     return failure();
+  if (dict.get("bucket_cap_mb") && failed(f("bucket_cap_mb", s.bucketCapMb)))
+    return failure();
+  if (!(s.bucketCapMb > 0))
+    return module.emitError("ls2.optimizer bucket_cap_mb must be positive");
   if (s.type != "adamw" && s.type != "adam")
     return module.emitError("ls2.optimizer type '") << s.type
                                                     << "' is not adamw or adam";
@@ -194,7 +199,7 @@ struct TrainStepPass : ls2c::impl::TrainStepBase<TrainStepPass> {
 
 private:
   LogicalResult buildAccumulate(ModuleOp module, func::FuncOp fb,
-                                const WorkspaceLayout &ws,
+                                const WorkspaceLayout &ws, double bucketCapMb,
                                 const std::map<std::string, ParamInfo> &params);
   LogicalResult buildOptimizerStep(ModuleOp module, const OptimizerSettings &s,
                                    const WorkspaceLayout &ws);
@@ -207,7 +212,7 @@ DictionaryAttr argAttrs(OpBuilder &b, StringRef name, StringRef kind) {
 
 LogicalResult
 TrainStepPass::buildAccumulate(ModuleOp module, func::FuncOp fb,
-                               const WorkspaceLayout &ws,
+                               const WorkspaceLayout &ws, double bucketCapMb,
                                const std::map<std::string, ParamInfo> &params) {
   OpBuilder b(module.getContext());
   Location loc = fb.getLoc();
@@ -289,7 +294,8 @@ TrainStepPass::buildAccumulate(ModuleOp module, func::FuncOp fb,
   // the gradients' arena buffers die early. The result is the groups'
   // concat, which each group's kernel writes in place (FusionRules.h).
   std::vector<AccumulationGroup> groups =
-      planAccumulationGroups(ws, kAccumulationGroupBytes / 4);
+      planAccumulationGroups(ws, std::max<int64_t>(1, static_cast<int64_t>(
+                                     bucketCapMb * double(1 << 20) / 4)));
   Block *body = entry;
   auto lastWriter = [&](const AccumulationGroup &g) -> Operation * {
     Operation *last = nullptr;
@@ -495,7 +501,7 @@ void TrainStepPass::runOnOperation() {
     params[spec.name] = {i, results[spec.name], type};
   }
   WorkspaceLayout ws = planWorkspace(layout);
-  if (failed(buildAccumulate(module, fb, ws, params)) ||
+  if (failed(buildAccumulate(module, fb, ws, settings->bucketCapMb, params)) ||
       failed(buildOptimizerStep(module, *settings, ws)))
     return signalPassFailure();
 }

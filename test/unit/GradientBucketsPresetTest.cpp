@@ -29,10 +29,11 @@ namespace {
 
 using namespace ls2c::runtime;
 
-Program buildPreset(const std::string &preset) {
+Program buildPreset(const std::string &preset, double bucketCapMb = 25.0) {
   mlir::MLIRContext context;
   ls2c::ModelDescription desc =
       ls2c::loadModelDescription(LS2C_SOURCE_DIR "/examples/" + preset + ".json");
+  desc.optimizer.bucket_cap_mb = bucketCapMb;
   mlir::OwningOpRef<mlir::ModuleOp> module = ls2c::buildForwardModule(context, desc);
   EXPECT_TRUE(module) << preset;
   mlir::PassManager pm(&context);
@@ -126,6 +127,42 @@ TEST_P(TinyPreset, ReadyPointsAndPlans) {
   bf16.reduceDType = DType::BF16;
   EXPECT_LE(planGradientBuckets(program, bf16).buckets.size(),
             planGradientBuckets(program, f32).buckets.size());
+}
+
+// optimizer.bucket_cap_mb sets the compiler's accumulation groups: at 16 KiB
+// tiny-gpt's 73,280-element workspace becomes many groups, each written by
+// its own step, and buckets of the same size are exactly those groups,
+// launched in the order backward finishes them.
+TEST(SmallBuckets, EachAccumulationGroupIsOneBucket) {
+  const double mb = 16.0 / 1024;
+  Program program = buildPreset("tiny-gpt", mb);
+  BucketOptions o;
+  o.maxBucketBytes = 16 << 10;
+  GradientBucketPlan plan = planGradientBuckets(program, o);
+  ls2c::testing::checkBucketPlan(plan, program.parameters);
+  ASSERT_TRUE(plan.readiness.fromProgram) << plan.readiness.note;
+  EXPECT_GE(plan.buckets.size(), 6u);
+  std::set<int64_t> steps;
+  for (size_t b = 0; b < plan.buckets.size(); ++b) {
+    const GradientBucket &bucket = plan.buckets[b];
+    EXPECT_TRUE(steps.insert(bucket.readyStep).second)
+        << "bucket " << b << " shares ready step " << bucket.readyStep;
+    // One step writes the whole bucket: the group's kernel.
+    const Function *fn = nullptr;
+    for (const Function &f : program.functions)
+      if (f.name == "accumulate_gradients")
+        fn = &f;
+    ASSERT_NE(fn, nullptr);
+    uint32_t result = 0;
+    while (fn->results[result].name != "gradients")
+      ++result;
+    EXPECT_TRUE(writesRange(fn->steps[size_t(bucket.readyStep)], result,
+                            bucket.workspaceByteOffset(),
+                            bucket.workspaceByteOffset() + bucket.workspaceBytes()))
+        << "bucket " << b;
+  }
+  std::printf("tiny-gpt, bucket_cap_mb %g:\n%s", mb,
+              formatGradientBucketPlan(plan, program.parameters).c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, TinyPreset,

@@ -210,6 +210,7 @@ TEST(ModelDescriptionTest, EncoderDefaultsFollowBert) {
   EXPECT_DOUBLE_EQ(d.optimizer.eps, 1e-8);
   EXPECT_DOUBLE_EQ(d.optimizer.weight_decay, 0.01);
   EXPECT_DOUBLE_EQ(d.optimizer.clip_norm, 0.0);
+  EXPECT_DOUBLE_EQ(d.optimizer.bucket_cap_mb, 25.0);
   EXPECT_EQ(d.optimizer.schedule.type, ls2c::ScheduleType::Constant);
   EXPECT_EQ(d.headDim(), 16);
   EXPECT_EQ(d.numPatches(), 0);
@@ -728,6 +729,11 @@ TEST(ModelDescriptionBadInput, WeightDecayNegative) {
 TEST(ModelDescriptionBadInput, ClipNormNegative) {
   expectBad("clip-norm-negative", "$.optimizer.clip_norm",
             "-1.0: must be non-negative");
+}
+
+TEST(ModelDescriptionBadInput, BucketCapZero) {
+  expectBad("bucket-cap-zero", "$.optimizer.bucket_cap_mb",
+            "0: must be in [1e-4, 1048576] (MiB)");
 }
 
 TEST(ModelDescriptionBadInput, PaddingIdxOutOfRange) {

@@ -268,7 +268,14 @@ int run(const Options &o) {
       simulated = std::make_unique<SimulatedRankReducer>(program.workspaceElements);
       reducer = simulated.get();
     }
-    schedule = std::make_unique<GradientReduceSchedule>(planGradientBuckets(program), *reducer);
+    // Buckets as large as the compiler's accumulation groups (the
+    // description's optimizer.bucket_cap_mb), so each group is one bucket.
+    BucketOptions bucketOptions;
+    bucketOptions.maxBucketBytes = static_cast<uint64_t>(
+        ls2c::parseModelDescription(program.description, o.bundle).optimizer.bucket_cap_mb *
+        double(1 << 20));
+    schedule = std::make_unique<GradientReduceSchedule>(
+        planGradientBuckets(program, bucketOptions), *reducer);
     const GradientBucketPlan &plan = schedule->plan();
     std::printf("%sgradient buckets: %zu, the first ready after step %lld of %zu of @%s%s%s\n",
                 prefix.c_str(), plan.buckets.size(),

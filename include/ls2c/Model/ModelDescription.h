@@ -84,6 +84,9 @@ struct OptimizerConfig {
   double eps = 1e-8;
   double weight_decay = 0.01;
   double clip_norm = 0.0; ///< global gradient-norm clip; 0 = off
+  /// MiB of fp32 gradient per accumulation group and data-parallel
+  /// all-reduce bucket (PyTorch DDP's bucket_cap_mb).
+  double bucket_cap_mb = 25.0;
   ScheduleConfig schedule;
 };
 
