@@ -47,8 +47,9 @@ seconds, scaling efficiency = tokens/s at N / (N x tokens/s at N = 1) of the sam
 ls2c / DDP tokens/s. Prints one markdown table last; --json writes the runs and the figures,
 merged with the runs of an earlier file for other (configuration, N, system), so runs split over
 several calls make one table; the file is rewritten after every run. Every subprocess has a
-timeout: a failed or timed-out run prints one FAILED line and the next run goes on. Exit status
-0; 1 if a run failed; 2 on bad input (one line on stderr).
+timeout (--ls2c-timeout, --torch-timeout, cut to end within --budget): a failed or timed-out run
+prints one FAILED line and the next run goes on. Exit status 0; 1 if a run failed; 2 on bad
+input (one line on stderr).
 """
 import argparse
 import json
@@ -197,7 +198,7 @@ def descendants(pid):
 
 
 class Group:
-    """Processes started together, each in its own session, their output lines read with the
+    """Processes started together, each in its own process group, their output lines read with the
     host time each arrived. wait() stops them all (SIGTERM, then SIGKILL) at the deadline, or
     `grace` seconds after one exits with an error (its peers would wait for it)."""
 
@@ -207,8 +208,10 @@ class Group:
         self.log = log
         self.procs, self.threads = [], []
         for i, (cmd, env) in enumerate(zip(cmds, envs)):
+            # A process group of its own (not a session: a session outlives a killed caller).
+            group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
             p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                 errors="replace", start_new_session=True)
+                                 errors="replace", **group)
             self.procs.append(p)
             t = threading.Thread(target=self._read, args=(i, p), daemon=True)
             t.start()
@@ -316,7 +319,7 @@ def tool_usage(exe):
         return ""
 
 
-def run_ls2c(args, cfg_dir, n, log):
+def run_ls2c(args, cfg_dir, n, log, timeout):
     """N processes of ls2c-gpu-step on one configuration: the run's record (or its error)."""
     usage = tool_usage(args.gpu_step)
     if "usage:" not in usage:
@@ -342,7 +345,7 @@ def run_ls2c(args, cfg_dir, n, log):
         cmds.append(cmd)
         envs.append(env)
     g = Group(cmds, envs, log)
-    why = g.wait(args.ls2c_timeout)
+    why = g.wait(timeout)
     codes = g.returncodes()
     if why or any(codes):
         return {"error": failure(why, codes, g.lines), "command": " ".join(cmds[-1])}
@@ -372,7 +375,7 @@ def run_ls2c(args, cfg_dir, n, log):
 
 # ---------------------------------------------------------------------------- PyTorch
 
-def run_ddp(args, cfg_dir, n, log):
+def run_ddp(args, cfg_dir, n, log, timeout):
     """torchrun of this file's worker on N GPUs: rank 0's record (or the error)."""
     with tempfile.TemporaryDirectory() as tmp:
         result = os.path.join(tmp, "result.json")
@@ -381,7 +384,7 @@ def run_ddp(args, cfg_dir, n, log):
                                             "--warmup", str(args.warmup), "--result", result,
                                             "--device", args.torch_device]
         g = Group([cmd], [dict(os.environ)], log)
-        why = g.wait(args.torch_timeout, grace=0)
+        why = g.wait(timeout, grace=0)
         codes = g.returncodes()
         if why or any(codes) or not os.path.exists(result):
             if not why and not any(codes):
@@ -608,14 +611,19 @@ def parse_gpus(text):
 
 
 def write_json(path, meta, runs):
-    done = {key(r) for r in runs}
-    old = []
+    """The runs, merged with an earlier file's: a new run replaces the old one of its key, except
+    that a skip does not replace a run that ran. Returns the merged runs."""
+    merged = {}
     if os.path.exists(path):
         try:
-            old = [r for r in json.load(open(path)).get("runs", []) if key(r) not in done]
+            merged = {key(r): r for r in json.load(open(path)).get("runs", [])}
         except (OSError, ValueError, KeyError, TypeError):
-            old = []
-    merged = old + runs
+            merged = {}
+    for r in runs:
+        old = merged.get(key(r))
+        if not ("skipped" in r and old is not None and "skipped" not in old):
+            merged[key(r)] = r
+    merged = list(merged.values())
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         json.dump({"meta": meta, "runs": merged, "figures": figures(merged)}, f, indent=1)
@@ -645,6 +653,7 @@ def run(args):
             fail(f"{option} {text!r}: {e}")
     if args.logs:
         os.makedirs(args.logs, exist_ok=True)
+    started = time.monotonic()
     available = gpu_count() if args.visible_gpus is None else args.visible_gpus
     meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "gpus_available": available, "steps": args.steps,
             "warmup": args.warmup, "ls2c_args": args.ls2c_args, "gpu_step": args.gpu_step}
@@ -669,8 +678,19 @@ def run(args):
                 if (s == "ls2c" and args.skip_ls2c) or (s == "ddp" and args.skip_torch):
                     continue
                 log = os.path.join(args.logs, f"{name}.{s}.{n}.log") if args.logs else None
+                timeout = args.ls2c_timeout if s == "ls2c" else args.torch_timeout
+                if args.budget:  # end by the budget, stopping included (up to a minute)
+                    timeout = min(timeout, args.budget - (time.monotonic() - started) - 60)
+                    if timeout < 20:
+                        why = f"not started: the --budget of {args.budget:g} s is spent"
+                        print(f"{s}: skipped, {why}", flush=True)
+                        runs.append({"config": name, "gpus": n, "system": s, "skipped": why})
+                        continue
                 t0 = time.time()
-                r = run_ls2c(args, cfg_dir, n, log) if s == "ls2c" else run_ddp(args, cfg_dir, n, log)
+                if s == "ls2c":
+                    r = run_ls2c(args, cfg_dir, n, log, timeout)
+                else:
+                    r = run_ddp(args, cfg_dir, n, log, timeout)
                 r.update(config=name, gpus=n, system=s, tokens_per_gpu=tokens, seconds=round(time.time() - t0, 1))
                 runs.append(r)
                 label = "ls2c" if s == "ls2c" else ("torch DDP + compile" if n > 1 else "torch compile")
@@ -720,6 +740,8 @@ def main():
                    "included (default 480)")
     r.add_argument("--torchrun", default=f"{shlex.quote(sys.executable)} -m torch.distributed.run",
                    help="the launcher command (default: this Python's torch.distributed.run)")
+    r.add_argument("--budget", type=float, help="seconds for the whole run: each run's timeout shrinks to "
+                   "end by then, stopping included, and runs that would get under 20 s are skipped")
     r.add_argument("--skip-ls2c", action="store_true")
     r.add_argument("--skip-torch", action="store_true")
     r.add_argument("--visible-gpus", type=int, help="GPUs to assume instead of counting them (tests)")

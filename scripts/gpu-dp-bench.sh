@@ -12,12 +12,15 @@
 #   scripts/gpu-dp-bench.sh run [CONFIG...] [--gpus 1,2,4,8] [--out DIR] [-- MORE...]
 #     CONFIGs: bert-base gpt2-medium (default both); --gpus: world sizes (default 1,2; sizes above
 #     the machine's GPUs are skipped); MORE: options of `ddp_side_by_side.py run` (--steps 20,
-#     --warmup 5, --ls2c-args "...", --torch-timeout 480, --skip-torch, ...). Ends with the
-#     markdown table. The runs accumulate in .gpu-dp-bench-results/ddp_side_by_side.json
-#     (git-ignored, not carried: it stays on a warm machine between calls, and a file fetched
-#     earlier can be put there and carried too), so runs split over calls by config or --gpus
-#     make one table; it, the log and each run's log (logs/) are copied to DIR (default $OUT,
-#     else .gpu-dp-bench-results). Exit status: non-zero if a run failed.
+#     --warmup 5, --ls2c-args "...", --torch-timeout 480, --skip-torch, --budget S, ...). The
+#     whole run ends within --budget (default $DP_BENCH_BUDGET, else 540 s: a device call's 10
+#     minutes less a margin; runs that no longer fit are skipped and said so), so that no
+#     process outlives the call. Ends with the markdown table. The runs accumulate in
+#     .gpu-dp-bench-results/ddp_side_by_side.json (git-ignored, not carried: it stays on a warm
+#     machine between calls, and a file fetched earlier can be put there and carried too), so
+#     runs split over calls by config or --gpus make one table; it, the log and logs.tar.gz (each
+#     run's output) are copied to DIR (default $OUT, else only .gpu-dp-bench-results).
+#     Exit status: non-zero if a run failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 G=.gpu-dp-bench
@@ -52,10 +55,13 @@ run_gpu() {
   nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
   local status=0
   "$py" bench/ddp_side_by_side.py run --dir "$G/bench" --gpu-step "$G/bin/ls2c-gpu-step" --gpus "$gpus" \
-    --json "$results/ddp_side_by_side.json" --logs "$results/logs" "${configs[@]}" "${more[@]}" 2>&1 |
-    tee -a "$results/ddp_side_by_side.log" || status=$?
+    --budget "${DP_BENCH_BUDGET:-540}" --json "$results/ddp_side_by_side.json" --logs "$results/logs" \
+    "${configs[@]}" "${more[@]}" 2>&1 | tee -a "$results/ddp_side_by_side.log" || status=$?
+  tar -czf "$results/logs.tar.gz" -C "$results" logs 2>/dev/null || true
   if [ "$(cd "$out" && pwd)" != "$(cd "$results" && pwd)" ]; then
-    cp -r "$results/." "$out/"
+    # Three files: what a device call brings back is a few files, not a folder of logs.
+    cp "$results/ddp_side_by_side.json" "$results/ddp_side_by_side.log" "$results/logs.tar.gz" "$out/" 2>/dev/null ||
+      true
   fi
   return $status
 }
