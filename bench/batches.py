@@ -6,10 +6,10 @@ int32 [T] ([B + 1] for cu_seqlens) over sequences packed back to back; ViT's pix
 [B, C, S, S] (ls2c casts them to the compute dtype) with labels [B]. Lengths are all `seq_len`
 (uniform=True) or drawn from [seq_len / 2, seq_len]. save_batch() writes the arrays for
 `ls2c step --batch` / `ls2c-gpu-step --batch`; to_torch() gives the dict torch_models.Model takes
-(the arrays as tensors on a device, ids as int64, plus the Python tuples of lengths).
+(the arrays as tensors on a device, ids as int64, plus the Python tuples of lengths); lengths_of()
+gives those tuples back from a batch's cu_seqlens. Only to_torch() needs torch.
 """
 import numpy as np
-import torch
 from safetensors.numpy import save_file
 
 
@@ -72,9 +72,20 @@ def save_batch(arrays, path):
     save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, path)
 
 
+def lengths_of(arrays):
+    """The lengths dict make_batch returns beside `arrays`, from their cu_seqlens (a batch read
+    back from a file): {"lengths": (...)} or, for encoder_decoder, src_ and tgt_lengths."""
+    def of(cu):
+        return tuple(int(n) for n in np.diff(np.asarray(cu)))
+    if "src_cu_seqlens" in arrays:
+        return {"src_lengths": of(arrays["src_cu_seqlens"]), "tgt_lengths": of(arrays["tgt_cu_seqlens"])}
+    return {"lengths": of(arrays["cu_seqlens"])}
+
+
 def to_torch(arrays, lengths, device):
     """The dict torch_models.Model.forward takes: tensors on `device` (int ids as int64,
     pixels float32) and the lengths tuples."""
+    import torch
     out = {}
     for k, v in arrays.items():
         t = torch.from_numpy(np.ascontiguousarray(v))

@@ -116,7 +116,8 @@ class GpuMemorySampler:
         return (max(self.values) - self.baseline) * (1 << 20)
 
 
-STEP_RE = re.compile(r"^step (\d+): loss ([-\w.+]+), grad norm ([-\w.+]+), lr ([-\w.+]+)(?:, time ([\d.]+) ms)?")
+STEP_RE = re.compile(r"^step (\d+): loss ([-\w.+]+), grad norm ([-\w.+]+), lr ([-\w.+]+)"
+                     r"(?:, time ([\d.]+) ms(?: \(all-reduce (?:([\d.]+) ms|(overlapped))\))?)?")
 PROFILE_RE = re.compile(r"^profile of the last train step: ([\d.]+) ms in (\d+) steps")
 MEMORY_RE = re.compile(r"^device memory: peak (\d+) bytes")
 
@@ -125,8 +126,12 @@ def parse_ls2c(lines, warmup):
     """Figures from ls2c-gpu-step's stdout: `step K: loss L, grad norm G, lr R` per step and,
     with --profile, `profile of the last train step: X ms in N steps` followed by
     `  ms share calls step` rows; with --time, `, time T ms` at the end of each step line
-    and `device memory: peak N bytes` (in use after a step, the most over the run)."""
-    r = {"losses": [], "grad_norms": [], "step_ms": [], "profile_ms": None, "top": [], "peak_bytes": None}
+    (--data-parallel: `, time T ms (all-reduce A ms)`, T including A, or `(all-reduce
+    overlapped)` when the buckets' all-reduces run inside T; the rank prefix
+    `rank R: ` stripped by the caller) and `device memory: peak N bytes` (in use after a step,
+    the most over the run)."""
+    r = {"losses": [], "grad_norms": [], "step_ms": [], "allreduce_ms": [], "profile_ms": None, "top": [],
+         "peak_bytes": None}
     in_profile = False
     for line in lines:
         if m := STEP_RE.match(line):
@@ -134,6 +139,10 @@ def parse_ls2c(lines, warmup):
             r["grad_norms"].append(float(m.group(3)))
             if m.group(5):
                 r["step_ms"].append(float(m.group(5)))
+            if m.group(6):
+                r["allreduce_ms"].append(float(m.group(6)))
+            if m.group(7):
+                r["allreduce_overlapped"] = True
         elif m := PROFILE_RE.match(line):
             r["profile_ms"], in_profile = float(m.group(1)), True
         elif m := MEMORY_RE.match(line):

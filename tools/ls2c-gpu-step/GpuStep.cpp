@@ -16,7 +16,8 @@
 // step of the last train step with CUDA events and prints them by kernel;
 // --time measures every train step's device time (gradient zeroing,
 // @accumulate_gradients and @optimizer_step, CUDA events on the stream, CUDA
-// graphs as configured) and the device memory in use; --save-params writes
+// graphs as configured; with --data-parallel the gradient all-reduces too,
+// inside @accumulate_gradients or, with --no-overlap, printed apart) and the device memory in use; --save-params writes
 // the initial parameters by reference name (F32) so another framework can
 // start from the same bits.
 // --data-parallel runs one process per GPU as torchrun starts them
@@ -311,7 +312,7 @@ int run(const Options &o) {
   };
 
   std::vector<double> losses, norms, rates, firstGradients;
-  StepTimer accumulateTimer, optimizerTimer;
+  StepTimer accumulateTimer, optimizerTimer, reduceTimer;
   size_t peakBytes = 0;
   for (int64_t k = 0; k < o.steps; ++k) {
     executor.setTiming(o.profile && k + 1 == o.steps);
@@ -331,8 +332,13 @@ int run(const Options &o) {
     }
     if (simulated)
       simulated->takeSum(static_cast<float *>(state.at("gradients").buffer.data()));
-    if (dp && !o.overlap)
+    if (dp && !o.overlap) {
+      // On the legacy default stream, as the functions: the NCCL kernel's
+      // time, waiting for the slowest rank included (as DDP's step is).
+      reduceTimer.begin();
       dp->sumGradients(state.at("gradients").buffer.data(), program.workspaceElements);
+      reduceTimer.finish();
+    }
     losses.push_back(loss);
     if (k == 0) {
       firstGradients = downloadTensor(state.at("gradients"));
@@ -345,7 +351,8 @@ int run(const Options &o) {
       times = executor.stepTimes();
     optimizerTimer.begin();
     auto &opt = call(optimizer, &optimizerTimer, rankInputs.front());
-    float stepMs = accumulateTimer.milliseconds() + optimizerTimer.milliseconds();
+    float reduceMs = dp && !o.overlap ? reduceTimer.milliseconds() : 0.0f;
+    float stepMs = accumulateTimer.milliseconds() + reduceMs + optimizerTimer.milliseconds();
     peakBytes = std::max(peakBytes, deviceBytesInUse());
     if (o.profile && k + 1 == o.steps) {
       for (const auto &t : executor.stepTimes())
@@ -358,6 +365,9 @@ int run(const Options &o) {
                 static_cast<long long>(k + 1), losses.back(), norms.back(), rates.back());
     if (o.time)
       std::printf(", time %.3f ms", stepMs);
+    // The buckets' all-reduces run inside @accumulate_gradients' time.
+    if (o.time && dp)
+      std::printf(o.overlap ? " (all-reduce overlapped)" : " (all-reduce %.3f ms)", reduceMs);
     std::printf("\n");
   }
   if (o.time)
@@ -409,7 +419,9 @@ const char *kUsage =
     "  --steps K           train steps on the batch (default 1)\n"
     "  --dropout-seed N    Philox seed of dropout (default 0)\n"
     "  --profile           time every step of the last train step\n"
-    "  --time              each train step's device time and the device memory in use\n"
+    "  --time              each train step's device time (with --data-parallel: the\n"
+    "                      gradient all-reduces included; --no-overlap prints theirs\n"
+    "                      apart) and the device memory in use\n"
     "  --no-graphs         run every step by step instead of replaying CUDA graphs\n"
     "  --save-params FILE  write the initial parameters (F32, by name)\n"
     "  --data-parallel     one process per GPU, started as torchrun starts them (RANK,\n"
