@@ -113,6 +113,8 @@ private:
         t.name = name.str();
       if (auto kind = attrs.getAs<StringAttr>("ls2.kind"))
         t.kind = kindOf(f, kind.getValue());
+      if (auto alias = attrs.getAs<IntegerAttr>("ls2.in_place_of")) // results only
+        t.inPlaceOf = static_cast<int32_t>(alias.getInt());
     }
     auto type = tensorType(v);
     t.dtype = dtypeOrThrow(f, type.getElementType());

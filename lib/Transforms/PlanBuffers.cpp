@@ -12,6 +12,7 @@
 #include "ls2c/Transforms/Passes.h"
 
 #include "FusionRules.h"
+#include "InPlaceResults.h"
 
 #include "ls2c/Analysis/ArenaPlanner.h"
 #include "ls2c/Analysis/ShapeBounds.h"
@@ -207,6 +208,7 @@ struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
     f->setAttr("ls2.arena_bytes", IntegerAttr::get(i64, plan.arenaBytes));
     f->setAttr("ls2.arena_lower_bound_bytes",
                IntegerAttr::get(i64, plan.lowerBoundBytes));
+    markInPlaceResults(f);
 
     if (print) {
       auto &os = llvm::outs();

@@ -143,6 +143,8 @@ ojson tensorJson(const TensorSpec &t) {
   j["dtype"] = dtypeName(t.dtype);
   j["shape"] = dimsJson(t.shape);
   j["maxShape"] = intsJson(t.maxShape);
+  if (t.inPlaceOf >= 0) // optional: -1 when absent
+    j["inPlaceOf"] = t.inPlaceOf;
   return j;
 }
 
@@ -583,6 +585,12 @@ TensorSpec Reader::tensor(const json &v, const std::string &path) const {
   const json &maxShape = o.array("maxShape");
   for (size_t i = 0; i < maxShape.size(); ++i)
     t.maxShape.push_back(i64(maxShape[i], at(o.pathOf("maxShape"), i)));
+  if (v.contains("inPlaceOf")) {
+    int64_t a = i64(o["inPlaceOf"], o.pathOf("inPlaceOf"));
+    if (a < 0 || a > INT32_MAX)
+      fail(o.pathOf("inPlaceOf"), std::to_string(a) + ": must be an argument index");
+    t.inPlaceOf = static_cast<int32_t>(a);
+  }
   o.finish();
   return t;
 }

@@ -67,7 +67,7 @@ bool operator==(const Dim &a, const Dim &b) {
 
 bool operator==(const TensorSpec &a, const TensorSpec &b) {
   return a.name == b.name && a.kind == b.kind && a.dtype == b.dtype &&
-         a.shape == b.shape && a.maxShape == b.maxShape;
+         a.shape == b.shape && a.maxShape == b.maxShape && a.inPlaceOf == b.inPlaceOf;
 }
 
 bool operator==(const BufferRef &a, const BufferRef &b) {

@@ -491,6 +491,16 @@ void Validator::checkFunction(size_t index) {
     std::string path = at(at(fnPath, "results"), i);
     checkTensorDims(f.results[i], path);
     resultBytes.push_back(bytesOf(f.results[i], path));
+    const TensorSpec &r = f.results[i];
+    if (r.inPlaceOf < 0)
+      continue;
+    if (static_cast<size_t>(r.inPlaceOf) >= f.arguments.size())
+      fail(at(path, "inPlaceOf"), std::to_string(r.inPlaceOf) + ": the function has " +
+                                      std::to_string(f.arguments.size()) + " arguments");
+    const TensorSpec &a = f.arguments[static_cast<size_t>(r.inPlaceOf)];
+    if (a.name != r.name || a.dtype != r.dtype || a.maxShape != r.maxShape)
+      fail(at(path, "inPlaceOf"), std::to_string(r.inPlaceOf) + ": argument '" + a.name +
+                                      "' differs in name, dtype or shape from the result");
   }
   for (size_t i = 0; i < f.steps.size(); ++i) {
     const Step &s = f.steps[i];

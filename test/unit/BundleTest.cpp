@@ -229,6 +229,9 @@ Program makeProgram() {
                           {stat(18880)}, {18880}),
                    tensor("gradients", ArgumentKind::Gradient, DType::F32,
                           {stat(18880)}, {18880})};
+  // The updated master weights, written over argument 0.
+  opt.results = {tensor("master", ArgumentKind::State, DType::F32, {stat(18880)}, {18880})};
+  opt.results[0].inPlaceOf = 0;
   opt.arenaBytes = 0;
   Step u;
   u.kind = Step::Kind::Launch;
@@ -337,6 +340,8 @@ TEST(BundleTest, RoundTripInMemory) {
   EXPECT_EQ(q.functions[0].steps[2].attention.dropoutRate, 0.1f);
   EXPECT_EQ(q.functions[0].steps[1].gemm.m.argument, 0);
   EXPECT_EQ(q.functions[0].arguments[1].maxShape, std::vector<int64_t>{B1});
+  EXPECT_EQ(q.functions[1].results[0].inPlaceOf, 0);
+  EXPECT_EQ(q.functions[0].results[0].inPlaceOf, -1);
   // Deterministic bytes.
   EXPECT_EQ(serializeBundle(q), bytes);
 }
@@ -625,6 +630,12 @@ std::vector<Rule> rules() {
       {"TensorMaxShapeRank",
        [](Program &p) { p.functions[0].results[0].maxShape = {T}; },
        {"functions[0].results[0].maxShape", "has 1 dims but shape has 2"}},
+      {"InPlaceOfNoSuchArgument",
+       [](Program &p) { p.functions[1].results[0].inPlaceOf = 2; },
+       {"functions[1].results[0].inPlaceOf: 2", "has 2 arguments"}},
+      {"InPlaceOfAnotherTensor",
+       [](Program &p) { p.functions[1].results[0].inPlaceOf = 1; },
+       {"functions[1].results[0].inPlaceOf: 1", "argument 'gradients' differs"}},
       {"TensorMaxShapeNegative",
        [](Program &p) { p.functions[0].arguments[1].maxShape = {-9}; },
        {"functions[0].arguments[1].maxShape[0]: -9", ">= 0"}},

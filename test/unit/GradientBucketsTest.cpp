@@ -278,13 +278,13 @@ TEST(GradientReadiness, LastWriterOfEachSlot) {
   o.maxBucketBytes = 256; // 64 fp32 elements
   GradientBucketPlan plan = planGradientBuckets(p, o);
   checkBucketPlan(plan, slots);
-  // Cuts do not look at ready steps: p3 (ready at step 0) shares a bucket
-  // with p2 (step 2), and that bucket goes first of the two ready at 2
-  // (top down).
+  // A bucket holds slots of one ready step: p3 (ready at step 0) goes
+  // alone and first, though p2 would fit beside it; p2 and p1 (both step 2)
+  // share one.
   ASSERT_EQ(plan.buckets.size(), 3u);
-  EXPECT_EQ(plan.buckets[0].parameters, (std::vector<uint32_t>{2, 3}));
-  EXPECT_EQ(plan.buckets[0].readyStep, 2);
-  EXPECT_EQ(plan.buckets[1].parameters, (std::vector<uint32_t>{1}));
+  EXPECT_EQ(plan.buckets[0].parameters, (std::vector<uint32_t>{3}));
+  EXPECT_EQ(plan.buckets[0].readyStep, 0);
+  EXPECT_EQ(plan.buckets[1].parameters, (std::vector<uint32_t>{1, 2}));
   EXPECT_EQ(plan.buckets[1].readyStep, 2);
   EXPECT_EQ(plan.buckets[2].parameters, (std::vector<uint32_t>{0}));
   EXPECT_EQ(plan.buckets[2].readyStep, 3);
@@ -293,7 +293,7 @@ TEST(GradientReadiness, LastWriterOfEachSlot) {
                       "fp32 elements (640 bytes), 16-element alignment"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("  0      2  [96, 160)                          256       2  p2 .. p3"),
+  EXPECT_NE(text.find("  1      2  [64, 112)                          192       2  p1 .. p2"),
             std::string::npos)
       << text;
 }

@@ -1173,7 +1173,7 @@ TEST(ModelDescriptionBadInput, FixturesMatchTests) {
                                         "bool-for-number",
                                         "byte-count-overflow",
                                         "dropout-rounds-to-one-in-f32",
-                                        "clip-norm-negative",
+                                        "clip-norm-negative", "bucket-cap-zero",
                                         "duplicate-key",
                                         "empty",
                                         "eps-not-positive",

@@ -161,6 +161,10 @@ void bindResults(const runtime::Function &f, runtime::Executor::Call &call,
                  std::map<std::string, DeviceTensor> &spare,
                  std::map<std::string, DeviceTensor> &outputs) {
   for (const runtime::TensorSpec &spec : f.results) {
+    if (writesStateInPlace(f, spec, state)) {
+      call.results.push_back(state.at(spec.name).buffer.data());
+      continue;
+    }
     DeviceTensor &t = state.count(spec.name) ? spare[spec.name] : outputs[spec.name];
     if (t.buffer.size() < std::max<size_t>(specBytes(spec), 1))
       t.buffer = runtime::DeviceBuffer(specBytes(spec), "result " + spec.name);
@@ -168,6 +172,23 @@ void bindResults(const runtime::Function &f, runtime::Executor::Call &call,
     t.dtype = spec.dtype;
     call.results.push_back(t.buffer.data());
   }
+}
+
+bool writesStateInPlace(const runtime::Function &f, const runtime::TensorSpec &spec,
+                        const std::map<std::string, DeviceTensor> &state) {
+  // The argument bound from the same state tensor (bindArguments takes
+  // state first), holding the result's bytes.
+  auto it = state.find(spec.name);
+  return spec.inPlaceOf >= 0 && static_cast<size_t>(spec.inPlaceOf) < f.arguments.size() &&
+         f.arguments[static_cast<size_t>(spec.inPlaceOf)].name == spec.name &&
+         it != state.end() && it->second.buffer.size() >= specBytes(spec);
+}
+
+void adoptResults(const runtime::Function &f, std::map<std::string, DeviceTensor> &state,
+                  std::map<std::string, DeviceTensor> &spare) {
+  for (const runtime::TensorSpec &spec : f.results)
+    if (state.count(spec.name) && !writesStateInPlace(f, spec, state))
+      std::swap(state[spec.name], spare[spec.name]);
 }
 
 } // namespace ls2c::tools

@@ -41,15 +41,27 @@ runtime::Executor::Call bindArguments(const runtime::Function &f,
                                       const std::map<std::string, DeviceTensor> &state,
                                       const std::map<std::string, DeviceTensor> &inputs);
 
-/// Binds `call`'s results: a result named like a `state` tensor goes to
-/// its buffer in `spare` (the caller swaps state and spare after the run,
-/// so the calls' pointers repeat and CUDA graphs replay), any other to
-/// `outputs`; a buffer is reused when it holds the result's bound shape and
+/// Binds `call`'s results: a result named like a `state` tensor is written
+/// over that state's buffer when the compiler allows it (TensorSpec::
+/// inPlaceOf names the argument bound to it), else goes to its buffer in
+/// `spare` (the caller swaps state and spare after the run, adoptResults,
+/// so the calls' pointers repeat and CUDA graphs replay); any other goes to
+/// `outputs`. A buffer is reused when it holds the result's bound shape and
 /// reallocated otherwise. Sets each tensor's shape and dtype.
 void bindResults(const runtime::Function &f, runtime::Executor::Call &call,
                  const std::map<std::string, DeviceTensor> &state,
                  std::map<std::string, DeviceTensor> &spare,
                  std::map<std::string, DeviceTensor> &outputs);
+
+/// True when bindResults writes result `spec` over its state's buffer.
+bool writesStateInPlace(const runtime::Function &f, const runtime::TensorSpec &spec,
+                        const std::map<std::string, DeviceTensor> &state);
+
+/// After a run: each state result written to its spare becomes the state
+/// (the old buffer the spare of the next call); those written in place
+/// already are.
+void adoptResults(const runtime::Function &f, std::map<std::string, DeviceTensor> &state,
+                  std::map<std::string, DeviceTensor> &spare);
 
 /// `values` as `dtype` bytes, little-endian (integers truncated toward zero).
 std::vector<uint8_t> encodeValues(const std::vector<double> &values, runtime::DType dtype);

@@ -30,7 +30,8 @@
 // (batches "{rank}" = 0 .. N-1), their buckets summed by the same schedule
 // (SimulatedRanks.h): it must match --data-parallel on N GPUs and one GPU on
 // all N batches.
-// Every call reuses its buffers (results swap with the state they replace),
+// Every call reuses its buffers (state results are written over the state
+// where the compiler allows it, else swap with the state they replace),
 // so the executor's CUDA graphs are captured in the first steps and
 // replayed after; --no-graphs runs every step by step, and the output
 // must be the same bit for bit.
@@ -290,7 +291,8 @@ int run(const Options &o) {
   }
 
   // One call of `f`: arguments by name; results whose name is state replace
-  // it (the old buffer becomes the spare the next call writes), the others
+  // it, written over it in place or into a spare that then swaps with it
+  // (adoptResults), the others
   // land in outputs[f]. Buffers are reused so that the calls' pointers
   // repeat and their CUDA graphs replay.
   std::map<std::string, std::map<std::string, DeviceTensor>> outputs;
@@ -305,9 +307,7 @@ int run(const Options &o) {
     timer->finish();
     if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
       throw RuntimeError("@" + f.name + ": " + cudaGetErrorString(e));
-    for (const TensorSpec &spec : f.results)
-      if (state.count(spec.name))
-        std::swap(state[spec.name], spare[spec.name]);
+    adoptResults(f, state, spare);
     return out;
   };
 

@@ -133,7 +133,8 @@ struct Runner {
   explicit Runner(Program p) : executor(std::move(p)) {}
 
   /// Calls `name`: arguments from `state` then `inputs`; results named like
-  /// state replace it (their old buffers become the spares); other results
+  /// state replace it (in place, or their old buffers become the spares:
+  /// adoptResults); other results
   /// land in outputs[name]. Synchronizes.
   std::map<std::string, DeviceTensor> &call(const std::string &name,
                                             std::map<std::string, DeviceTensor> &state,
@@ -145,9 +146,7 @@ struct Runner {
     executor.run(f.name, c);
     if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
       throw RuntimeError("@" + f.name + ": " + cudaGetErrorString(e));
-    for (const TensorSpec &spec : f.results)
-      if (state.count(spec.name))
-        std::swap(state[spec.name], spare[spec.name]);
+    adoptResults(f, state, spare);
     return out;
   }
 };

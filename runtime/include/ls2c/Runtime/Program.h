@@ -64,6 +64,12 @@ struct TensorSpec {
   DType dtype = DType::F32;
   std::vector<Dim> shape;       ///< a result's dynamic dims name arguments
   std::vector<int64_t> maxShape; ///< every dim at its bound (elements)
+  /// A result only: the index of the argument (same name, dtype and shape)
+  /// whose buffer it may be written over, -1 for its own buffer. The
+  /// compiler proved that no step reads an element of that argument after
+  /// it is overwritten (lib/Transforms/InPlaceResults.h), so the caller may
+  /// pass one buffer for both and save a copy of the state.
+  int32_t inPlaceOf = -1;
 };
 
 /// A byte range the step reads or writes.

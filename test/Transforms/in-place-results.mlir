@@ -1,0 +1,76 @@
+// RUN: ls2c-opt %s -split-input-file -ls2-fuse -ls2-plan-buffers | FileCheck %s
+
+// A state result computed element by element from its argument (an Adam
+// moment's update) overwrites it: ls2.in_place_of names the argument.
+// CHECK-LABEL: func.func @update
+// CHECK-SAME: -> (tensor<64xf32> {ls2.in_place_of = 0 : i64, ls2.kind = "state", ls2.name = "m"})
+func.func @update(%m: tensor<64xf32> {ls2.kind = "state", ls2.name = "m"},
+                  %g: tensor<64xf32> {ls2.kind = "workspace", ls2.name = "g"})
+    -> (tensor<64xf32> {ls2.kind = "state", ls2.name = "m"}) {
+  %c = ls2.constant dense<0.9> : tensor<f32>
+  %a = ls2.mul %m, %c : tensor<64xf32>, tensor<f32>
+  %b = ls2.add %a, %g : tensor<64xf32>
+  return %b : tensor<64xf32>
+}
+
+// -----
+
+// Two segments updated apart and concatenated back at their own offsets
+// (the optimizer's weight-decayed and other slots): still element by
+// element, so in place.
+// CHECK-LABEL: func.func @segments
+// CHECK-SAME: ls2.in_place_of = 0 : i64
+func.func @segments(%m: tensor<64xf32> {ls2.kind = "state", ls2.name = "m"})
+    -> (tensor<64xf32> {ls2.kind = "state", ls2.name = "m"}) {
+  %lo = ls2.slice %m {axis = 0 : i64, start = 0 : i64, limit = 48 : i64} : tensor<64xf32> -> tensor<48xf32>
+  %hi = ls2.slice %m {axis = 0 : i64, start = 48 : i64, limit = 64 : i64} : tensor<64xf32> -> tensor<16xf32>
+  %a = ls2.mul %lo, %lo : tensor<48xf32>
+  %b = ls2.neg %hi : tensor<16xf32>
+  %r = ls2.concat %a, %b {axis = 0 : i64} : (tensor<48xf32>, tensor<16xf32>) -> tensor<64xf32>
+  return %r : tensor<64xf32>
+}
+
+// -----
+
+// The segments swapped: element i of the result reads another element of
+// the argument, which may already be overwritten. A fresh buffer.
+// CHECK-LABEL: func.func @rotated
+// CHECK-NOT: in_place_of
+// CHECK: return
+func.func @rotated(%m: tensor<64xf32> {ls2.kind = "state", ls2.name = "m"})
+    -> (tensor<64xf32> {ls2.kind = "state", ls2.name = "m"}) {
+  %lo = ls2.slice %m {axis = 0 : i64, start = 0 : i64, limit = 48 : i64} : tensor<64xf32> -> tensor<48xf32>
+  %hi = ls2.slice %m {axis = 0 : i64, start = 48 : i64, limit = 64 : i64} : tensor<64xf32> -> tensor<16xf32>
+  %r = ls2.concat %hi, %lo {axis = 0 : i64} : (tensor<16xf32>, tensor<48xf32>) -> tensor<64xf32>
+  return %r : tensor<64xf32>
+}
+
+// -----
+
+// The argument is read again by a kernel after the result's: the sum would
+// see the new values. A fresh buffer.
+// CHECK-LABEL: func.func @read_after
+// CHECK-NOT: in_place_of
+// CHECK: return
+func.func @read_after(%m: tensor<64xf32> {ls2.kind = "state", ls2.name = "m"},
+                      %x: tensor<64x64xf32> {ls2.kind = "input", ls2.name = "x"})
+    -> (tensor<64xf32> {ls2.kind = "state", ls2.name = "m"},
+        tensor<64xf32> {ls2.kind = "output", ls2.name = "y"}) {
+  %a = ls2.mul %m, %m : tensor<64xf32>
+  %m2 = ls2.reshape %m : tensor<64xf32> -> tensor<64x1xf32>
+  %y2 = ls2.matmul %x, %m2 : tensor<64x64xf32>, tensor<64x1xf32> -> tensor<64x1xf32>
+  %y = ls2.reshape %y2 : tensor<64x1xf32> -> tensor<64xf32>
+  return %a, %y : tensor<64xf32>, tensor<64xf32>
+}
+
+// -----
+
+// A result named like no argument, or of another type, is never in place.
+// CHECK-LABEL: func.func @other
+// CHECK-NOT: in_place_of
+// CHECK: return
+func.func @other(%m: tensor<64xf32> {ls2.kind = "state", ls2.name = "m"})
+    -> (tensor<64xf32> {ls2.kind = "output", ls2.name = "n"}) {
+  %a = ls2.mul %m, %m : tensor<64xf32>
+  return %a : tensor<64xf32>
+}
