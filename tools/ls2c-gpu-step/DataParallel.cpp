@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #ifdef LS2C_HAVE_NCCL
+#include "BucketCast.h"
 #include "ls2c/Runtime/DistributedNccl.h"
 #endif
 
@@ -31,13 +32,23 @@ void checkCuda(cudaError_t e, const char *what) {
 
 class NcclBucketReducer : public runtime::BucketReducer {
 public:
-  explicit NcclBucketReducer(runtime::NcclCommunicator &comm) : comm(comm) {
+  NcclBucketReducer(runtime::NcclCommunicator &comm, runtime::DType dtype,
+                    uint64_t workspaceElements)
+      : comm(comm), dtype(dtype) {
+    if (dtype != runtime::DType::F32 && dtype != runtime::DType::BF16)
+      throw std::runtime_error(std::string("gradient reduction in ") +
+                               runtime::dtypeName(dtype) + ": must be f32 or bf16");
     checkCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
     checkCuda(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate");
     checkCuda(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
+    if (dtype == runtime::DType::BF16) {
+      cast = std::make_unique<BucketCast>();
+      checkCuda(cudaMalloc(&staging, workspaceElements * 2), "cudaMalloc (bf16 buckets)");
+    }
   }
   ~NcclBucketReducer() override {
     cudaStreamSynchronize(stream);
+    cudaFree(staging);
     cudaEventDestroy(ready);
     cudaEventDestroy(done);
     cudaStreamDestroy(stream);
@@ -50,8 +61,19 @@ public:
     // A wait takes the event's latest record, so one event serves all.
     checkCuda(cudaEventRecord(ready, after), "bucket all-reduce: cudaEventRecord");
     checkCuda(cudaStreamWaitEvent(stream, ready, 0), "bucket all-reduce: cudaStreamWaitEvent");
-    comm.allReduce(gradients + bucket.beginElement, bucket.elements(), runtime::DType::F32,
-                   runtime::Reduction::Sum, stream);
+    float *range = gradients + bucket.beginElement;
+    if (!cast) {
+      comm.allReduce(range, bucket.elements(), runtime::DType::F32, runtime::Reduction::Sum,
+                     stream);
+      return;
+    }
+    // The bucket's own part of the staging buffer: no two buckets share
+    // bytes, whatever the order their reductions run in.
+    char *half = static_cast<char *>(staging) + bucket.beginElement * 2;
+    cast->toBf16(range, half, bucket.elements(), stream);
+    comm.allReduce(half, bucket.elements(), runtime::DType::BF16, runtime::Reduction::Sum,
+                   stream);
+    cast->toF32(half, range, bucket.elements(), stream);
   }
   void join(cudaStream_t waiting) override {
     checkCuda(cudaEventRecord(done, stream), "bucket all-reduce: cudaEventRecord");
@@ -60,16 +82,20 @@ public:
 
 private:
   runtime::NcclCommunicator &comm;
+  runtime::DType dtype;
   cudaStream_t stream = nullptr;
   cudaEvent_t ready = nullptr, done = nullptr;
+  std::unique_ptr<BucketCast> cast;
+  void *staging = nullptr;
 };
 
 class NcclDataParallel : public DataParallel {
 public:
-  explicit NcclDataParallel(runtime::NcclCommunicator c)
-      : comm(std::move(c)), reducer(std::make_unique<NcclBucketReducer>(comm)) {}
-  ~NcclDataParallel() override { reducer.reset(); } // before the communicator
-  runtime::BucketReducer &bucketReducer() override { return *reducer; }
+  explicit NcclDataParallel(runtime::NcclCommunicator c) : comm(std::move(c)) {}
+  std::unique_ptr<runtime::BucketReducer>
+  makeBucketReducer(runtime::DType reduceDType, uint64_t workspaceElements) override {
+    return std::make_unique<NcclBucketReducer>(comm, reduceDType, workspaceElements);
+  }
   int rank() const override { return comm.rank(); }
   int worldSize() const override { return comm.worldSize(); }
   void sumGradients(void *gradients, uint64_t elements) override {
@@ -81,7 +107,6 @@ public:
 
 private:
   runtime::NcclCommunicator comm;
-  std::unique_ptr<NcclBucketReducer> reducer;
 };
 
 } // namespace

@@ -40,11 +40,18 @@ public:
   /// ranks, in place, on the legacy default stream, and waits for it.
   /// Throws std::runtime_error (an NCCL error, a peer that died).
   virtual void sumGradients(void *gradients, uint64_t elements) = 0;
-  /// Sums buckets over all ranks in place with NCCL on a stream of its own
-  /// (non-blocking, so the legacy default stream's work does not wait for
-  /// it), each after an event on the caller's stream; join makes the
-  /// caller's stream wait for them. Capturable in a CUDA graph.
-  virtual runtime::BucketReducer &bucketReducer() = 0;
+  /// A reducer that sums buckets of the fp32 gradient workspace
+  /// (`workspaceElements` elements) over all ranks in place with NCCL, on a
+  /// stream of its own (non-blocking, so the legacy default stream's work
+  /// does not wait for it), each after an event on the caller's stream;
+  /// join makes the caller's stream wait for them. Capturable in a CUDA
+  /// graph. `reduceDType` F32 sums the fp32 values; BF16 rounds each bucket
+  /// to bf16 in a staging buffer (2 bytes an element of the workspace),
+  /// sums that and widens the sum back (BucketCast.h): half the bytes on
+  /// the wire, bf16's rounding in the gradients. It must not outlive this
+  /// object. Throws std::runtime_error (another dtype, allocation, NVRTC).
+  virtual std::unique_ptr<runtime::BucketReducer>
+  makeBucketReducer(runtime::DType reduceDType, uint64_t workspaceElements) = 0;
 };
 
 /// `pattern` with every "{rank}" replaced by `rank` (per-rank batch files).

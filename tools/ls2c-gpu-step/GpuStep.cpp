@@ -3,7 +3,8 @@
 // ls2c-gpu-step BUNDLE (--params P.safetensors | --init-seed S)
 //               --batch B.safetensors [-o OUT] [--steps K] [--dropout-seed N]
 //               [--profile] [--time] [--no-graphs] [--save-params P.safetensors]
-//               [--data-parallel [--no-overlap] | --simulate-ranks N]
+//               [--data-parallel [--no-overlap | --reduce-dtype bf16] |
+//                --simulate-ranks N]
 //
 // The GPU twin of `ls2c step` (lib/Trainer/ReferenceStep.cpp): the same
 // inputs and the same output file (per-step loss, grad_norm and lr; the
@@ -85,6 +86,7 @@ struct Options {
   bool graphs = true;    ///< the executor's CUDA graphs (--no-graphs)
   bool dataParallel = false; ///< one process per GPU, NCCL (DataParallel.h)
   bool overlap = true;       ///< --data-parallel: buckets during backward
+  DType reduceDType = DType::F32; ///< --reduce-dtype: the all-reduce's dtype
   int simulateRanks = 0;     ///< > 0: that many ranks in turn (SimulatedRanks.h)
 };
 
@@ -261,11 +263,13 @@ int run(const Options &o) {
   // Gradient buckets reduced while backward runs (GradientReduceSchedule.h):
   // over NCCL, or into a sum over simulated ranks.
   std::unique_ptr<SimulatedRankReducer> simulated;
+  std::unique_ptr<BucketReducer> ncclReducer;
   std::unique_ptr<GradientReduceSchedule> schedule;
   if ((dp && o.overlap) || o.simulateRanks > 0) {
     BucketReducer *reducer = nullptr;
     if (dp) {
-      reducer = &dp->bucketReducer();
+      ncclReducer = dp->makeBucketReducer(o.reduceDType, program.workspaceElements);
+      reducer = ncclReducer.get();
     } else {
       simulated = std::make_unique<SimulatedRankReducer>(program.workspaceElements);
       reducer = simulated.get();
@@ -273,6 +277,7 @@ int run(const Options &o) {
     // Buckets as large as the compiler's accumulation groups (the
     // description's optimizer.bucket_cap_mb), so each group is one bucket.
     BucketOptions bucketOptions;
+    bucketOptions.reduceDType = o.reduceDType;
     bucketOptions.maxBucketBytes = static_cast<uint64_t>(
         ls2c::parseModelDescription(program.description, o.bundle).optimizer.bucket_cap_mb *
         double(1 << 20));
@@ -411,7 +416,7 @@ const char *kUsage =
     "usage: ls2c-gpu-step BUNDLE (--params P.safetensors | --init-seed S) "
     "--batch B.safetensors [-o OUT.safetensors] [--steps K] [--dropout-seed N] [--profile] "
     "[--time] [--no-graphs] [--save-params P.safetensors]\n"
-    "    [--data-parallel [--no-overlap] | --simulate-ranks N]\n"
+    "    [--data-parallel [--no-overlap | --reduce-dtype bf16] | --simulate-ranks N]\n"
     "  --params FILE       initial parameters by reference name (F32/F64)\n"
     "  --init-seed S       or: initialize them as the description says, from seed S\n"
     "  --batch FILE        the model's inputs by name (ids, position_ids, cu_seqlens, labels)\n"
@@ -431,6 +436,8 @@ const char *kUsage =
     "                      each as soon as backward has finished it; rank 0 writes -o\n"
     "                      (every rank when -o has \"{rank}\")\n"
     "  --no-overlap        with --data-parallel: one all-reduce after the whole backward\n"
+    "  --reduce-dtype T    with --data-parallel: f32 (default) or bf16, the buckets rounded\n"
+    "                      to bf16 for the all-reduce and widened back (half the bytes)\n"
     "  --simulate-ranks N  N ranks in turn on this GPU, batches \"{rank}\" = 0 .. N-1, their\n"
     "                      gradient buckets summed as --data-parallel sums them\n";
 
@@ -491,6 +498,15 @@ int main(int argc, char **argv) {
       o.dataParallel = true;
     else if (a == "--no-overlap")
       o.overlap = false;
+    else if (a == "--reduce-dtype") {
+      std::string t = value();
+      if (t != "f32" && t != "bf16") {
+        std::fprintf(stderr, "ls2c-gpu-step: error: --reduce-dtype: '%s' is not f32 or bf16\n",
+                     t.c_str());
+        return 2;
+      }
+      o.reduceDType = t == "bf16" ? DType::BF16 : DType::F32;
+    }
     else if (a == "--simulate-ranks")
       o.simulateRanks = static_cast<int>(integerOption(a, value(), 1));
     else if (!a.empty() && a[0] == '-') {
@@ -515,6 +531,9 @@ int main(int argc, char **argv) {
     return usageError("--data-parallel and --simulate-ranks exclude each other");
   if (!o.overlap && !o.dataParallel)
     return usageError("--no-overlap needs --data-parallel");
+  if (o.reduceDType != DType::F32 && (!o.dataParallel || !o.overlap))
+    return usageError("--reduce-dtype bf16 needs --data-parallel's bucketed all-reduce "
+                      "(not --no-overlap)");
   if (o.simulateRanks > 4096)
     return usageError("--simulate-ranks: at most 4096 ranks");
   o.bundle = positional[0];
