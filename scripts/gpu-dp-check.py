@@ -18,8 +18,9 @@ steps of either sign, on one GPU as on two).
             on the whole batch; N simulated ranks on one GPU (--simulate-ranks: the bucket
             schedule without NCCL); N processes with torchrun's variables
             (ls2c-gpu-step --data-parallel: 16 KiB buckets all-reduced during backward),
-            again with --no-overlap and with --reduce-dtype bf16 (checked against
-            DESIGN.md's bf16 tolerance, 2e-2); then the comparisons; exit 1 on a mismatch
+            again with --no-overlap and with --reduce-dtype bf16 (its reduced gradients
+            checked against DESIGN.md's bf16 tolerance, 2e-2, the parameters after the
+            steps against a train step's, 2e-1); then the comparisons; exit 1 on a mismatch
     compare DIR                                           the comparison of a run's outputs
             (DIR/single.safetensors, DIR/dp.R.safetensors), e.g. fetched back here
 """
@@ -177,46 +178,57 @@ def run(a):
             sys.exit(1)
     status = 0
     for variant, n in (("dp", ranks), ("dpsync", ranks), ("sim", 1), ("dpbf16", ranks)):
-        status |= compare(a.out, n, a.steps, variant, TOL_BF16 if variant == "dpbf16" else TOL)
+        if variant == "dpbf16":
+            status |= compare(a.out, n, a.steps, variant, TOL_BF16, 10 * TOL_BF16)
+        else:
+            status |= compare(a.out, n, a.steps, variant)
     return status
 
 
-def compare(out, ranks, steps=None, variant="dp", tol=TOL):
-    """Outputs VARIANT.R.safetensors (R < ranks) against single.safetensors; 0 when they agree."""
+def compare(out, ranks, steps=None, variant="dp", tol=TOL, step_tol=None):
+    """Outputs VARIANT.R.safetensors (R < ranks) against single.safetensors; 0 when they agree.
+    The first step's gradients (the reduced mean) and the gradient norms must agree within
+    `tol`; the losses and the parameters after the K steps within `step_tol` (default `tol`):
+    DESIGN.md lets a whole train step take 10x a kernel's tolerance, and Adam turns a gradient
+    element whose ranks nearly cancel, rounded in bf16, into an update of either sign."""
+    step_tol = tol if step_tol is None else step_tol
     one = read_safetensors(os.path.join(out, "single.safetensors"))
     runs = [read_safetensors(os.path.join(out, f"{variant}.{r}.safetensors"))
             for r in range(ranks)]
     grads = [k for k in one if k.startswith("grad/")]
     scale = float(np.sqrt(sum(float(np.sum(one[k] ** 2)) for k in grads)))
-    worst, excluded = (0.0, ""), 0
+    worst = {"gradient": (0.0, ""), "parameter": (0.0, "")}
+    excluded = 0
     for rank, dp in enumerate(runs):
-        errors = {"grad_norm": rel(dp["grad_norm"], one["grad_norm"])}
+        errors = {"grad_norm": ("gradient", rel(dp["grad_norm"], one["grad_norm"]))}
         for k in grads:
-            errors[k] = float(np.linalg.norm(dp[k] - one[k]) /
-                              max(np.linalg.norm(one[k]), 1e-4 * scale))
+            errors[k] = ("gradient", float(np.linalg.norm(dp[k] - one[k]) /
+                                           max(np.linalg.norm(one[k]), 1e-4 * scale)))
             keep = np.abs(one[k]) > 1e-7 * scale
             excluded += int(np.sum(~keep)) if rank == 0 else 0
             p = "param/" + k[len("grad/"):]
-            errors[p] = rel(dp[p][keep], one[p][keep]) if keep.any() else 0.0
-        for k, e in errors.items():
-            if not np.isfinite(e) or e > worst[0]:
-                worst = (e, f"rank {rank} {k}")
+            errors[p] = ("parameter", rel(dp[p][keep], one[p][keep]) if keep.any() else 0.0)
+        for k, (kind, e) in errors.items():
+            if not np.isfinite(e) or e > worst[kind][0]:
+                worst[kind] = (e, f"rank {rank} {k}")
     losses = np.mean([dp["loss"] for dp in runs], axis=0)
     loss_err = float(np.max(np.abs(losses - one["loss"]) / np.abs(one["loss"])))
-    ok = bool(np.isfinite(worst[0])) and worst[0] <= tol and loss_err <= tol
-    if variant == "dpbf16" and worst[0] < 1e-5:
+    g, p = worst["gradient"], worst["parameter"]
+    ok = (bool(np.isfinite(g[0]) and np.isfinite(p[0])) and g[0] <= tol and p[0] <= step_tol
+          and loss_err <= step_tol)
+    if variant == "dpbf16" and g[0] < 1e-5:
         # bf16 keeps 8 bits: a sum in bf16 must show; if not, it ran in fp32.
-        print(f"{variant}: worst error {worst[0]:.2e} shows no bf16 rounding")
+        print(f"{variant}: worst gradient error {g[0]:.2e} shows no bf16 rounding")
         ok = False
     what = {"dp": "data parallel, buckets during backward",
             "dpsync": "data parallel, one all-reduce after backward",
             "sim": "simulated ranks on one GPU",
             "dpbf16": "data parallel, bf16 all-reduce"}.get(variant, variant)
     print(f"{what}: {ranks} output(s) vs one GPU x {SEQS_PER_RANK} sequences per rank, "
-          f"{len(one['loss'])} steps: mean loss rel err {loss_err:.2e}, "
-          f"worst gradient/parameter/grad-norm rel err {worst[0]:.2e} ({worst[1]}); "
-          f"{excluded} parameters left out (gradient zero in exact arithmetic); tol {tol:g}: "
-          f"{'ok' if ok else 'FAIL'}")
+          f"{len(one['loss'])} steps: mean loss rel err {loss_err:.2e}; worst gradient or "
+          f"grad-norm rel err {g[0]:.2e} ({g[1]}), tol {tol:g}; worst parameter rel err "
+          f"{p[0]:.2e} ({p[1]}), tol {step_tol:g}; {excluded} parameters left out (gradient "
+          f"zero in exact arithmetic): {'ok' if ok else 'FAIL'}")
     return 0 if ok else 1
 
 

@@ -30,7 +30,8 @@
 // written are that mean. --simulate-ranks N runs N ranks in turn on one GPU
 // (batches "{rank}" = 0 .. N-1), their buckets summed by the same schedule
 // (SimulatedRanks.h): it must match --data-parallel on N GPUs and one GPU on
-// all N batches.
+// all N batches. --reduce-dtype bf16 all-reduces bf16 copies of the buckets
+// (BucketCast.h).
 // Every call reuses its buffers (state results are written over the state
 // where the compiler allows it, else swap with the state they replace),
 // so the executor's CUDA graphs are captured in the first steps and
