@@ -1,13 +1,14 @@
 //===- GpuTrain.cpp - train a decoder LM on a text corpus on the GPU ------===//
 //
-// ls2c-gpu-train TRAIN.ls2b --eval EVAL.ls2b --data input.txt --steps N
+// ls2c-gpu-train TRAIN.ls2b --eval EVAL.ls2b --data (input.txt | TRAIN.tok
+//                [--valid-data VALID.tok]) --steps N
 //                [--batch-sequences B] [--eval-interval K] [--eval-batches E]
 //                [--seed S] [--metrics metrics.jsonl] [--log-interval M]
 //                [--time-limit SECONDS] [--no-graphs]
 //
 // The GPU twin of `ls2c train` (lib/Trainer/Trainer.cpp) for decoder models
-// on character corpora, with the compiled program instead of the reference
-// interpreter. TRAIN.ls2b is the model's bundle (`ls2c compile MODEL.json
+// on character corpora or token files (ls2c tokenize; TokenCorpus.h), with
+// the compiled program instead of the reference interpreter. TRAIN.ls2b is the model's bundle (`ls2c compile MODEL.json
 // --arch=sm_90 -o TRAIN.ls2b`); its @accumulate_gradients and
 // @optimizer_step run every step, the training state (fp32 master weights,
 // gradients, both Adam moments, step, loss scale) staying on the device.
@@ -31,6 +32,7 @@
 
 #include "ls2c/Data/CharCorpus.h"
 #include "ls2c/Data/LMBatcher.h"
+#include "ls2c/Data/TokenCorpus.h"
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Model/ParameterLayout.h"
 #include "ls2c/Runtime/Bundle.h"
@@ -58,7 +60,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 struct Options {
-  std::string bundle, evalBundle, data, metrics;
+  std::string bundle, evalBundle, data, validData, metrics;
   int64_t steps = 0;
   int64_t batchSequences = 0; ///< 0: max_batch_tokens / max_seq_len
   int64_t evalInterval = 0;   ///< 0: evaluate only before and after training
@@ -252,16 +254,34 @@ int run(const Options &o) {
                      std::to_string(seqLen) + " tokens exceeds max_batch_tokens " +
                      std::to_string(desc.max_batch_tokens) + " of " + o.bundle);
 
-  ls2c::CharCorpus corpus;
+  // A token file (ls2c tokenize) with its own validation file or split as a
+  // text is, or a text read character by character.
+  struct {
+    std::vector<int32_t> train, valid;
+    int64_t vocabSize = 0;
+  } corpus;
   try {
-    corpus = ls2c::loadCharCorpus(o.data, 0.9, seqLen + 1);
+    if (ls2c::isTokenFile(o.data)) {
+      ls2c::TokenCorpus tokens = ls2c::loadTokenCorpus(o.data, o.validData, 0.9, seqLen + 1);
+      corpus.train = std::move(tokens.train);
+      corpus.valid = std::move(tokens.valid);
+      corpus.vocabSize = tokens.vocabSize;
+    } else {
+      if (!o.validData.empty())
+        throw InputError("--valid-data " + o.validData + ": needs --data to be a token file "
+                         "(ls2c tokenize); a text corpus validates on its last 10%");
+      ls2c::CharCorpus chars = ls2c::loadCharCorpus(o.data, 0.9, seqLen + 1);
+      corpus.train = std::move(chars.train);
+      corpus.valid = std::move(chars.valid);
+      corpus.vocabSize = chars.vocabSize();
+    }
   } catch (const ls2c::DataError &e) {
     throw InputError(e.what());
   }
-  if (corpus.vocabSize() > desc.vocab)
-    throw InputError(o.data + ": " + std::to_string(corpus.vocabSize()) +
-                     " distinct characters exceed the model's vocab " +
-                     std::to_string(desc.vocab) + " (" + o.bundle + ")");
+  if (corpus.vocabSize > desc.vocab)
+    throw InputError(o.data + ": a vocabulary of " + std::to_string(corpus.vocabSize) +
+                     " ids exceeds the model's vocab " + std::to_string(desc.vocab) + " (" +
+                     o.bundle + ")");
 
   // The seeded master weights, laid out as the bundle says.
   ls2c::ParameterLayout layout = ls2c::buildParameterLayout(desc);
@@ -292,7 +312,7 @@ int run(const Options &o) {
               "tokens\n",
               o.data.c_str(), static_cast<long long>(corpus.train.size()),
               static_cast<long long>(corpus.valid.size()),
-              static_cast<long long>(corpus.vocabSize()), static_cast<long long>(sequences),
+              static_cast<long long>(corpus.vocabSize), static_cast<long long>(sequences),
               static_cast<long long>(seqLen));
   std::fflush(stdout);
 
@@ -450,6 +470,7 @@ int run(const Options &o) {
                  {"steps", step},
                  {"skipped_steps", skipped},
                  {"valid_loss", validLoss},
+                 {"valid_perplexity", std::exp(validLoss)},
                  {"batch_tokens", batchTokens},
                  {"train_tokens", trainTokens},
                  {"train_seconds", trainSeconds},
@@ -463,9 +484,10 @@ int run(const Options &o) {
                  {"graph_captures", graphs.captures},
                  {"graph_replays", graphs.replays},
                  {"step_by_step_runs", graphs.eagerRuns}});
-  std::printf("final: %lld steps, validation loss %.4f, train %.1f s, %.0f train tokens/s "
-              "(%.0f after %lld warm-up steps), %.1f ms/step, total %.1f s\n",
-              static_cast<long long>(step), validLoss, trainSeconds, tokensPerSecond,
+  std::printf("final: %lld steps, validation loss %.4f (perplexity %.2f), train %.1f s, %.0f "
+              "train tokens/s (%.0f after %lld warm-up steps), %.1f ms/step, total %.1f s\n",
+              static_cast<long long>(step), validLoss, std::exp(validLoss), trainSeconds,
+              tokensPerSecond,
               steadyTokensPerSecond, static_cast<long long>(warmupSteps),
               trainSeconds / static_cast<double>(step) * 1e3, total);
   std::printf("CUDA graphs %s (train program): %llu captured, %llu replayed, %llu runs step "
@@ -482,11 +504,15 @@ int main(int argc, char **argv) {
   Options o;
   std::vector<std::string> positional;
   const char *usage =
-      "usage: ls2c-gpu-train TRAIN.ls2b --eval EVAL.ls2b --data input.txt --steps N\n"
+      "usage: ls2c-gpu-train TRAIN.ls2b --eval EVAL.ls2b --data (input.txt | TRAIN.tok\n"
+      "         [--valid-data VALID.tok]) --steps N\n"
       "         [--batch-sequences B] [--eval-interval K] [--eval-batches E] [--seed S]\n"
       "         [--metrics metrics.jsonl] [--log-interval M] [--time-limit SECONDS]\n"
       "         [--no-graphs]\n"
-      "  --no-graphs  run every step by step instead of replaying CUDA graphs\n";
+      "  --data        a text read character by character (its last 10% validates), or a\n"
+      "                token file of ls2c tokenize (ids as they are)\n"
+      "  --valid-data  the token file that validates (default: the last 10% of --data)\n"
+      "  --no-graphs   run every step by step instead of replaying CUDA graphs\n";
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
@@ -512,6 +538,8 @@ int main(int argc, char **argv) {
         o.evalBundle = value();
       else if (a == "--data")
         o.data = value();
+      else if (a == "--valid-data")
+        o.validData = value();
       else if (a == "--steps")
         o.steps = integer();
       else if (a == "--batch-sequences")
