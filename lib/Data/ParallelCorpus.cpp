@@ -1,6 +1,7 @@
 //===- ParallelCorpus.cpp - source/target pairs for translation -----------===//
 #include "ls2c/Data/ParallelCorpus.h"
 
+#include "GzipMessage.h"
 #include "OpenRegularFile.h"
 
 #include <algorithm>
@@ -37,7 +38,7 @@ std::string readGzip(const std::string &path) {
     int n = gzread(f, chunk.data(), static_cast<unsigned>(chunk.size()));
     if (n < 0) {
       int err = 0;
-      std::string msg = gzerror(f, &err);
+      std::string msg = gzipMessage(gzerror(f, &err));
       gzclose(f);
       throw DataError(path + ": corrupt gzip data: " + msg);
     }
@@ -52,7 +53,7 @@ std::string readGzip(const std::string &path) {
     throw DataError(path + ": not gzip data (no gzip header), though named .gz");
   }
   int err = Z_OK;
-  std::string msg = gzerror(f, &err);
+  std::string msg = gzipMessage(gzerror(f, &err));
   int closed = gzclose(f);
   // A stream cut short reads as a clean end, except for these two codes.
   if ((err != Z_OK && err != Z_STREAM_END) || closed == Z_BUF_ERROR)

@@ -3,6 +3,7 @@
 
 #include "ls2c/Support/Utf8.h"
 
+#include "GzipMessage.h"
 #include "OpenRegularFile.h"
 
 #include <cerrno>
@@ -126,7 +127,7 @@ bool CorpusLineReader::fill() {
     int code = 0;
     const char *msg = ::gzerror(static_cast<gzFile>(gz), &code);
     throw DataError(filePath + ": read error: " +
-                    (code == Z_ERRNO ? std::strerror(errno) : msg) +
+                    (code == Z_ERRNO ? std::string(std::strerror(errno)) : gzipMessage(msg)) +
                     " (a corrupt or truncated gzip file?)");
   }
   buffer.resize(old + static_cast<size_t>(n));
@@ -136,7 +137,7 @@ bool CorpusLineReader::fill() {
     int code = 0;
     const char *msg = ::gzerror(static_cast<gzFile>(gz), &code);
     if (code != Z_OK && code != Z_STREAM_END)
-      throw DataError(filePath + ": read error: " + msg +
+      throw DataError(filePath + ": read error: " + gzipMessage(msg) +
                       " (a corrupt or truncated gzip file?)");
     eof = true;
     return false;

@@ -98,10 +98,10 @@ void ProgressReporter::validation(int64_t step, double validLoss,
   for (const auto &[key, value] : extra)
     line[key] = value;
   metrics << line.dump() << '\n' << std::flush;
-  if (!progress)
-    return;
+  // Printed with or without the progress line: --no-progress hides only
+  // that (a redrawn line is cleared first).
   std::fprintf(stderr, "%sstep %lld: validation loss %.4f",
-               terminal ? "\r\033[K" : "", static_cast<long long>(step), validLoss);
+               progress && terminal ? "\r\033[K" : "", static_cast<long long>(step), validLoss);
   if (auto it = extra.find("valid_accuracy"); it != extra.end())
     std::fprintf(stderr, ", accuracy %.4f", it->second);
   std::fputc('\n', stderr);

@@ -16,8 +16,9 @@ namespace ls2c {
 ///   {"step": 100, "valid_loss": 2.71, "elapsed_seconds": 25.0}
 /// (validation lines of encoder, encoder_decoder and vit models add
 /// "valid_accuracy", and "valid_nll_loss" under label smoothing)
-/// and, when enabled, a progress line on stderr (redrawn in place on a
-/// terminal, one line per 5% of the run otherwise):
+/// and on stderr a line per validation ("step 100: validation loss 2.7100")
+/// and, when enabled, a progress line (redrawn in place on a terminal, one
+/// line per 5% of the run otherwise):
 ///   step 120/1000 [###-------] loss 2.4312 lr 9.8e-04 5230 tok/s ETA 2m51s
 class ProgressReporter {
 public:

@@ -88,6 +88,7 @@ TEST(ReadTextLines, TruncatedGzipIsRefused) {
     FAIL() << "a gzip stream cut in half was read";
   } catch (const DataError &e) {
     EXPECT_NE(std::string(e.what()).find(cut), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("<fd:"), std::string::npos) << e.what();
   }
   std::string garbage = gz;
   for (size_t i = 100; i < 400; ++i)

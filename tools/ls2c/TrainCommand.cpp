@@ -173,7 +173,8 @@ a seeded order each epoch.
                            --micro-batches)
   --overwrite              replace the run already in DIR (without --resume
                            or --overwrite, a checkpoint there is refused)
-  --no-progress            no progress line on stderr
+  --no-progress            no progress line on stderr (validation lines
+                           are still printed)
 
 SIGINT or SIGTERM stops after the current step and writes the checkpoint
 (exit status 130).
@@ -215,6 +216,11 @@ int runTrain(const std::vector<std::string> &args) {
       std::printf(", accuracy %.4f", r.lastValidAccuracy);
     std::printf("\nmetrics: %s/metrics.jsonl\ncheckpoint: %s/checkpoint.safetensors\n",
                 options.outDir.c_str(), options.outDir.c_str());
+    if (r.step < options.steps)
+      std::printf("stopped at step %lld of %lld (--time-limit %g s): continue with the same "
+                  "command and --resume\n",
+                  static_cast<long long>(r.step), static_cast<long long>(options.steps),
+                  options.timeLimitSeconds);
     return kExitOk;
   } catch (const TrainInterrupted &e) {
     std::fprintf(stderr, "ls2c: %s\n", e.what());
