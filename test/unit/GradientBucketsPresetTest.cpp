@@ -44,6 +44,19 @@ Program buildPreset(const std::string &preset, double bucketCapMb = 25.0) {
   return mlir::succeeded(program) ? std::move(*program) : Program();
 }
 
+/// @accumulate_gradients and, in `result`, the index of its "gradients"
+/// result; nullptr when either is missing.
+const Function *gradientWriter(const Program &program, uint32_t &result) {
+  for (const Function &f : program.functions) {
+    if (f.name != "accumulate_gradients")
+      continue;
+    for (result = 0; result < f.results.size(); ++result)
+      if (f.results[result].name == "gradients")
+        return &f;
+  }
+  return nullptr;
+}
+
 /// Does step `s` of `f` write into bytes [begin, end) of result `result`?
 bool writesRange(const Step &s, uint32_t result, uint64_t begin, uint64_t end) {
   auto hits = [&](const BufferRef &b) {
@@ -79,15 +92,9 @@ TEST_P(TinyPreset, ReadyPointsAndPlans) {
 
   GradientReadiness r = gradientReadiness(program);
   ASSERT_TRUE(r.fromProgram) << preset << ": " << r.note;
-  const Function *fn = nullptr;
-  for (const Function &f : program.functions)
-    if (f.name == "accumulate_gradients")
-      fn = &f;
-  ASSERT_NE(fn, nullptr);
   uint32_t result = 0;
-  while (result < fn->results.size() && fn->results[result].name != "gradients")
-    ++result;
-  ASSERT_LT(result, fn->results.size());
+  const Function *fn = gradientWriter(program, result);
+  ASSERT_NE(fn, nullptr);
   EXPECT_EQ(r.stepCount, fn->steps.size());
   for (size_t i = 0; i < program.parameters.size(); ++i) {
     const ParameterSlot &slot = program.parameters[i];
@@ -148,14 +155,9 @@ TEST(SmallBuckets, EachAccumulationGroupIsOneBucket) {
     EXPECT_TRUE(steps.insert(bucket.readyStep).second)
         << "bucket " << b << " shares ready step " << bucket.readyStep;
     // One step writes the whole bucket: the group's kernel.
-    const Function *fn = nullptr;
-    for (const Function &f : program.functions)
-      if (f.name == "accumulate_gradients")
-        fn = &f;
-    ASSERT_NE(fn, nullptr);
     uint32_t result = 0;
-    while (fn->results[result].name != "gradients")
-      ++result;
+    const Function *fn = gradientWriter(program, result);
+    ASSERT_NE(fn, nullptr);
     EXPECT_TRUE(writesRange(fn->steps[size_t(bucket.readyStep)], result,
                             bucket.workspaceByteOffset(),
                             bucket.workspaceByteOffset() + bucket.workspaceBytes()))
