@@ -557,25 +557,31 @@ def run(args):
     print(f"{d}: {train['num_tokens']} train and {valid['num_tokens']} valid tokens, vocab {train['vocab_size']} "
           f"(model {vocab}); {args.steps} steps of {B} x {L}, validation every {args.eval_interval or 'end'} "
           f"over {meta['valid_windows']} windows; seed {args.seed}", flush=True)
-    runs = {}
-    if not args.skip_ls2c:
-        runs["ls2c"] = run_ls2c(args, expect, log_dir)
-    if not args.skip_torch:
-        runs["torch compile" if args.compile else "torch eager"] = run_torch(args, expect, log_dir, args.compile)
-    failed = [n for n, r in runs.items() if "error" in r]
-    table = dict(runs)
-    if args.json:
+    earlier = {}  # runs of an earlier call of the same steps, interval, seed and data
+    if args.json and os.path.exists(args.json):
         same = ("steps", "eval_interval", "seed", "batch", "valid_tokens", "tiny")
-        if os.path.exists(args.json):
-            try:
-                old = json.load(open(args.json))
-                if all(old.get("meta", {}).get(k) == meta.get(k) for k in same):
-                    table = {**{n: r for n, r in old.get("runs", {}).items() if n not in runs}, **runs}
-                else:
-                    print(f"{args.json}: an earlier run of other steps, interval, seed or data: replaced")
-            except (OSError, ValueError):
-                print(f"{args.json}: unreadable: replaced")
-        json.dump({"meta": meta, "runs": table}, open(args.json, "w"), indent=1)
+        try:
+            old = json.load(open(args.json))
+            if all(old.get("meta", {}).get(k) == meta.get(k) for k in same):
+                earlier = old.get("runs", {})
+            else:
+                print(f"{args.json}: an earlier run of other steps, interval, seed or data: replaced")
+        except (OSError, ValueError, AttributeError):
+            print(f"{args.json}: unreadable: replaced")
+    runs = {}
+
+    def record(name, r):  # the JSON is rewritten after every run: a call cut short keeps the runs done
+        runs[name] = r
+        if args.json:
+            json.dump({"meta": meta, "runs": {**{n: x for n, x in earlier.items() if n not in runs}, **runs}},
+                      open(args.json, "w"), indent=1)
+
+    if not args.skip_ls2c:
+        record("ls2c", run_ls2c(args, expect, log_dir))
+    if not args.skip_torch:
+        record("torch compile" if args.compile else "torch eager", run_torch(args, expect, log_dir, args.compile))
+    failed = [n for n, r in runs.items() if "error" in r]
+    table = {**{n: x for n, x in earlier.items() if n not in runs}, **runs}
     print_table(dict(sorted(table.items(), key=lambda kv: ["ls2c", "torch eager", "torch compile"].index(kv[0])
                             if kv[0] in ("ls2c", "torch eager", "torch compile") else 9)), meta)
     if args.json:
