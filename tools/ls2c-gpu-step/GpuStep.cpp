@@ -433,8 +433,10 @@ const char *kUsage =
     "  --data-parallel     one process per GPU, started as torchrun starts them (RANK,\n"
     "                      WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT): each rank\n"
     "                      reads --batch with \"{rank}\" replaced by its rank; gradients are\n"
-    "                      averaged over the ranks by NCCL all-reduces of 25 MiB buckets,\n"
-    "                      each as soon as backward has finished it; rank 0 writes -o\n"
+    "                      averaged over the ranks by NCCL all-reduces of buckets of the\n"
+    "                      description's optimizer.bucket_cap_mb (25 MiB unless set;\n"
+    "                      fixed when the bundle is compiled), each as soon as backward\n"
+    "                      has finished it; rank 0 writes -o\n"
     "                      (every rank when -o has \"{rank}\")\n"
     "  --no-overlap        with --data-parallel: one all-reduce after the whole backward\n"
     "  --reduce-dtype T    with --data-parallel: f32 (default) or bf16, the buckets rounded\n"
@@ -532,9 +534,11 @@ int main(int argc, char **argv) {
     return usageError("--data-parallel and --simulate-ranks exclude each other");
   if (!o.overlap && !o.dataParallel)
     return usageError("--no-overlap needs --data-parallel");
-  if (o.reduceDType != DType::F32 && (!o.dataParallel || !o.overlap))
-    return usageError("--reduce-dtype bf16 needs --data-parallel's bucketed all-reduce "
-                      "(not --no-overlap)");
+  if (o.reduceDType != DType::F32 && !o.dataParallel)
+    return usageError("--reduce-dtype needs --data-parallel (simulated ranks sum in fp32)");
+  if (o.reduceDType != DType::F32 && !o.overlap)
+    return usageError("--reduce-dtype bf16 works on the bucketed all-reduce, not with "
+                      "--no-overlap");
   if (o.simulateRanks > 4096)
     return usageError("--simulate-ranks: at most 4096 ranks");
   o.bundle = positional[0];

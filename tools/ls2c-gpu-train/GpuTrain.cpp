@@ -534,6 +534,10 @@ int main(int argc, char **argv) {
           throw InputError(a + ": '" + v + "' is not a non-negative integer");
         return x;
       };
+      if (a == "--help" || a == "-h") {
+        std::fputs(usage, stdout);
+        return 0;
+      }
       if (a == "--eval")
         o.evalBundle = value();
       else if (a == "--data")

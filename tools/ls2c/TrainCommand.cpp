@@ -4,6 +4,7 @@
 #include "ls2c/Trainer/Trainer.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -96,8 +97,11 @@ std::string parse(const std::vector<std::string> &args, TrainOptions &o, bool &o
         return error;
       char *end = nullptr;
       o.timeLimitSeconds = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end || !(o.timeLimitSeconds >= 0))
-        error = "--time-limit '" + text + "' is not a number of seconds >= 0";
+      // Plain decimal only: strtod would also take " 5", "0x10", "inf".
+      bool decimal = !text.empty() &&
+                     text.find_first_not_of("0123456789.eE+-") == std::string::npos;
+      if (!decimal || *end || !(o.timeLimitSeconds >= 0) || !std::isfinite(o.timeLimitSeconds))
+        error = "--time-limit '" + text + "' is not a finite number of seconds >= 0";
     } else if (a == "--resume")
       o.resume = true;
     else if (a == "--overwrite")
@@ -218,9 +222,9 @@ int runTrain(const std::vector<std::string> &args) {
                 options.outDir.c_str(), options.outDir.c_str());
     if (r.step < options.steps)
       std::printf("stopped at step %lld of %lld (--time-limit %g s): continue with the same "
-                  "command and --resume\n",
+                  "command and --resume%s\n",
                   static_cast<long long>(r.step), static_cast<long long>(options.steps),
-                  options.timeLimitSeconds);
+                  options.timeLimitSeconds, overwrite ? " in place of --overwrite" : "");
     return kExitOk;
   } catch (const TrainInterrupted &e) {
     std::fprintf(stderr, "ls2c: %s\n", e.what());
