@@ -603,7 +603,7 @@ NOTES = ("ms: median train step (DDP: CUDA events around each step, the slowest 
 
 def parse_gpus(text):
     try:
-        ns = sorted({int(x) for x in text.split(",") if x.strip()})
+        ns = sorted({int(x) for x in text.split(",")})  # an empty item ("1,,2") is refused
     except ValueError:
         ns = []
     if not ns or ns[0] < 1:
@@ -643,6 +643,8 @@ def run(args):
                 fail(f"{os.path.join(args.dir, name, f)}: missing (run `ddp_side_by_side.py prepare "
                      f"--config {name}` and carry the folder)")
     gpus = parse_gpus(args.gpus)
+    if args.budget is not None and not args.budget > 60:
+        fail(f"--budget {args.budget:g}: must be more than the 60 s kept for stopping runs")
     if not args.skip_ls2c and not (os.path.isfile(args.gpu_step) and os.access(args.gpu_step, os.X_OK)):
         fail(f"--gpu-step {args.gpu_step}: no such executable")
     if args.steps < 1 or args.warmup < 1:
@@ -758,7 +760,17 @@ def main():
     for x in (p, r):
         x.add_argument("--config", action="append", choices=sorted(CONFIGS))
     args = ap.parse_args()
-    return {"prepare": prepare, "run": run, "worker": worker}[args.mode](args)
+    try:
+        return {"prepare": prepare, "run": run, "worker": worker}[args.mode](args)
+    except ModuleNotFoundError as e:
+        fail(f"{args.mode} needs the Python module '{e.name}' (the GPU machine's "
+             "/opt/torch/.venv/bin/python3 has torch)")
+    except subprocess.CalledProcessError as e:
+        fail(f"{e.cmd[0]} exited {e.returncode} (its message is above)")
+    except (OSError, ValueError) as e:
+        # A folder that is a file, unreadable JSON, a field of the wrong type:
+        # one line, not a traceback.
+        fail(f"{args.mode}: {e}")
 
 
 if __name__ == "__main__":

@@ -41,6 +41,11 @@ import subprocess
 import sys
 import tempfile
 
+# The build's compiler when it exists (as the other bench scripts default), else ls2c on PATH.
+_BUILT_LS2C = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "build", "tools", "ls2c", "ls2c")
+DEFAULT_LS2C = _BUILT_LS2C if os.path.isfile(_BUILT_LS2C) else "ls2c"
+
 # Defaults of docs/model-description.md for the two architectures transformers has here.
 _DEFAULTS = {
     "encoder": dict(norm="post", activation="gelu", hidden_dropout=0.1, attention_dropout=0.1,
@@ -426,12 +431,12 @@ def main():
     p.add_argument("model")
     p = sub.add_parser("self-check")
     p.add_argument("models", nargs="+")
-    p.add_argument("--ls2c", default="ls2c")
+    p.add_argument("--ls2c", default=DEFAULT_LS2C)
     for name in ("prepare", "run"):
         p = sub.add_parser(name)
         p.add_argument("model")
         p.add_argument("hf_checkpoint")
-        p.add_argument("--ls2c", default="ls2c")
+        p.add_argument("--ls2c", default=DEFAULT_LS2C)
         p.add_argument("--out", required=name == "prepare")
         p.add_argument("--seed", type=int, default=1)
         if name == "run":
@@ -462,7 +467,8 @@ def main():
         torch, _ = import_torch_transformers()
         device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
         return compare(a.dir, device, a.tol, a.logits_tol)
-    except (Refused, OSError) as e:
+    except (Refused, OSError, ValueError) as e:
+        # ValueError: a description that is not valid JSON, among others.
         print(f"hf_logits.py: error: {e}", file=sys.stderr)
         return 2
 

@@ -255,6 +255,17 @@ def prepare(args):
         desc = json.load(open(args.model))
     except (OSError, ValueError) as e:
         fail(f"--model {args.model}: {e}")
+    # What the run needs, before any work: ls2c's own check of the whole
+    # description first, then a decoder whose vocabulary holds the tokenizer's.
+    r = subprocess.run([args.ls2c, "check", args.model], capture_output=True, text=True)
+    if r.returncode != 0:
+        fail((r.stderr.strip().splitlines() or [f"ls2c check exited {r.returncode}"])[-1])
+    if desc.get("architecture") != "decoder":
+        fail(f"--model {args.model}: architecture {desc.get('architecture')!r}: a language model "
+             "on WikiText-2 needs a decoder")
+    if args.vocab_size < 1 or args.vocab_size > desc.get("vocab", 0):
+        fail(f"--vocab-size {args.vocab_size}: must be in [1, the model's vocab "
+             f"{desc.get('vocab')}]")
     out = args.out
     os.makedirs(out, exist_ok=True)
     for f in ("model.json", "eval.json", "wt2.model", "train.tok", "valid.tok", "train.ls2b", "eval.ls2b",
@@ -555,7 +566,7 @@ def run(args):
     if args.tiny:  # PyTorch's smoke test (no ls2c run matches it)
         meta.update(tiny=True, valid_windows=min(meta["valid_windows"], 64))
     print(f"{d}: {train['num_tokens']} train and {valid['num_tokens']} valid tokens, vocab {train['vocab_size']} "
-          f"(model {vocab}); {args.steps} steps of {B} x {L}, validation every {args.eval_interval or 'end'} "
+          f"(model {vocab}); {args.steps} steps of {B} x {L}, validation {'every ' + str(args.eval_interval) if args.eval_interval else 'at the start and the end'} "
           f"over {meta['valid_windows']} windows; seed {args.seed}", flush=True)
     earlier = {}  # runs of an earlier call of the same steps, interval, seed and data
     if args.json and os.path.exists(args.json):
@@ -750,7 +761,17 @@ def main():
     s = sub.add_parser("show")
     s.add_argument("file")
     args = ap.parse_args()
-    return {"prepare": prepare, "run": run, "torch": train_torch, "show": show}[args.mode](args)
+    try:
+        return {"prepare": prepare, "run": run, "torch": train_torch, "show": show}[args.mode](args)
+    except ModuleNotFoundError as e:
+        fail(f"{args.mode} needs the Python module '{e.name}' (the GPU machine's "
+             "/opt/torch/.venv/bin/python3 has torch)")
+    except subprocess.CalledProcessError as e:
+        fail(f"{e.cmd[0]} exited {e.returncode} (its message is above)")
+    except (OSError, ValueError) as e:
+        # A folder that is a file, unreadable JSON, a field of the wrong type:
+        # one line, not a traceback.
+        fail(f"{args.mode}: {e}")
 
 
 if __name__ == "__main__":

@@ -52,10 +52,19 @@ def read_safetensors(path):
     if not os.path.isfile(path):
         fail(f"{path}: no such file (the outputs of `gpu-dp-check.py run`: single.safetensors, "
              "dp.R.safetensors)")
+    size = os.path.getsize(path)
     with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
+        head = f.read(8)
+        n = struct.unpack("<Q", head)[0] if len(head) == 8 else -1
+        if not 0 < n <= size - 8:
+            fail(f"{path}: not a safetensors file (header length {n}, file {size} bytes)")
+        try:
+            header = json.loads(f.read(n))
+        except ValueError as e:
+            fail(f"{path}: not a safetensors file (its header is not JSON: {e})")
         data = f.read()
+    if not isinstance(header, dict):
+        fail(f"{path}: not a safetensors file (its header is not a JSON object)")
     out = {}
     for name, v in header.items():
         if name == "__metadata__":
@@ -195,6 +204,15 @@ def compare(out, ranks, steps=None, variant="dp", tol=TOL, step_tol=None):
     one = read_safetensors(os.path.join(out, "single.safetensors"))
     runs = [read_safetensors(os.path.join(out, f"{variant}.{r}.safetensors"))
             for r in range(ranks)]
+    for r, run_ in enumerate([one] + runs):
+        missing = [k for k in ("loss", "grad_norm") if k not in run_]
+        if missing or not any(k.startswith("grad/") for k in run_):
+            what = "single.safetensors" if r == 0 else f"{variant}.{r - 1}.safetensors"
+            fail(f"{os.path.join(out, what)}: not an ls2c-gpu-step output (no "
+                 f"{', '.join(missing) or 'grad/ tensors'})")
+    for k in one:
+        if any(k not in run_ or run_[k].shape != one[k].shape for run_ in runs):
+            fail(f"{out}: the runs' outputs differ in tensor '{k}' (another model?)")
     grads = [k for k in one if k.startswith("grad/")]
     scale = float(np.sqrt(sum(float(np.sum(one[k] ** 2)) for k in grads)))
     worst = {"gradient": (0.0, ""), "parameter": (0.0, "")}
@@ -258,9 +276,18 @@ def main():
     if a.cmd == "prepare":
         if a.ranks < 1:
             fail(f"--ranks {a.ranks}: must be >= 1")
-        prepare(a)
+        for tool, flag in ((a.ls2c, "--ls2c"), (a.gpu_step, "--gpu-step")):
+            if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
+                fail(f"{flag} {tool}: no such program (build it first: scripts/build.sh)")
+        try:
+            prepare(a)
+        except subprocess.CalledProcessError as e:
+            fail(f"{e.cmd[0]} exited {e.returncode} (its message is above)")
         return 0
-    os.makedirs(a.out, exist_ok=True)
+    try:
+        os.makedirs(a.out, exist_ok=True)
+    except OSError as e:
+        fail(f"--out {a.out}: cannot make the folder: {e.strerror}")
     return run(a)
 
 
