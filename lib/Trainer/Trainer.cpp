@@ -126,8 +126,9 @@ TrainResult train(const TrainOptions &o) {
       buffers[name] = t;
 
   data->seek(state.step * o.microBatches);
-  if (o.progress)
-    std::fprintf(stderr, "data: %s\n", data->summary().c_str());
+  // Always: it reports the lines truncated or skipped (--no-progress hides
+  // only the progress line).
+  std::fprintf(stderr, "data: %s\n", data->summary().c_str());
   Interpreter interpreter(reference::Precision::F32);
   ProgressReporter report(o.outDir + "/metrics.jsonl",
                           /*resumeAfter=*/o.resume ? state.step : -1,
