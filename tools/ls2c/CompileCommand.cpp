@@ -217,6 +217,23 @@ void printStats(const ModelDescription &desc, mlir::ModuleOp module) {
   std::printf("optimizer (@optimizer_step): %s\n", launchText(o.launches).c_str());
   std::printf("train step (one micro-batch): %lld launches\n",
               static_cast<long long>(a.launches.total() + o.launches.total()));
+  // The gradient workspace: one group a kernel, each a data-parallel bucket
+  // (an in-place concat of the groups, or a single group).
+  mlir::Operation *ret = acc.getBody().front().getTerminator();
+  size_t groups = 1;
+  if (ret->getNumOperands() > 1)
+    if (auto concat = ret->getOperand(1).getDefiningOp<ls2::ConcatOp>();
+        concat && concat->hasAttr("ls2.in_place"))
+      groups = concat.getInputs().size();
+  std::printf("gradient accumulation: %zu groups of at most %g MiB (optimizer.bucket_cap_mb)\n",
+              groups, desc.optimizer.bucket_cap_mb);
+  std::string inPlace;
+  for (mlir::func::FuncOp f : {acc, opt})
+    for (unsigned r = 0; r < f.getNumResults(); ++r)
+      if (f.getResultAttr(r, "ls2.in_place_of"))
+        if (auto name = f.getResultAttrOfType<mlir::StringAttr>(r, "ls2.name"))
+          inPlace += (inPlace.empty() ? "" : ", ") + name.str();
+  std::printf("state written over its argument: %s\n", inPlace.empty() ? "none" : inPlace.c_str());
 
   ParameterLayout layout = buildParameterLayout(desc);
   WorkspaceLayout ws = planWorkspace(layout); // its slots point into layout
