@@ -152,6 +152,8 @@ void printProfile(const std::vector<std::pair<std::string, float>> &times) {
 
 
 int run(const Options &o) {
+  // The bundle first (a file, no CUDA): a bad path is reported as such.
+  Program program = readBundle(o.bundle);
   // Before any CUDA allocation: it selects this rank's device.
   std::unique_ptr<DataParallel> dp;
   if (o.dataParallel)
@@ -160,7 +162,6 @@ int run(const Options &o) {
   const int worldSize = dp ? dp->worldSize() : std::max(1, o.simulateRanks);
   const std::string batchPath = perRankPath(o.batch, rank);
   const std::string prefix = dp ? "rank " + std::to_string(rank) + ": " : "";
-  Program program = readBundle(o.bundle);
   Executor executor(program);
   executor.setGraphs(o.graphs);
   std::printf("%s: model %s on %s, %zu kernels\n", o.bundle.c_str(),
@@ -541,6 +542,10 @@ int main(int argc, char **argv) {
                       "--no-overlap");
   if (o.simulateRanks > 4096)
     return usageError("--simulate-ranks: at most 4096 ranks");
+  if ((o.dataParallel || o.simulateRanks > 0) && o.batch.find("{rank}") == std::string::npos)
+    std::fprintf(stderr, "ls2c-gpu-step: note: --batch %s has no {rank}: every rank reads the "
+                         "same batch\n",
+                 o.batch.c_str());
   o.bundle = positional[0];
   try {
     return run(o);
