@@ -18,9 +18,9 @@
 // --time measures every train step's device time (gradient zeroing,
 // @accumulate_gradients and @optimizer_step, CUDA events on the stream, CUDA
 // graphs as configured; with --data-parallel the gradient all-reduces too,
-// inside @accumulate_gradients or, with --no-overlap, printed apart) and the device memory in use; --save-params writes
-// the initial parameters by reference name (F32) so another framework can
-// start from the same bits.
+// inside @accumulate_gradients or, with --no-overlap, printed apart) and the
+// device memory in use; --save-params writes the initial parameters by
+// reference name (F32) so another framework can start from the same bits.
 // --data-parallel runs one process per GPU as torchrun starts them
 // (DataParallel.h): each rank reads its own batch (--batch's "{rank}"
 // replaced by its rank), the gradients are summed over the ranks bucket by
@@ -299,9 +299,8 @@ int run(const Options &o) {
 
   // One call of `f`: arguments by name; results whose name is state replace
   // it, written over it in place or into a spare that then swaps with it
-  // (adoptResults), the others
-  // land in outputs[f]. Buffers are reused so that the calls' pointers
-  // repeat and their CUDA graphs replay.
+  // (adoptResults), the others land in outputs[f]. Buffers are reused so
+  // that the calls' pointers repeat and their CUDA graphs replay.
   std::map<std::string, std::map<std::string, DeviceTensor>> outputs;
   std::map<std::string, DeviceTensor> spare;
   auto call = [&](const Function &f, StepTimer *timer,
