@@ -23,6 +23,22 @@ bool endsWith(const std::string &s, const std::string &suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+/// True when the regular file `path` starts with gzip's magic (1f 8b);
+/// false when it cannot be read (the reader after it says why).
+bool hasGzipMagic(const std::string &path) {
+  struct stat st;
+  int fd = -1;
+  try {
+    fd = openRegularFile(path, 0, st);
+  } catch (const DataError &) {
+    return false;
+  }
+  unsigned char magic[2] = {0, 0};
+  ssize_t n = ::read(fd, magic, 2);
+  ::close(fd);
+  return n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+}
+
 #ifdef LS2C_HAVE_ZLIB
 std::string readGzip(const std::string &path) {
   struct stat st;
@@ -40,7 +56,7 @@ std::string readGzip(const std::string &path) {
       int err = 0;
       std::string msg = gzipMessage(gzerror(f, &err));
       gzclose(f);
-      throw DataError(path + ": corrupt gzip data: " + msg);
+      throw DataError(path + ": truncated or corrupt gzip data: " + msg);
     }
     if (n == 0)
       break;
@@ -68,7 +84,8 @@ std::string readGzip(const std::string &path) {
 } // namespace
 
 std::string readFileBytes(const std::string &path) {
-  if (endsWith(path, ".gz")) {
+  // Gzip by name or, as `ls2c tokenize` reads it, by its magic bytes.
+  if (endsWith(path, ".gz") || hasGzipMagic(path)) {
 #ifdef LS2C_HAVE_ZLIB
     return readGzip(path);
 #else

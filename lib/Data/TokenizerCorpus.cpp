@@ -126,9 +126,9 @@ bool CorpusLineReader::fill() {
   if (n < 0) {
     int code = 0;
     const char *msg = ::gzerror(static_cast<gzFile>(gz), &code);
-    throw DataError(filePath + ": read error: " +
-                    (code == Z_ERRNO ? std::string(std::strerror(errno)) : gzipMessage(msg)) +
-                    " (a corrupt or truncated gzip file?)");
+    throw DataError(filePath + (code == Z_ERRNO
+                                    ? ": read error: " + std::string(std::strerror(errno))
+                                    : ": truncated or corrupt gzip data: " + gzipMessage(msg)));
   }
   buffer.resize(old + static_cast<size_t>(n));
   if (n == 0) {
@@ -137,8 +137,7 @@ bool CorpusLineReader::fill() {
     int code = 0;
     const char *msg = ::gzerror(static_cast<gzFile>(gz), &code);
     if (code != Z_OK && code != Z_STREAM_END)
-      throw DataError(filePath + ": read error: " + gzipMessage(msg) +
-                      " (a corrupt or truncated gzip file?)");
+      throw DataError(filePath + ": truncated or corrupt gzip data: " + gzipMessage(msg));
     eof = true;
     return false;
   }

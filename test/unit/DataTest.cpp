@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <set>
@@ -64,6 +65,22 @@ TEST(CharCorpus, RejectsInvalidUtf8NamingLineAndColumn) {
         << e.what();
   }
   std::remove(path.c_str());
+}
+
+TEST(CharCorpus, ReadsGzipByItsMagicWhateverItsName) {
+  // As `ls2c tokenize` does: gzip bytes under a name without .gz are
+  // decompressed, not refused as invalid UTF-8.
+  std::string text = "First Citizen:\nBefore we proceed any further, hear me speak.\n";
+  std::string plain = writeTemp("plain.txt", text);
+  std::string packed = plain + ".data";
+  ASSERT_EQ(std::system(("gzip -c < '" + plain + "' > '" + packed + "'").c_str()), 0);
+  ls2c::CharCorpus a = ls2c::loadCharCorpus(plain, 0.5, 4);
+  ls2c::CharCorpus b = ls2c::loadCharCorpus(packed, 0.5, 4);
+  EXPECT_EQ(a.symbols, b.symbols);
+  EXPECT_EQ(a.train, b.train);
+  EXPECT_EQ(a.valid, b.valid);
+  std::remove(plain.c_str());
+  std::remove(packed.c_str());
 }
 
 TEST(CharCorpus, RejectsUnusableInput) {
