@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <string>
+#include <string_view>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,6 +38,23 @@ inline int openRegularFile(const std::string &path, int flags, struct stat &st) 
   if (!(flags & O_NONBLOCK))
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return fd;
+}
+
+/// True when `path` is a readable regular file that begins with the bytes
+/// `magic`; false for anything else (the reader after it names why), never
+/// throws. openRegularFile never blocks on a FIFO.
+inline bool fileStartsWith(const std::string &path, std::string_view magic) {
+  struct stat st;
+  int fd = -1;
+  try {
+    fd = openRegularFile(path, 0, st);
+  } catch (const DataError &) {
+    return false;
+  }
+  std::string head(magic.size(), '\0');
+  ssize_t n = ::read(fd, head.data(), head.size());
+  ::close(fd);
+  return n == static_cast<ssize_t>(magic.size()) && head == magic;
 }
 
 /// The whole contents of the regular file `path`. Throws DataError as

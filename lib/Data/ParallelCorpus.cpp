@@ -23,22 +23,6 @@ bool endsWith(const std::string &s, const std::string &suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-/// True when the regular file `path` starts with gzip's magic (1f 8b);
-/// false when it cannot be read (the reader after it says why).
-bool hasGzipMagic(const std::string &path) {
-  struct stat st;
-  int fd = -1;
-  try {
-    fd = openRegularFile(path, 0, st);
-  } catch (const DataError &) {
-    return false;
-  }
-  unsigned char magic[2] = {0, 0};
-  ssize_t n = ::read(fd, magic, 2);
-  ::close(fd);
-  return n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-}
-
 #ifdef LS2C_HAVE_ZLIB
 std::string readGzip(const std::string &path) {
   struct stat st;
@@ -85,7 +69,7 @@ std::string readGzip(const std::string &path) {
 
 std::string readFileBytes(const std::string &path) {
   // Gzip by name or, as `ls2c tokenize` reads it, by its magic bytes.
-  if (endsWith(path, ".gz") || hasGzipMagic(path)) {
+  if (endsWith(path, ".gz") || fileStartsWith(path, "\x1f\x8b")) {
 #ifdef LS2C_HAVE_ZLIB
     return readGzip(path);
 #else

@@ -5,24 +5,11 @@
 
 #include "OpenRegularFile.h"
 
-#include <cstring>
 
 namespace ls2c {
 
 bool isTokenFile(const std::string &path) {
-  // Anything but a readable regular file is not one (the text reader then
-  // names why); openRegularFile never blocks on a FIFO.
-  struct stat st;
-  int fd = -1;
-  try {
-    fd = openRegularFile(path, 0, st);
-  } catch (const DataError &) {
-    return false;
-  }
-  char magic[8] = {};
-  ssize_t n = ::read(fd, magic, sizeof magic);
-  ::close(fd);
-  return n == static_cast<ssize_t>(sizeof magic) && std::memcmp(magic, "LS2CTOK\0", 8) == 0;
+  return fileStartsWith(path, std::string_view("LS2CTOK\0", 8));
 }
 
 TokenCorpus loadTokenCorpus(const std::string &trainPath, const std::string &validPath,
