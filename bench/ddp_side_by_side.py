@@ -69,26 +69,13 @@ sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-
+from bench_cli import Parser, fail, run_mode  # noqa: E402 (after the path)
 from side_by_side import CONFIGS, parse_ls2c  # noqa: E402 (after the path)
 from side_by_side import prepare as prepare_bundles  # noqa: E402
 
 DEFAULT = ["bert-base", "gpt2-medium"]
 SYSTEMS = ("ddp", "ls2c")
 GiB = float(1 << 30)
-
-
-def fail(message):
-    """Bad input: one line on stderr, exit status 2."""
-    print(f"ddp_side_by_side.py: error: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse's usage errors as one line too."""
-
-    def error(self, message):
-        fail(message)
 
 
 # ---------------------------------------------------------------------------- batches
@@ -760,17 +747,7 @@ def main():
     for x in (p, r):
         x.add_argument("--config", action="append", choices=sorted(CONFIGS))
     args = ap.parse_args()
-    try:
-        return {"prepare": prepare, "run": run, "worker": worker}[args.mode](args)
-    except ModuleNotFoundError as e:
-        fail(f"{args.mode} needs the Python module '{e.name}' (the GPU machine's "
-             "/opt/torch/.venv/bin/python3 has torch)")
-    except subprocess.CalledProcessError as e:
-        fail(f"{e.cmd[0]} exited {e.returncode} (its message is above)")
-    except (OSError, ValueError) as e:
-        # A folder that is a file, unreadable JSON, a field of the wrong type:
-        # one line, not a traceback.
-        fail(f"{args.mode}: {e}")
+    return run_mode({"prepare": prepare, "run": run, "worker": worker}, args)
 
 
 if __name__ == "__main__":

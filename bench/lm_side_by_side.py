@@ -76,6 +76,7 @@ sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+from bench_cli import Parser, fail, run_mode  # noqa: E402 (after the path)
 
 PROG = "lm_side_by_side.py"
 MODEL = os.path.join(HERE, "models", "gpt-wikitext2.json")
@@ -83,19 +84,6 @@ DEFAULT_DATA = os.path.join(ROOT, "..", "shared", "data", "wikitext-2")
 VOCAB = 8000
 DROPOUTS = ("hidden_dropout", "attention_dropout", "activation_dropout")
 MiB = float(1 << 20)
-
-
-def fail(message):
-    """Bad input: one line on stderr, exit status 2."""
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse's usage errors as one line too."""
-
-    def error(self, message):
-        fail(message)
 
 
 # ---------------------------------------------------------------------------- token files
@@ -761,17 +749,7 @@ def main():
     s = sub.add_parser("show")
     s.add_argument("file")
     args = ap.parse_args()
-    try:
-        return {"prepare": prepare, "run": run, "torch": train_torch, "show": show}[args.mode](args)
-    except ModuleNotFoundError as e:
-        fail(f"{args.mode} needs the Python module '{e.name}' (the GPU machine's "
-             "/opt/torch/.venv/bin/python3 has torch)")
-    except subprocess.CalledProcessError as e:
-        fail(f"{e.cmd[0]} exited {e.returncode} (its message is above)")
-    except (OSError, ValueError) as e:
-        # A folder that is a file, unreadable JSON, a field of the wrong type:
-        # one line, not a traceback.
-        fail(f"{args.mode}: {e}")
+    return run_mode({"prepare": prepare, "run": run, "torch": train_torch, "show": show}, args)
 
 
 if __name__ == "__main__":
