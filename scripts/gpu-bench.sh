@@ -79,22 +79,12 @@ BUILD=${LS2C_BUILD_DIR:-build}
 [ "${LS2C_NO_BUILD:-0}" = 1 ] || cmake --build "$BUILD" --target ls2c ls2c-gpu-step
 PY=python3
 [ -x .venv/bin/python ] && PY=.venv/bin/python
-rm -rf "$G"
-mkdir -p "$G/bin" "$G/lib"
-EXCLUDE=$(git rev-parse --git-path info/exclude)
-mkdir -p "$(dirname "$EXCLUDE")"
-grep -qx "/$G/" "$EXCLUDE" 2>/dev/null || echo "/$G/" >> "$EXCLUDE"
-cp "$BUILD/tools/ls2c-gpu-step/ls2c-gpu-step" "$G/bin/"
-# libfmt is the one non-CUDA, non-base library the tool links that the GPU machine may lack.
-for lib in $(ldd "$G/bin/ls2c-gpu-step" | awk '/libfmt/ {print $3}'); do cp -L "$lib" "$G/lib/"; done
+. scripts/gpu-carry.sh
+carry_start "$G"
+carry_tool "$BUILD/tools/ls2c-gpu-step/ls2c-gpu-step" "$G"
 "$PY" bench/parity.py prepare --out "$G/parity" --ls2c "$BUILD/tools/ls2c/ls2c"
 "$PY" bench/side_by_side.py prepare --out "$G/bench" --ls2c "$BUILD/tools/ls2c/ls2c"
-SIZE=$(du -sm "$G" | cut -f1)
-du -sh "$G"
-if [ "$SIZE" -ge 64 ]; then
-  echo "error: $G is $SIZE MiB, over the 64 MiB a device call carries" >&2
-  exit 1
-fi
+carry_size_check "$G" 64 "a device call carries"
 echo
 echo "On the GPU machine (carry $G), one command runs the checks and the benchmark:"
 echo "  scripts/gpu-bench.sh run all --out \$OUT"

@@ -79,23 +79,11 @@ BUILD=${LS2C_BUILD_DIR:-build}
 [ "${LS2C_NO_BUILD:-0}" = 1 ] || cmake --build "$BUILD" --target ls2c ls2c-gpu-step
 PY=python3
 [ -x .venv/bin/python ] && PY=.venv/bin/python
-rm -rf "$G"
-mkdir -p "$G/bin" "$G/lib"
-grep -qx "/$G/" .gitignore 2>/dev/null || {
-  EXCLUDE=$(git rev-parse --git-path info/exclude)
-  mkdir -p "$(dirname "$EXCLUDE")"
-  grep -qx "/$G/" "$EXCLUDE" 2>/dev/null || echo "/$G/" >> "$EXCLUDE"
-}
-cp "$BUILD/tools/ls2c-gpu-step/ls2c-gpu-step" "$G/bin/"
-# libfmt is the one non-CUDA, non-base library the tool links that the GPU machine may lack.
-for lib in $(ldd "$G/bin/ls2c-gpu-step" | awk '/libfmt/ {print $3}'); do cp -L "$lib" "$G/lib/"; done
+. scripts/gpu-carry.sh
+carry_start "$G"
+carry_tool "$BUILD/tools/ls2c-gpu-step/ls2c-gpu-step" "$G"
 "$PY" bench/ddp_side_by_side.py prepare --out "$G/bench" --ls2c "$BUILD/tools/ls2c/ls2c" --ranks 8
-SIZE=$(du -sm "$G" | cut -f1)
-du -sh "$G"
-if [ "$SIZE" -ge 50 ]; then
-  echo "error: $G is $SIZE MiB, over the 50 MiB kept for a device call's carry" >&2
-  exit 1
-fi
+carry_size_check "$G" 50 "kept for a device call's carry"
 echo
 echo "On the GPU machine (carry $G), one configuration per 10-minute call, e.g.:"
 echo "  scripts/gpu-dp-bench.sh run bert-base --gpus 1,2"

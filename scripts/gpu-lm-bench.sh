@@ -63,12 +63,8 @@ PY=python3
 rm -rf "$G"
 "$PY" bench/lm_side_by_side.py prepare --out "$G" --ls2c "$BUILD/tools/ls2c/ls2c" \
   --gpu-train "$BUILD/tools/ls2c-gpu-train/ls2c-gpu-train" ${LS2C_DATA_DIR:+--data-dir "$LS2C_DATA_DIR"}
-SIZE=$(du -sm "$G" | cut -f1)
-du -sh "$G"
-if [ "$SIZE" -ge 64 ]; then
-  echo "error: $G is $SIZE MiB, over the 64 MiB a device call carries" >&2
-  exit 1
-fi
+. scripts/gpu-carry.sh
+carry_size_check "$G" 64 "a device call carries"
 echo
 echo "On the GPU machine (carry $G): scripts/gpu-lm-bench.sh run --out \$OUT"
 echo "  (then, for torch.compile: scripts/gpu-lm-bench.sh run --skip-ls2c --compile --out \$OUT)"

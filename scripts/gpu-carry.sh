@@ -1,0 +1,37 @@
+# shellcheck shell=bash
+# Sourced by the scripts that prepare a folder for the GPU machine (scripts/gpu-bench.sh,
+# gpu-dp-bench.sh, gpu-lm-bench.sh): what each of them did the same way.
+
+# carry_start DIR: an empty DIR (with bin/ and lib/), kept out of git through the clone's
+# info/exclude unless .gitignore already names it.
+carry_start() {
+  local dir=$1 exclude
+  rm -rf "$dir"
+  mkdir -p "$dir/bin" "$dir/lib"
+  grep -qx "/$dir/" .gitignore 2>/dev/null && return 0
+  exclude=$(git rev-parse --git-path info/exclude)
+  mkdir -p "$(dirname "$exclude")"
+  grep -qx "/$dir/" "$exclude" 2>/dev/null || echo "/$dir/" >> "$exclude"
+}
+
+# carry_tool BIN DIR: the MLIR-free tool BIN into DIR/bin and, into DIR/lib, libfmt: the one
+# non-CUDA, non-base library the tools link that the GPU machine may lack.
+carry_tool() {
+  local bin=$1 dir=$2 lib
+  cp "$bin" "$dir/bin/"
+  for lib in $(ldd "$dir/bin/$(basename "$bin")" | awk '/libfmt/ {print $3}'); do
+    cp -L "$lib" "$dir/lib/"
+  done
+}
+
+# carry_size_check DIR LIMIT_MIB WHAT: prints DIR's size; exit 1 when it reaches LIMIT_MIB
+# (WHAT says whose limit).
+carry_size_check() {
+  local dir=$1 limit=$2 what=$3 size
+  size=$(du -sm "$dir" | cut -f1)
+  du -sh "$dir"
+  if [ "$size" -ge "$limit" ]; then
+    echo "error: $dir is $size MiB, over the $limit MiB $what" >&2
+    exit 1
+  fi
+}
