@@ -167,11 +167,14 @@ int run(const Options &o) {
   std::printf("%s: model %s on %s, %zu kernels\n", o.bundle.c_str(),
               program.modelName.c_str(), executor.arch().c_str(), program.kernels.size());
 
+  // The description the bundle was compiled from: the initialization and
+  // the bucket size.
+  const ls2c::ModelDescription desc = ls2c::parseModelDescription(program.description, o.bundle);
+
   // Parameters into the fp32 master workspace, by reference name (or
   // initialized as the description says).
   std::vector<double> master(program.workspaceElements, 0.0);
   if (o.initSeed >= 0) {
-    ls2c::ModelDescription desc = ls2c::parseModelDescription(program.description, o.bundle);
     ls2c::ParameterLayout layout = ls2c::buildParameterLayout(desc);
     ls2c::WorkspaceLayout ws = ls2c::planWorkspace(layout);
     std::vector<float> init = ls2c::initializeWorkspace(ws, static_cast<uint64_t>(o.initSeed));
@@ -280,9 +283,8 @@ int run(const Options &o) {
     // description's optimizer.bucket_cap_mb), so each group is one bucket.
     BucketOptions bucketOptions;
     bucketOptions.reduceDType = o.reduceDType;
-    bucketOptions.maxBucketBytes = static_cast<uint64_t>(
-        ls2c::parseModelDescription(program.description, o.bundle).optimizer.bucket_cap_mb *
-        double(1 << 20));
+    bucketOptions.maxBucketBytes =
+        static_cast<uint64_t>(desc.optimizer.bucket_cap_mb * double(1 << 20));
     schedule = std::make_unique<GradientReduceSchedule>(
         planGradientBuckets(program, bucketOptions), *reducer);
     const GradientBucketPlan &plan = schedule->plan();
