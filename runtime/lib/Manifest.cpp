@@ -213,6 +213,8 @@ ojson attentionJson(const Attention &a) {
   j["strideDQ"] = a.strideDQ;
   j["strideDK"] = a.strideDK;
   j["strideDV"] = a.strideDV;
+  j["fallbackSteps"] = a.fallbackSteps;
+  j["maxSeqLen"] = a.maxSeqLen;
   return j;
 }
 
@@ -666,6 +668,10 @@ Attention Reader::attention(const json &v, const std::string &path) const {
   a.strideDQ = o.i64("strideDQ");
   a.strideDK = o.i64("strideDK");
   a.strideDV = o.i64("strideDV");
+  if (version >= 3) {
+    a.fallbackSteps = o.u32("fallbackSteps");
+    a.maxSeqLen = o.i64("maxSeqLen");
+  }
   o.finish();
   return a;
 }

@@ -204,7 +204,8 @@ bool operator==(const Attention &a, const Attention &b) {
          a.offset == b.offset && a.dout == b.dout && a.dq == b.dq &&
          a.dk == b.dk && a.dv == b.dv && a.strideDO == b.strideDO &&
          a.strideDQ == b.strideDQ && a.strideDK == b.strideDK &&
-         a.strideDV == b.strideDV;
+         a.strideDV == b.strideDV && a.fallbackSteps == b.fallbackSteps &&
+         a.maxSeqLen == b.maxSeqLen;
 }
 
 bool operator==(const Step &a, const Step &b) {

@@ -128,6 +128,7 @@ private:
   void checkLaunch(const Step &s, const std::string &path);
   void checkGemm(const Gemm &g, const std::string &path);
   void checkAttention(const Attention &a, const std::string &path);
+  void checkFallback(const Function &f, size_t step, const std::string &path);
   void checkCopy(const Step &s, const std::string &path);
 };
 
@@ -514,6 +515,7 @@ void Validator::checkFunction(size_t index) {
       break;
     case Step::Kind::Attention:
       checkAttention(s.attention, at(path, "attention"));
+      checkFallback(f, i, at(path, "attention"));
       break;
     case Step::Kind::Copy:
       checkCopy(s, path);
@@ -705,6 +707,23 @@ void Validator::checkGemm(const Gemm &g, const std::string &path) {
                std::string(relu ? "the ReLU bit mask [M, auxLd bits] "
                                 : "the GELU input [M, auxLd] ") +
                    bounds);
+}
+
+// An attention step's fallback is the launches right after it (the
+// runtime skips them after cuDNN ran the call, or runs them instead).
+void Validator::checkFallback(const Function &f, size_t step, const std::string &path) {
+  const Attention &a = f.steps[step].attention;
+  if (a.maxSeqLen < 0)
+    fail(at(path, "maxSeqLen"), std::to_string(a.maxSeqLen) + ": must be >= 0 (0 = unknown)");
+  if (a.fallbackSteps > f.steps.size() - step - 1)
+    fail(at(path, "fallbackSteps"),
+         std::to_string(a.fallbackSteps) + ": only " + std::to_string(f.steps.size() - step - 1) +
+             " steps follow this one");
+  for (size_t i = step + 1; i <= step + a.fallbackSteps; ++i)
+    if (f.steps[i].kind != Step::Kind::Launch)
+      fail(at(path, "fallbackSteps"), std::to_string(a.fallbackSteps) + ": step " +
+                                          std::to_string(i) +
+                                          " is not a kernel launch (a fallback is launches)");
 }
 
 void Validator::checkAttention(const Attention &a, const std::string &path) {

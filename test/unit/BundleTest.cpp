@@ -210,6 +210,8 @@ Program makeProgram() {
   a.cuSeqlensQ = a.cuSeqlensK = argument(1, 0, B1 * 4);
   a.seed = argument(3, 0, 8);
   a.offset = argument(4, 0, 8);
+  a.fallbackSteps = 1;
+  a.maxSeqLen = 64;
 
   Step s3;
   s3.kind = Step::Kind::Launch;
@@ -440,7 +442,9 @@ TEST(BundleTest, LayoutMatchesTheDocumentation) {
   // The manifest is JSON naming its sections.
   uint64_t mOffset = getU64(b, 56 + 8), mSize = getU64(b, 56 + 16);
   json m = json::parse(b.substr(mOffset, mSize));
-  EXPECT_EQ(m["formatVersion"], 2);
+  EXPECT_EQ(m["formatVersion"], 3);
+  EXPECT_EQ(m["functions"][0]["steps"][2]["attention"]["fallbackSteps"], 1);
+  EXPECT_EQ(m["functions"][0]["steps"][2]["attention"]["maxSeqLen"], 64);
   EXPECT_EQ(m["functions"][0]["steps"][1]["gemm"]["epilogue"], "bias");
   EXPECT_EQ(m["functions"][0]["steps"][1]["gemm"]["auxLd"], 0);
   EXPECT_EQ(m["modelName"], "tiny-bert");
@@ -979,6 +983,15 @@ std::vector<Rule> rules() {
        [](Program &p) { step(p, 2).attention.cuSeqlensK.maxBytes = 32; },
        {"functions[0].steps[2].attention.cuSeqlensK.maxBytes: 32",
         "36 bytes cu_seqlens_k"}},
+      {"AttentionFallbackPastEnd",
+       [](Program &p) { step(p, 2).attention.fallbackSteps = 3; },
+       {"functions[0].steps[2].attention.fallbackSteps: 3", "only 2 steps follow"}},
+      {"AttentionFallbackNotLaunches",
+       [](Program &p) { step(p, 2).attention.fallbackSteps = 2; },
+       {"functions[0].steps[2].attention.fallbackSteps: 2", "step 4 is not a kernel launch"}},
+      {"AttentionMaxSeqLenNegative",
+       [](Program &p) { step(p, 2).attention.maxSeqLen = -1; },
+       {"functions[0].steps[2].attention.maxSeqLen: -1", ">= 0"}},
       {"AttentionBatchPlusOneZero",
        [](Program &p) { step(p, 2).attention.batchPlusOne = stat(0); },
        {"functions[0].steps[2].attention.batchPlusOne: 0", "B + 1"}},
@@ -1127,9 +1140,9 @@ TEST_F(BundleFileTest, WrongMagic) {
 
 TEST_F(BundleFileTest, WrongVersion) {
   std::string b = bytes;
-  putU32(b, 8, 3);
-  expectRejected(b, {"header.version: 3", "unsupported format version",
-                     "reads versions 1 to 2"});
+  putU32(b, 8, 4);
+  expectRejected(b, {"header.version: 4", "unsupported format version",
+                     "reads versions 1 to 3"});
   putU32(b, 8, 0);
   expectRejected(b, {"header.version: 0"});
 }
@@ -1413,7 +1426,7 @@ TEST_F(BundleFileTest, ManifestBadEnumSpellings) {
 
 TEST_F(BundleFileTest, ManifestVersionAndSyntax) {
   expectRejected(editManifest(bytes, [](json &m) { m["formatVersion"] = 1; }),
-                 {"formatVersion: 1", "differs from the header's format version 2"});
+                 {"formatVersion: 1", "differs from the header's format version 3"});
   std::vector<BundleSection> sections = splitBundle(bytes, "t");
   sections[0].payload = "{\"modelName\": ";
   expectRejected(assembleBundle(sections),
@@ -1426,6 +1439,40 @@ TEST_F(BundleFileTest, ManifestVersionAndSyntax) {
 // Version 1 bundles (before the activation epilogues: no `aux`, `auxLd`)
 // still load; in version 1 those keys and the new epilogue names are
 // unknown, and version 2 requires them.
+// Version 2 bundles (before the attention fallback) load with no fallback
+// and an unknown sequence bound; version 3 requires both keys.
+TEST_F(BundleFileTest, Version2BundlesStillLoad) {
+  auto asVersion2 = [&](const std::function<void(json &)> &edit) {
+    std::string b = editManifest(bytes, [&](json &m) {
+      m["formatVersion"] = 2;
+      for (json &f : m["functions"])
+        for (json &s : f["steps"])
+          if (s["kind"] == "attention") {
+            s["attention"].erase("fallbackSteps");
+            s["attention"].erase("maxSeqLen");
+          }
+      edit(m);
+    });
+    putU32(b, 8, 2);
+    return b;
+  };
+  Program before3 = makeProgram();
+  step(before3, 2).attention.fallbackSteps = 0;
+  step(before3, 2).attention.maxSeqLen = 0;
+  EXPECT_TRUE(parseBundle(asVersion2([](json &) {}), "v2") == before3);
+  expectRejected(asVersion2([](json &m) {
+                   m["functions"][0]["steps"][2]["attention"]["maxSeqLen"] = 8;
+                 }),
+                 {"functions[0].steps[2].attention.maxSeqLen",
+                  "unknown key (format version 2 has no such field)"});
+  expectRejected(editManifest(bytes,
+                              [](json &m) {
+                                m["functions"][0]["steps"][2]["attention"].erase(
+                                    "fallbackSteps");
+                              }),
+                 {"functions[0].steps[2].attention.fallbackSteps", "missing"});
+}
+
 TEST_F(BundleFileTest, Version1BundlesStillLoad) {
   auto asVersion1 = [&](const std::function<void(json &)> &edit) {
     std::string b = editManifest(bytes, [&](json &m) {
@@ -1435,13 +1482,19 @@ TEST_F(BundleFileTest, Version1BundlesStillLoad) {
           if (s["kind"] == "gemm") {
             s["gemm"].erase("aux");
             s["gemm"].erase("auxLd");
+          } else if (s["kind"] == "attention") {
+            s["attention"].erase("fallbackSteps");
+            s["attention"].erase("maxSeqLen");
           }
       edit(m);
     });
     putU32(b, 8, 1);
     return b;
   };
-  EXPECT_TRUE(parseBundle(asVersion1([](json &) {}), "v1") == makeProgram());
+  Program before3 = makeProgram(); // no attention fallback or bound before 3
+  step(before3, 2).attention.fallbackSteps = 0;
+  step(before3, 2).attention.maxSeqLen = 0;
+  EXPECT_TRUE(parseBundle(asVersion1([](json &) {}), "v1") == before3);
   expectRejected(asVersion1([](json &m) {
                    m["functions"][0]["steps"][1]["gemm"]["auxLd"] = 0;
                  }),

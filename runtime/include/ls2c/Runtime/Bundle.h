@@ -51,8 +51,9 @@ inline constexpr char kBundleMagic[8] = {'L', 'S', '2', 'B',
                                          'N', 'D', 'L', '\0'};
 /// The version written; the loader also reads every version from
 /// kOldestBundleFormatVersion on (version 1 has no GEMM activation
-/// epilogues: no `aux` and `auxLd` keys).
-inline constexpr uint32_t kBundleFormatVersion = 2;
+/// epilogues: no `aux` and `auxLd` keys; versions 1 and 2 have no
+/// attention `fallbackSteps` and `maxSeqLen`).
+inline constexpr uint32_t kBundleFormatVersion = 3;
 inline constexpr uint32_t kOldestBundleFormatVersion = 1;
 inline constexpr uint64_t kBundleHeaderBytes = 56;
 inline constexpr uint64_t kBundleSectionEntryBytes = 56;

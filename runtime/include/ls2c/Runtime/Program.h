@@ -181,7 +181,10 @@ struct Gemm {
 /// ls2.attention (backward = false) or ls2.attention_grad (backward = true)
 /// over packed variable-length sequences; tensors [T, heads, headDim] with
 /// row strides in elements (a strided view of a fused QKV projection has
-/// stride 3 * heads * headDim).
+/// stride 3 * heads * headDim). The runtime runs it through cuDNN's fused
+/// attention (CudnnAttention.h) when asked to and cuDNN accepts it;
+/// otherwise it runs the `fallbackSteps` kernel launches that follow this
+/// step (the generated FlashAttention kernels), which it skips after cuDNN.
 struct Attention {
   bool backward = false;
   DType dtype = DType::F32;
@@ -195,6 +198,12 @@ struct Attention {
   // Backward only: dout in, dq/dk/dv out (with their row strides).
   BufferRef dout, dq, dk, dv;
   int64_t strideDO = 0, strideDQ = 0, strideDK = 0, strideDV = 0;
+  /// The launches right after this step that compute the same call
+  /// (0: none; then only cuDNN can run it).
+  uint32_t fallbackSteps = 0;
+  /// Bound of one sequence's tokens (the description's max_seq_len; 0 =
+  /// unknown, then tokensQ / tokensK bound it): cuDNN plans their grids by it.
+  int64_t maxSeqLen = 0;
 };
 
 /// One step of a function, executed in order on one stream.
