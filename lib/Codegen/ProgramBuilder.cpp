@@ -61,9 +61,10 @@ public:
   FunctionBuilder(func::FuncOp f, const SymbolicDims &dims, const ShapeBounds &bounds,
                   const ModuleKernels &kernels,
                   const std::map<Operation *, std::vector<const ModuleKernels::Use *>> &uses,
-                  std::map<unsigned, unsigned> &kernelRemap, runtime::Program &program)
+                  std::map<unsigned, unsigned> &kernelRemap, runtime::Program &program,
+                  int64_t maxSeqLen)
       : f(f), dims(dims), bounds(bounds), kernels(kernels), uses(uses),
-        kernelRemap(kernelRemap), program(program) {}
+        kernelRemap(kernelRemap), program(program), maxSeqLen(maxSeqLen) {}
 
   runtime::Function build() {
     runtime::Function out;
@@ -104,6 +105,7 @@ private:
   const std::map<Operation *, std::vector<const ModuleKernels::Use *>> &uses;
   std::map<unsigned, unsigned> &kernelRemap;
   runtime::Program &program;
+  int64_t maxSeqLen; ///< the description's bound of one sequence's tokens
   DenseMap<Value, unsigned> returned;
 
   runtime::TensorSpec spec(Value v, DictionaryAttr attrs) {
@@ -386,9 +388,81 @@ private:
     out.steps.push_back(std::move(s));
   }
 
+  /// The Attention step of an attention op cuDNN's fused attention may
+  /// run (the runtime decides; it falls back to the generated kernels that
+  /// follow): f16 or bf16, head dim a multiple of 8 up to 256, rows and
+  /// bases 16-byte aligned (cuDNN's rules), and causal only for self
+  /// attention (one cu_seqlens: top-left and bottom-right alignment agree).
+  std::optional<runtime::Step> attentionStep(Operation *op) {
+    auto fwd = dyn_cast<ls2::AttentionOp>(op);
+    auto bwd = dyn_cast<ls2::AttentionGradOp>(op);
+    if (!fwd && !bwd)
+      return std::nullopt;
+    Value q = fwd ? fwd.getQuery() : bwd.getQuery();
+    Value k = fwd ? fwd.getKey() : bwd.getKey();
+    Value v = fwd ? fwd.getValue() : bwd.getValue();
+    Value cuQ = fwd ? fwd.getCuSeqlensQ() : bwd.getCuSeqlensQ();
+    Value cuK = fwd ? fwd.getCuSeqlensK() : bwd.getCuSeqlensK();
+    auto qType = tensorType(q), kType = tensorType(k);
+    runtime::Attention a;
+    a.backward = static_cast<bool>(bwd);
+    a.dtype = dtypeOrThrow(op, qType.getElementType());
+    a.heads = static_cast<uint32_t>(qType.getDimSize(1));
+    a.kvHeads = static_cast<uint32_t>(kType.getDimSize(1));
+    a.headDim = static_cast<uint32_t>(qType.getDimSize(2));
+    a.causal = fwd ? fwd.getCausal() : bwd.getCausal();
+    a.scale = fwd ? fwd.getEffectiveScale() : bwd.getEffectiveScale();
+    a.dropoutRate = (fwd ? fwd.getDropoutRate() : bwd.getDropoutRate()).convertToFloat();
+    a.stream = static_cast<uint32_t>(fwd ? fwd.getStream() : bwd.getStream());
+    if ((a.dtype != runtime::DType::F16 && a.dtype != runtime::DType::BF16) ||
+        a.headDim % 8 != 0 || a.headDim > 256 || (a.causal && cuQ != cuK))
+      return std::nullopt;
+    a.tokensQ = dims.shape(q)[0];
+    a.tokensK = dims.shape(k)[0];
+    a.batchPlusOne = dims.shape(cuQ)[0];
+    a.maxSeqLen = maxSeqLen;
+    bool aligned = true;
+    auto rows = [&](Value value, BufferRef &ref, int64_t &stride) {
+      Resolved r = resolve(value);
+      ref = r.ref;
+      stride = r.rowStride ? r.rowStride : rowWidth(value);
+      aligned &= stride % 8 == 0 && ref.byteOffset % 16 == 0;
+    };
+    rows(q, a.q, a.strideQ);
+    rows(k, a.k, a.strideK);
+    rows(v, a.v, a.strideV);
+    rows(fwd ? fwd.getResult() : bwd.getOut(), a.out, a.strideO);
+    a.lse = contiguous(op, fwd ? fwd.getLse() : bwd.getLse());
+    a.cuSeqlensQ = contiguous(op, cuQ);
+    a.cuSeqlensK = contiguous(op, cuK);
+    if (Value seed = fwd ? fwd.getSeed() : bwd.getSeed()) {
+      a.seed = contiguous(op, seed);
+      a.offset = contiguous(op, fwd ? fwd.getOffset() : bwd.getOffset());
+    }
+    if (bwd) {
+      rows(bwd.getDout(), a.dout, a.strideDO);
+      rows(bwd.getDq(), a.dq, a.strideDQ);
+      rows(bwd.getDk(), a.dk, a.strideDK);
+      rows(bwd.getDv(), a.dv, a.strideDV);
+    }
+    if (!aligned)
+      return std::nullopt;
+    runtime::Step s;
+    s.kind = runtime::Step::Kind::Attention;
+    s.attention = a;
+    return s;
+  }
+
   void step(Operation *op, runtime::Function &out) {
-    // Attention runs as generated kernels (the Attention step kind waits
-    // for a cuDNN path).
+    // Attention: a cuDNN step where cuDNN may run it, then the generated
+    // kernels as its fallback.
+    if (std::optional<runtime::Step> attention = attentionStep(op)) {
+      size_t at = out.steps.size();
+      out.steps.push_back(std::move(*attention));
+      launch(op, out);
+      out.steps[at].attention.fallbackSteps = static_cast<uint32_t>(out.steps.size() - at - 1);
+      return;
+    }
     if (isa<ls2::FusionOp, ls2::ScatterAddOp, ls2::AttentionOp, ls2::AttentionGradOp>(op))
       return launch(op, out);
     if (auto m = dyn_cast<ls2::MatmulOp>(op))
@@ -444,7 +518,8 @@ FailureOr<runtime::Program> buildProgram(ModuleOp module, const ModelDescription
       FailureOr<SymbolicDims> dims = SymbolicDims::compute(f);
       if (failed(bounds) || failed(dims))
         return failure();
-      FunctionBuilder builder(f, *dims, *bounds, *kernels, uses, kernelRemap, program);
+      FunctionBuilder builder(f, *dims, *bounds, *kernels, uses, kernelRemap, program,
+                              desc.max_seq_len);
       program.functions.push_back(builder.build());
       scratch.push_back({program.functions.size() - 1, builder.scratchArgs});
     }

@@ -1,0 +1,146 @@
+//===- AttentionStepsTest.cpp - the programs' cuDNN attention steps -------===//
+//
+// ProgramBuilder gives every attention op cuDNN may run an Attention step
+// (Program.h) followed by its generated kernels as the fallback: the tiny
+// presets compiled in bf16 and fp16 (in process, no NVRTC). The step names
+// the buffers its fallback launches read and write, the description's
+// sequence bound, and the op's attributes; fp32 programs and head dims
+// cuDNN cannot take keep the kernels alone. The programs validate (the
+// bundle rules for fallbacks, ProgramValidate.h).
+//
+//===----------------------------------------------------------------------===//
+#include "ls2c/Codegen/ProgramBuilder.h"
+#include "ls2c/Frontend/Frontend.h"
+#include "ls2c/Model/ModelDescription.h"
+#include "ls2c/Runtime/ProgramValidate.h"
+#include "ls2c/Transforms/Passes.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace {
+
+using namespace ls2c::runtime;
+
+struct Built {
+  Program program;
+  size_t attentionOps = 0, attentionGradOps = 0; ///< in the program's functions
+};
+
+Built build(const std::string &preset, ls2c::DType dtype, int64_t heads = 0) {
+  mlir::MLIRContext context;
+  ls2c::ModelDescription desc =
+      ls2c::loadModelDescription(LS2C_SOURCE_DIR "/examples/" + preset + ".json");
+  desc.dtype = dtype;
+  if (heads)
+    desc.heads = heads;
+  mlir::OwningOpRef<mlir::ModuleOp> module = ls2c::buildForwardModule(context, desc);
+  EXPECT_TRUE(module) << preset;
+  mlir::PassManager pm(&context);
+  ls2c::addCompilePipeline(pm, ls2c::CompileStage::Planned, false);
+  EXPECT_TRUE(mlir::succeeded(pm.run(*module))) << preset;
+  Built b;
+  for (const std::string &name : ls2c::codegen::trainingFunctions())
+    if (auto f = module->lookupSymbol<mlir::func::FuncOp>(name))
+      f.walk([&](mlir::Operation *op) {
+        b.attentionOps += mlir::isa<ls2c::ls2::AttentionOp>(op);
+        b.attentionGradOps += mlir::isa<ls2c::ls2::AttentionGradOp>(op);
+      });
+  mlir::FailureOr<Program> program = ls2c::codegen::buildProgram(*module, desc, "");
+  EXPECT_TRUE(mlir::succeeded(program)) << preset;
+  if (mlir::succeeded(program))
+    b.program = std::move(*program);
+  return b;
+}
+
+/// Does a pointer argument of launch step `s` name exactly `ref`?
+bool launchUses(const Step &s, const BufferRef &ref) {
+  return std::any_of(s.args.begin(), s.args.end(), [&](const KernelArg &a) {
+    return a.kind == ParamKind::Pointer && a.buffer == ref;
+  });
+}
+
+class HalfPresets : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(HalfPresets, EveryAttentionHasACudnnStepBeforeItsKernels) {
+  const std::string preset = GetParam();
+  for (ls2c::DType dtype : {ls2c::DType::BF16, ls2c::DType::F16}) {
+    Built b = build(preset, dtype);
+    ASSERT_GT(b.attentionOps, 0u) << preset;
+    EXPECT_NO_THROW(validateProgram(b.program, preset));
+    ls2c::ModelDescription desc =
+        ls2c::loadModelDescription(LS2C_SOURCE_DIR "/examples/" + preset + ".json");
+    size_t forward = 0, backward = 0;
+    for (const Function &f : b.program.functions)
+      for (size_t i = 0; i < f.steps.size(); ++i) {
+        if (f.steps[i].kind != Step::Kind::Attention)
+          continue;
+        const Attention &a = f.steps[i].attention;
+        std::string where = preset + " @" + f.name + " step " + std::to_string(i);
+        (a.backward ? backward : forward) += 1;
+        EXPECT_EQ(a.dtype, dtype == ls2c::DType::BF16 ? DType::BF16 : DType::F16) << where;
+        EXPECT_EQ(a.heads, static_cast<uint32_t>(desc.heads)) << where;
+        EXPECT_EQ(a.headDim, static_cast<uint32_t>(desc.hidden / desc.heads)) << where;
+        EXPECT_EQ(a.maxSeqLen, desc.max_seq_len) << where;
+        EXPECT_NEAR(a.scale, 1.0 / std::sqrt(double(a.headDim)), 1e-6) << where;
+        // Causal only where one cu_seqlens serves queries and keys.
+        if (a.causal)
+          EXPECT_TRUE(a.cuSeqlensQ == a.cuSeqlensK) << where;
+        // cuDNN's alignment: 8-element rows, 16-byte bases.
+        for (int64_t stride : {a.strideQ, a.strideK, a.strideV, a.strideO})
+          EXPECT_EQ(stride % 8, 0) << where;
+        EXPECT_EQ(a.q.byteOffset % 16, 0u) << where;
+        // The fallback: the op's launches, which read and write the same
+        // buffers (forward: one kernel; backward: dq, then dk and dv).
+        ASSERT_EQ(a.fallbackSteps, a.backward ? 2u : 1u) << where;
+        ASSERT_LT(i + a.fallbackSteps, f.steps.size()) << where;
+        const Step &first = f.steps[i + 1];
+        ASSERT_EQ(first.kind, Step::Kind::Launch) << where;
+        EXPECT_TRUE(launchUses(first, a.q)) << where;
+        EXPECT_TRUE(launchUses(first, a.lse)) << where;
+        EXPECT_TRUE(launchUses(first, a.cuSeqlensQ)) << where;
+        if (a.backward) {
+          EXPECT_TRUE(launchUses(first, a.dq)) << where;
+          EXPECT_TRUE(launchUses(f.steps[i + 2], a.dk)) << where;
+          EXPECT_TRUE(launchUses(f.steps[i + 2], a.dv)) << where;
+        } else {
+          EXPECT_TRUE(launchUses(first, a.out)) << where;
+        }
+      }
+    // Head dim 16 (hidden 64 over 4 heads): every op is cuDNN's to run.
+    EXPECT_EQ(forward, b.attentionOps) << preset;
+    EXPECT_EQ(backward, b.attentionGradOps) << preset;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, HalfPresets,
+                         ::testing::Values("tiny-bert", "tiny-gpt", "tiny-transformer",
+                                           "tiny-vit"));
+
+size_t attentionSteps(const Program &p) {
+  size_t n = 0;
+  for (const Function &f : p.functions)
+    for (const Step &s : f.steps)
+      n += s.kind == Step::Kind::Attention;
+  return n;
+}
+
+// cuDNN has no fp32 fused attention, and takes head dims that are
+// multiples of 8: those programs keep the generated kernels alone.
+TEST(AttentionSteps, NoneWhereCudnnCannotRunThem) {
+  for (const char *preset : {"tiny-bert", "tiny-gpt"}) {
+    Built f32 = build(preset, ls2c::DType::F32);
+    EXPECT_GT(f32.attentionOps, 0u);
+    EXPECT_EQ(attentionSteps(f32.program), 0u) << preset;
+    Built odd = build(preset, ls2c::DType::BF16, 16); // head dim 64 / 16 = 4
+    EXPECT_GT(odd.attentionOps, 0u);
+    EXPECT_EQ(attentionSteps(odd.program), 0u) << preset;
+  }
+}
+
+} // namespace
