@@ -8,12 +8,18 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
+#include <set>
 #include <type_traits>
 
 namespace ls2c::runtime {
 
 namespace {
+
+/// The HelperNeeds kind of the cuDNN attention buffers (the GEMM helpers'
+/// kinds are dtype numbers, all below it).
+constexpr int kCudnnHelperKind = 1000;
 
 void checkCuda(cudaError_t e, const std::string &what) {
   if (e != cudaSuccess)
@@ -124,6 +130,9 @@ struct Executor::Impl {
   /// lazily, its only such buffer (GraphCache.h); their k are a run's
   /// helper needs. Keep in step with GemmRunner::Impl::onesOf's callers.
   std::vector<std::vector<size_t>> helperSteps;
+  /// With AttentionBackend::Cudnn; its buffers are a helper need too.
+  std::unique_ptr<CudnnAttention> cudnn;
+  std::set<std::string> refusalsReported;
   bool capturing = false;
   size_t step = 0; ///< the step being enqueued (named by capture errors)
 
@@ -348,6 +357,39 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
   HelperNeeds needs;
   for (size_t si : impl->helperSteps[fi])
     needs.emplace_back(static_cast<int>(f.steps[si].gemm.aType), dimValue(f.steps[si].gemm.k));
+  // Attention steps cuDNN runs in this call (planned on the host now; their
+  // buffers grow like the GEMM helpers').
+  std::vector<char> onCudnn(f.steps.size(), 0);
+  auto callShape = [&](const Attention &a) {
+    return AttentionCallShape{dimValue(a.batchPlusOne) - 1, dimValue(a.tokensQ),
+                              dimValue(a.tokensK)};
+  };
+  if (attention == AttentionBackend::Cudnn) {
+    for (size_t si = 0; si < f.steps.size(); ++si) {
+      if (f.steps[si].kind != Step::Kind::Attention)
+        continue;
+      const Attention &a = f.steps[si].attention;
+      std::string whyNot;
+      if (impl->cudnn->prepare(a, callShape(a), whyNot)) {
+        onCudnn[si] = 1;
+        continue;
+      }
+      std::string what = "@" + name + " step " + std::to_string(si) + " (attention " +
+                         (a.backward ? "backward" : "forward") + ")";
+      if (a.dropoutRate > 0 || a.fallbackSteps == 0)
+        throw RuntimeError(what + ": cuDNN refused it (" + whyNot + ")" +
+                           (a.fallbackSteps == 0
+                                ? " and it has no generated kernels to fall back to"
+                                : "; with dropout its forward and backward must draw the same "
+                                  "mask on one backend: use the generated kernels for all "
+                                  "attention (--attention kernels)"));
+      if (impl->refusalsReported.insert(what + whyNot).second)
+        std::fprintf(stderr, "ls2c: %s: cuDNN refused it (%s); running the generated kernels\n",
+                     what.c_str(), whyNot.c_str());
+    }
+    needs.emplace_back(kCudnnHelperKind,
+                       static_cast<int64_t>(impl->cudnn->deviceBytesNeeded()));
+  }
   GraphKey key;
   bool wantGraph = graphsOn && !timing;
   if (wantGraph)
@@ -358,24 +400,39 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
       checkCuda(e, "@" + name + ": cudaGraphLaunch");
     return;
   }
+  // Runs step by step are the only ones that may grow helper buffers
+  // (GraphCache::decide destroyed the graphs that used the old ones).
+  if (attention == AttentionBackend::Cudnn && decision.action == GraphAction::Eager)
+    impl->cudnn->reserve();
   cudaStream_t stream =
       decision.action == GraphAction::Capture ? impl->beginCapture() : callerStream;
 
   if (timing)
     impl->labels.clear();
+  size_t skipThrough = 0; ///< fallback launches after an attention cuDNN ran
   for (size_t si = 0; si < f.steps.size(); ++si) {
     const Step &s = f.steps[si];
     impl->atStep(si);
     // Messages are built only on failure: this loop runs every step.
     auto where = [&] { return "@" + name + " step " + std::to_string(si); };
+    bool skipped = si > 0 && si <= skipThrough;
     if (timing) {
       impl->record(si, stream);
-      impl->labels.push_back(s.kind == Step::Kind::Launch ? prog.kernels[s.kernel].name
-                             : s.kind == Step::Kind::Gemm
-                                 ? "gemm " + std::to_string(dimValue(s.gemm.m)) + "x" +
-                                       std::to_string(dimValue(s.gemm.n)) + "x" +
-                                       std::to_string(dimValue(s.gemm.k))
-                                 : s.kind == Step::Kind::Copy ? "copy" : "attention");
+      impl->labels.push_back(
+          skipped ? "skipped (cuDNN ran the attention)"
+          : s.kind == Step::Kind::Launch ? prog.kernels[s.kernel].name
+          : s.kind == Step::Kind::Gemm
+              ? "gemm " + std::to_string(dimValue(s.gemm.m)) + "x" +
+                    std::to_string(dimValue(s.gemm.n)) + "x" + std::to_string(dimValue(s.gemm.k))
+          : s.kind == Step::Kind::Copy ? "copy"
+          : onCudnn[si] ? (s.attention.backward ? "cudnn attention backward"
+                                                : "cudnn attention forward")
+                        : "attention (generated kernels follow)");
+    }
+    if (skipped) {
+      if (stepHook)
+        stepHook(f, call, si, stream);
+      continue;
     }
     switch (s.kind) {
     case Step::Kind::Launch: {
@@ -425,9 +482,36 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
       impl->gemm->run(g, shape, p, stream);
       break;
     }
-    case Step::Kind::Attention:
-      throw RuntimeError(where() + ": attention steps need the cuDNN path, which this runtime "
-                                 "does not have; compile attention to kernels");
+    case Step::Kind::Attention: {
+      const Attention &a = s.attention;
+      if (!onCudnn[si]) {
+        if (a.fallbackSteps == 0)
+          throw RuntimeError(where() + ": an attention step with no generated kernels needs "
+                                       "cuDNN (setAttentionBackend(AttentionBackend::Cudnn))");
+        break; // its fallback launches follow
+      }
+      AttentionCallPointers p;
+      p.q = pointer(a.q);
+      p.k = pointer(a.k);
+      p.v = pointer(a.v);
+      p.out = pointer(a.out);
+      p.lse = pointer(a.lse);
+      p.cuSeqlensQ = pointer(a.cuSeqlensQ);
+      p.cuSeqlensK = pointer(a.cuSeqlensK);
+      if (a.dropoutRate > 0) {
+        p.seed = pointer(a.seed);
+        p.offset = pointer(a.offset);
+      }
+      if (a.backward) {
+        p.dout = pointer(a.dout);
+        p.dq = pointer(a.dq);
+        p.dk = pointer(a.dk);
+        p.dv = pointer(a.dv);
+      }
+      impl->cudnn->run(a, callShape(a), p, stream);
+      skipThrough = si + a.fallbackSteps;
+      break;
+    }
     case Step::Kind::Copy:
       if (cudaError_t e = cudaMemcpyAsync(pointer(s.copyDestination), pointer(s.copySource),
                                           s.copySource.maxBytes, cudaMemcpyDeviceToDevice,
@@ -475,6 +559,14 @@ void Executor::setGraphs(bool on) {
 
 void Executor::setStepHook(StepHook hook) {
   stepHook = std::move(hook);
+  impl->graphs.clear();
+}
+
+void Executor::setAttentionBackend(AttentionBackend backend) {
+  // Kept once made: the graph cache remembers the sizes its buffers grew to.
+  if (backend == AttentionBackend::Cudnn && !impl->cudnn)
+    impl->cudnn = std::make_unique<CudnnAttention>();
+  attention = backend;
   impl->graphs.clear();
 }
 

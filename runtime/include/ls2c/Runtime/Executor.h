@@ -15,6 +15,7 @@
 #ifndef LS2C_RUNTIME_EXECUTOR_H
 #define LS2C_RUNTIME_EXECUTOR_H
 
+#include "ls2c/Runtime/CudnnAttention.h"
 #include "ls2c/Runtime/GraphCache.h"
 #include "ls2c/Runtime/Program.h"
 
@@ -125,6 +126,17 @@ public:
   using StepHook = std::function<void(const Function &function, const Call &call, size_t step,
                                       cudaStream_t stream)>;
   void setStepHook(StepHook hook);
+
+  /// Which implementation runs the Attention steps (CudnnAttention.h):
+  /// Kernels (the default) runs each step's fallback, the generated
+  /// kernels; Cudnn runs cuDNN's fused attention wherever it accepts the
+  /// call and the fallback elsewhere (a refusal is reported once on
+  /// stderr). A call with dropout that cuDNN refuses throws RuntimeError:
+  /// its forward and backward must draw the same mask, so both run on one
+  /// backend. Cudnn throws RuntimeError when this build has no cuDNN.
+  /// Changing it drops the cached graphs.
+  void setAttentionBackend(AttentionBackend backend);
+  AttentionBackend attentionBackend() const { return attention; }
   GraphStats graphStats() const;
   static constexpr size_t kMaxGraphs = 16;
 
@@ -137,6 +149,7 @@ private:
   bool timing = false;
   bool graphsOn = true;
   StepHook stepHook;
+  AttentionBackend attention = AttentionBackend::Kernels;
   std::unique_ptr<Impl> impl;
 };
 
