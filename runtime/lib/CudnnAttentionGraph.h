@@ -52,7 +52,18 @@ struct AttentionGraphDesc {
   /// Row strides in elements (forward uses q, k, v, o; backward all).
   int64_t strideQ = 0, strideK = 0, strideV = 0, strideO = 0;
   int64_t strideDO = 0, strideDQ = 0, strideDK = 0, strideDV = 0;
+  /// Statistics packed like the tokens ([T_q, heads] through offsetStats,
+  /// cuDNN >= 9.6), else padded: f32 [B, heads, S_q] with no ragged offset
+  /// (the only other layout cuDNN < 9.26 accepts; a fallback to try on GPUs
+  /// where the packed one finds no engine).
+  bool raggedStats = true;
 };
+
+/// Why cuDNN cannot be asked for `desc` (heads not a multiple of kvHeads,
+/// headDim not a multiple of 8 or above 256, a dropout rate outside [0, 1),
+/// a row stride below its tensor's width, ...), or empty when it can be.
+/// Needs no GPU and no cuDNN call; build() checks it first.
+std::string attentionDescProblem(const AttentionGraphDesc &desc);
 
 /// Device pointers of one execution. The i32 arrays are the caller's:
 /// seqLenQ/K [B] (tokens of each sequence) and each ragged offset array
@@ -84,7 +95,9 @@ public:
   AttentionPlan &operator=(const AttentionPlan &) = delete;
 
   const AttentionGraphDesc &desc() const { return d; }
-  /// Device workspace bytes execute() needs.
+  /// Device workspace bytes execute() needs: the plan's own, and in
+  /// backward the f32 scratch tensors of the graph (row sums of dO * O,
+  /// [B, heads, S_q]; the dQ accumulator, [B, heads, S_q, headDim]).
   int64_t workspaceBytes() const { return workspace; }
   /// Enqueues the plan on the handle's stream (cudnnSetStream). Returns
   /// CUDNN_STATUS_SUCCESS or cuDNN's status (text through cudnnGetErrorString
