@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""ls2c's generated attention kernels beside PyTorch's scaled_dot_product_attention (its
-FlashAttention-2 and cuDNN backends) in one run, on issue 7's shapes.
+"""ls2c's generated attention kernels, and cuDNN's fused attention as ls2c's runtime calls it,
+beside PyTorch's scaled_dot_product_attention (its FlashAttention-2 and cuDNN backends) in one
+run, on issue 7's shapes.
 
 Ours: `ls2c-gpu-step --profile` on a one-layer model per shape (bench/models/attention-*.json,
 compiled to DIR/<name>.ls2b with a batch of b sequences of s tokens by scripts/gpu-profile.sh);
-its kernel table gives the forward (forward_attention_0) and the backward (dq + dk/dv). PyTorch:
+its kernel table gives the forward (forward_attention_0) and the backward (dq + dk/dv); again
+with --attention cudnn (cudnn_attention_forward, cudnn_attention_backward). PyTorch:
 bench/attention_torch.py's medians in the same process run. FLOPs follow FlashAttention's
 convention: forward 4*b*h*s*s*d (half when causal), backward 2.5x that. Prints a table (ms,
 TFLOP/s, our time over FlashAttention-2's) and writes JSON to --json.
@@ -18,19 +20,24 @@ import subprocess
 import sys
 
 
-def ours(gpu_step, directory, name):
-    """Milliseconds of our forward and backward attention kernels in one profiled step."""
+def ours(gpu_step, directory, name, backend="kernels"):
+    """Milliseconds of our forward and backward attention in one profiled step: the generated
+    kernels, or (backend cudnn) cuDNN's fused attention called by ls2c's runtime."""
     model = f"{directory}/attention-{name}"
     out = subprocess.run([gpu_step, f"{model}.ls2b", "--init-seed", "1", "--batch",
-                          f"{model}.batch.safetensors", "--steps", "3", "--profile"],
+                          f"{model}.batch.safetensors", "--steps", "3", "--profile",
+                          "--attention", backend],
                          capture_output=True, text=True, check=True).stdout
     ms = {}
     for line in out.splitlines():
         m = re.match(r"\s*([0-9.]+)\s+[0-9.]+%\s+\d+\s+(\S+)$", line)
-        if m and "attention" in m.group(2):
+        if m and "attention" in m.group(2) and m.group(2) != "attention_kernels_follow":
             ms[m.group(2)] = float(m.group(1))
-    fwd = sum(v for k, v in ms.items() if not k.endswith(("_dq", "_dkdv")))
-    bwd = sum(v for k, v in ms.items() if k.endswith(("_dq", "_dkdv")))
+    backward = ("_dq", "_dkdv", "cudnn_attention_backward")
+    fwd = sum(v for k, v in ms.items() if not k.endswith(backward))
+    bwd = sum(v for k, v in ms.items() if k.endswith(backward))
+    if backend == "cudnn" and not {"cudnn_attention_forward", "cudnn_attention_backward"} <= ms.keys():
+        raise RuntimeError(f"{model}: cuDNN did not run its attention:\n{out}")
     if not fwd or not bwd:
         raise RuntimeError(f"{model}: no attention kernels in the profile:\n{out}")
     return fwd, bwd, ms
@@ -57,19 +64,23 @@ def main():
         causal = m.group(5) == "causal"
         flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
         fwd, bwd, kernels = ours(a.gpu_step, a.dir, name)
+        cfwd, cbwd, ckernels = ours(a.gpu_step, a.dir, name, "cudnn")
         torch_rows = {r["backend"]: r for r in
                       attention_torch.run(f"{b},{h},{s},{d},{m.group(5)},bf16", a.iters)}
         row = dict(name=name, flops=flops, ours=dict(forward_ms=fwd, backward_ms=bwd, kernels=kernels),
+                   ours_cudnn=dict(forward_ms=cfwd, backward_ms=cbwd, kernels=ckernels),
                    torch=torch_rows)
         rows.append(row)
         fa = torch_rows.get("flash", {})
         cu = torch_rows.get("cudnn", {})
         def cell(ms, mult):
             return f"{ms:7.3f} ms {mult * flops / ms / 1e9:5.0f}" if ms else "   refused    "
-        print(f"{name:24s} forward  ours {cell(fwd, 1)}  FA2 {cell(fa.get('forward_ms'), 1)}  "
-              f"cuDNN {cell(cu.get('forward_ms'), 1)}  ours/FA2 {fwd / fa['forward_ms'] if fa.get('forward_ms') else float('nan'):.2f}")
-        print(f"{'':24s} backward ours {cell(bwd, 2.5)}  FA2 {cell(fa.get('backward_ms'), 2.5)}  "
-              f"cuDNN {cell(cu.get('backward_ms'), 2.5)}  ours/FA2 {bwd / fa['backward_ms'] if fa.get('backward_ms') else float('nan'):.2f}")
+        print(f"{name:24s} forward  ours {cell(fwd, 1)}  ls2c-cuDNN {cell(cfwd, 1)}  "
+              f"FA2 {cell(fa.get('forward_ms'), 1)}  cuDNN {cell(cu.get('forward_ms'), 1)}  "
+              f"ours/FA2 {fwd / fa['forward_ms'] if fa.get('forward_ms') else float('nan'):.2f}")
+        print(f"{'':24s} backward ours {cell(bwd, 2.5)}  ls2c-cuDNN {cell(cbwd, 2.5)}  "
+              f"FA2 {cell(fa.get('backward_ms'), 2.5)}  cuDNN {cell(cu.get('backward_ms'), 2.5)}  "
+              f"ours/FA2 {bwd / fa['backward_ms'] if fa.get('backward_ms') else float('nan'):.2f}")
     if a.json:
         json.dump(rows, open(a.json, "w"), indent=1)
 

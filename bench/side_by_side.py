@@ -163,6 +163,8 @@ def run_ls2c(args, cfg_dir, batch_path):
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         cmd = [exe, os.path.join(cfg_dir, "model.ls2b"), "--init-seed", "1", "--batch", batch_path,
                "--steps", str(steps), "--profile"]
+        if args.attention != "kernels":
+            cmd += ["--attention", args.attention]
         if timed:  # -o is optional with --time: no multi-GB F64 output file
             cmd.append("--time")
         else:
@@ -184,7 +186,8 @@ def run_ls2c(args, cfg_dir, batch_path):
     if rc != 0:
         raise RuntimeError(f"`{' '.join(cmd)}` exited {rc}: {' | '.join(lines[-5:])}")
     r = parse_ls2c(lines, args.warmup)
-    r.update(wall_s=wall, first_step_s=first, nvidia_smi_peak_bytes=measured, steps_run=steps)
+    r.update(wall_s=wall, first_step_s=first, nvidia_smi_peak_bytes=measured, steps_run=steps,
+             attention=args.attention)
     return r
 
 
@@ -335,6 +338,8 @@ def main():
     r.add_argument("--skip-compile", action="store_true")
     r.add_argument("--compile-mode", default="default", help="torch.compile mode (default, reduce-overhead, ...)")
     r.add_argument("--skip-ls2c", action="store_true")
+    r.add_argument("--attention", choices=["kernels", "cudnn"], default="kernels",
+                   help="ls2c's attention: the generated kernels or cuDNN's fused attention")
     r.add_argument("--tmp", help="folder for ls2c's output files (GBs for big models)")
     r.add_argument("--json")
     for x in (p, r):

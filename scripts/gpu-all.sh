@@ -10,7 +10,8 @@
 #   embedding gradients, the column reductions of tiny-bert and of a hidden-1024 bf16 model), step/ (scripts/gpu-step-check.py's tiny presets and 16,384-token
 #   probes with their CPU references), prof/ (BERT-base and GPT-2 medium bundles and batches).
 # There (the device tool, carry [".gpu-all"]):  scripts/gpu-all.sh run
-#   runs each check with a time limit and prints one line per check; the logs and the step
+#   runs each check with a time limit and prints one line per check (fp16/bf16 step cases and
+#   the BERT-base and GPT-2 medium timings also with --attention cudnn); the logs and the step
 #   outputs travel back as one archive in 15 MiB parts, $OUT/gpu-all.tar.gz.00, .01, ...
 #   (default OUT: .gpu-all/out), since the device tool returns at most 8 files of 16 MiB. Exit status: non-zero if a check failed.
 # Back here:  scripts/gpu-all.sh compare DIR   (DIR: the fetched $OUT with the parts, or a
@@ -84,7 +85,11 @@ run() {
   }
   nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader || true
   local d
-  for d in "$G"/cases/*; do
+  # The kernel cases may stay behind when the carry must be smaller (carry $G/bin, $G/step
+  # and $G/prof only).
+  [ -d "$G/cases" ] || note "cases" "not carried: skipped"
+  for d in "$G"/cases/*/; do
+    [ -d "$d" ] || continue
     check "cases-$(basename "$d")" 120 "$G/bin/ls2c-kernel-check" "$d"
   done
   check gemm-check 180 "$G/bin/ls2c-gemm-check"
@@ -103,12 +108,22 @@ run() {
       note "graphs-vs-eager-$p" "FAIL: outputs differ"
     fi
     rm -f "$out/$p.eager"
+    # fp16/bf16 cases again with cuDNN's fused attention (compare: against the reference and
+    # against the kernels' run).
+    if grep -Eq '"dtype": "(bf16|fp16)"' "$G/step/$p/model.json"; then
+      check "cudnn-$p" 120 "$G/bin/ls2c-gpu-step" "${a[@]}" -o "$out/$p.cudnn.safetensors" \
+        --steps 3 --attention cudnn
+    fi
   done
+  local backend
   for p in bert-base gpt2-medium; do
-    check "time-$p" 240 "$G/bin/ls2c-gpu-step" "$G/prof/$p.ls2b" --init-seed 1 \
-      --batch "$G/prof/$p.batch.safetensors" --steps 12 --time
-    note "  median step" "$(grep -o 'time [0-9.]* ms' "$out/time-$p.log" | tail -10 |
-      awk '{print $2}' | sort -n | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)] " ms"}')"
+    for backend in kernels cudnn; do
+      check "time-$p-$backend" 240 "$G/bin/ls2c-gpu-step" "$G/prof/$p.ls2b" --init-seed 1 \
+        --batch "$G/prof/$p.batch.safetensors" --steps 12 --time --attention "$backend"
+      note "  median step" "$(grep -o 'time [0-9.]* ms' "$out/time-$p-$backend.log" |
+        tail -10 | awk '{print $2}' | sort -n |
+        awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)] " ms"}')"
+    done
   done
   printf '%s\n' "${summary[@]}" > "$out/summary.txt"
   # The device tool returns files of at most 16 MiB: the archive travels in 15 MiB parts.

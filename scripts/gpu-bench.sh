@@ -14,7 +14,8 @@
 #     parity: bench/parity.py on the GPU cases (tiny-*, bert-base and gpt2-small in fp32 and in
 #             their preset dtype, 50 steps; or the CASEs named; $PARITY_ARGS adds options such as
 #             --noise-floor); bench: bench/side_by_side.py (default configs, or the CONFIGs
-#             named); all: both (about 15 minutes). Each ends with bench/summary.py's
+#             named; ls2c's attention: $LS2C_ATTENTION, kernels (default) or cudnn); all: both
+#             (about 15 minutes). Each ends with bench/summary.py's
 #             short table. Results: DIR (default $OUT, else .gpu-bench/out)/parity.json,
 #             side_by_side.json and the logs. Exit status: non-zero if a check failed.
 set -euo pipefail
@@ -56,6 +57,7 @@ run_gpu() {
   fi
   if [ "$what" = all ] || [ "$what" = bench ]; then
     "$py" bench/side_by_side.py run --dir "$G/bench" --gpu-step "$G/bin/ls2c-gpu-step" \
+      --attention "${LS2C_ATTENTION:-kernels}" \
       --tmp "${TMPDIR:-/tmp}" --json "$out/side_by_side.json" "${configs[@]}" 2>&1 | tee "$out/side_by_side.log" ||
       status=1
   fi

@@ -45,7 +45,17 @@ PROBES = {
     # their partial sums over counters 64-95 (the scratch layout bug behind the wrong fp32 bias
     # gradients of BERT-base, fixed 2026-11-30).
     "probe-bert-ffn3072-fp32": ("tiny-bert", {"dtype": "fp32", "ffn": 3072}, 8, 400),
+    # cuDNN's fused attention (--attention cudnn runs these too): packed sequences of
+    # random lengths (ragged offsets, padding masks), head dims 16, 32 and 64, causal and
+    # not, grouped-query attention.
+    "probe-bert-bf16-ragged": ("tiny-bert", {"dtype": "bf16"}, 32, 512),
+    "probe-gpt-fp16-d64-ragged": ("tiny-gpt", {"dtype": "fp16", "hidden": 256, "ffn": 512},
+                                  8, 1024),
+    "probe-gpt-bf16-gqa-ragged": ("tiny-gpt", {"dtype": "bf16", "hidden": 256, "ffn": 512,
+                                               "heads": 8, "kv_heads": 2}, 8, 1024),
 }
+# Probes whose sequences have random lengths in [1, length] (the rest equal lengths).
+RAGGED = {name for name in PROBES if name.endswith("-ragged")}
 STEPS = 3
 TOL = 1e-4
 # A whole train step may take 10x the per-kernel tolerances of DESIGN.md.
@@ -53,11 +63,13 @@ STEP_TOL = {"fp32": 1e-4, "fp16": 5e-2, "bf16": 2e-1}
 WORK = os.path.join(ROOT, ".gpu-run", "step")
 
 
-def probe_batch(d, seqs, length, rng):
-    """Equal-length packed sequences: next-token labels (decoder) or 15% masked-LM labels."""
-    n = seqs * length
-    cu = (np.arange(seqs + 1) * length).astype(np.int32)
-    pos = np.tile(np.arange(length), seqs).astype(np.int32)
+def probe_batch(d, seqs, length, rng, ragged=False):
+    """Packed sequences of `length` tokens (ragged: random lengths in [1, length]):
+    next-token labels (decoder) or 15% masked-LM labels."""
+    lengths = rng.integers(1, length + 1, seqs) if ragged else np.full(seqs, length)
+    n = int(lengths.sum())
+    cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    pos = np.concatenate([np.arange(m) for m in lengths]).astype(np.int32)
     ids = rng.integers(1, d["vocab"], n).astype(np.int32)
     if d["architecture"] == "encoder":
         labels = np.where(rng.random(n) < 0.15, rng.integers(0, d["vocab"], n), -100)
@@ -106,7 +118,8 @@ def prepare(ls2c, probes):
         c = jm.config(ro.description(os.path.join(out, "model.json")))
         rng = np.random.default_rng(ro.SEED)
         save_file(ro.parameters(c, rng), os.path.join(out, "params.safetensors"))
-        batch = ro.batch(c, rng) if shape is None else probe_batch(d, *shape, rng)
+        batch = (ro.batch(c, rng) if shape is None
+                 else probe_batch(d, *shape, rng, ragged=name in RAGGED))
         save_file(batch, os.path.join(out, "batch.safetensors"))
         subprocess.run([ls2c, "step", os.path.join(out, "model.json"),
                         "--params", os.path.join(out, "params.safetensors"),
@@ -124,11 +137,46 @@ def rel(a, b):
     return float(np.linalg.norm(a - b) / den) if den > 0 else float(np.linalg.norm(a - b))
 
 
+def step_errors(got, ref):
+    """Relative L2 errors of a GPU run's outputs against the reference's: loss, grad_norm, lr,
+    the worst first-step gradient and the worst final parameter (with their names), and how
+    many parameters were left out."""
+    errs = {k: rel(got[k], ref[k]) for k in ("loss", "grad_norm", "lr")}
+    grads = [k for k in ref if k.startswith("grad/")]
+    # A gradient that is zero in exact arithmetic (attention's key bias:
+    # softmax ignores a constant added to a row's scores) holds only
+    # rounding noise on both sides; it is measured against 1e-4 of the
+    # norm of all gradients instead of its own norm (run_oracle.py does
+    # the same with 1e-6 in float64).
+    scale = float(np.sqrt(sum(float(np.sum(ref[k] ** 2)) for k in grads)))
+    gerr = {k: float(np.linalg.norm(got[k] - ref[k]) /
+                     max(np.linalg.norm(ref[k]), 1e-4 * scale)) for k in grads}
+    # Adam turns that noise into learning-rate-sized updates of opposite
+    # signs, so parameters are compared where their gradient is not zero.
+    perr, excluded = {}, 0
+    for k in grads:
+        pname = k[len("grad/"):]
+        keep = np.abs(ref[k]) > 1e-7 * scale
+        excluded += int(np.sum(~keep))
+        a, b = got["param/" + pname][keep], ref["param/" + pname][keep]
+        perr["param/" + pname] = rel(a, b) if b.size else 0.0
+
+    # A NaN error (a NaN or infinite output) is the worst of all.
+    def badness(errors, k):
+        return (not math.isfinite(errors[k]), errors[k] if math.isfinite(errors[k]) else 0.0)
+    worst_g = max(gerr, key=lambda k: badness(gerr, k))
+    worst_p = max(perr, key=lambda k: badness(perr, k))
+    errs["grads"] = gerr[worst_g]
+    errs["params"] = perr[worst_p]
+    return errs, worst_g, worst_p, excluded
+
+
 def compare(directory):
     failed = 0
-    print(f"{'preset':18} {'loss':>9} {'grad_norm':>9} {'lr':>9} {'grads':>9} {'params':>9} "
+    print(f"{'case':26} {'loss':>9} {'grad_norm':>9} {'lr':>9} {'grads':>9} {'params':>9} "
           f"{'zero-g':>6}")
     names = PRESETS + [p for p in PROBES if os.path.isdir(os.path.join(WORK, p))]
+    agreement = []
     for name in names:
         if not os.path.exists(os.path.join(WORK, name, "reference.safetensors")):
             sys.exit(f"{os.path.join(WORK, name)}: no CPU reference; run "
@@ -138,45 +186,46 @@ def compare(directory):
         ref = load_file(os.path.join(WORK, name, "reference.safetensors"))
         path = os.path.join(directory, name + ".safetensors")
         if not os.path.exists(path):
-            print(f"{name:18} missing {path}")
+            print(f"{name:26} missing {path}")
             failed += 1
             continue
-        got = load_file(path)
-        errs = {k: rel(got[k], ref[k]) for k in ("loss", "grad_norm", "lr")}
-        grads = [k for k in ref if k.startswith("grad/")]
-        # A gradient that is zero in exact arithmetic (attention's key bias:
-        # softmax ignores a constant added to a row's scores) holds only
-        # rounding noise on both sides; it is measured against 1e-4 of the
-        # norm of all gradients instead of its own norm (run_oracle.py does
-        # the same with 1e-6 in float64).
-        scale = float(np.sqrt(sum(float(np.sum(ref[k] ** 2)) for k in grads)))
-        gerr = {k: float(np.linalg.norm(got[k] - ref[k]) /
-                         max(np.linalg.norm(ref[k]), 1e-4 * scale)) for k in grads}
-        # Adam turns that noise into learning-rate-sized updates of opposite
-        # signs, so parameters are compared where their gradient is not zero.
-        perr, excluded = {}, 0
-        for k in grads:
-            pname = k[len("grad/"):]
-            keep = np.abs(ref[k]) > 1e-7 * scale
-            excluded += int(np.sum(~keep))
-            a, b = got["param/" + pname][keep], ref["param/" + pname][keep]
-            perr["param/" + pname] = rel(a, b) if b.size else 0.0
-        # A NaN error (a NaN or infinite output) is the worst of all.
-        def badness(errors, k):
-            return (not math.isfinite(errors[k]), errors[k] if math.isfinite(errors[k]) else 0.0)
-        worst_g = max(gerr, key=lambda k: badness(gerr, k))
-        worst_p = max(perr, key=lambda k: badness(perr, k))
-        errs["grads"] = gerr[worst_g]
-        errs["params"] = perr[worst_p]
-        ok = all(math.isfinite(v) and v <= tol for v in errs.values())
-        failed += not ok
-        print(f"{name:18} " + " ".join(f"{errs[k]:9.2e}" for k in
-                                        ("loss", "grad_norm", "lr", "grads", "params"))
-              + f"  {excluded:6d}  {tol:.0e}" + ("  ok" if ok else
-                                      f"  FAIL (worst gradient {worst_g}, parameter {worst_p})"))
+        runs = [(name, load_file(path))]
+        # The same case with cuDNN's attention (--attention cudnn), where it ran.
+        cudnn = os.path.join(directory, name + ".cudnn.safetensors")
+        if os.path.exists(cudnn):
+            runs.append((name + " cudnn", load_file(cudnn)))
+        for label, got in runs:
+            errs, worst_g, worst_p, excluded = step_errors(got, ref)
+            ok = all(math.isfinite(v) and v <= tol for v in errs.values())
+            failed += not ok
+            print(f"{label:26} " + " ".join(f"{errs[k]:9.2e}" for k in
+                                            ("loss", "grad_norm", "lr", "grads", "params"))
+                  + f"  {excluded:6d}  {tol:.0e}" + ("  ok" if ok else
+                                          f"  FAIL (worst gradient {worst_g}, parameter {worst_p})"))
+        if len(runs) == 2:
+            # cuDNN against the generated kernels, both on the GPU in the model's dtype: the
+            # first step's loss and gradients within the per-kernel tolerance (the step's / 10).
+            # Gradients that are zero in exact arithmetic (below 1e-4 of all gradients' norm in
+            # the reference) are rounding noise in both runs: the rows above bound them.
+            (_, kern), (_, cud) = runs
+            grads = [k for k in ref if k.startswith("grad/")]
+            scale = float(np.sqrt(sum(float(np.sum(ref[k] ** 2)) for k in grads)))
+            kept = [k for k in grads if np.linalg.norm(ref[k]) >= 1e-4 * scale]
+            gerr = {k: rel(cud[k], kern[k]) for k in kept}
+            worst_g = max(gerr, key=lambda k: (not math.isfinite(gerr[k]),
+                                              gerr[k] if math.isfinite(gerr[k]) else 0.0))
+            lerr = rel(cud["loss"], kern["loss"])
+            ok = all(math.isfinite(e) and e <= tol / 10 for e in (lerr, gerr[worst_g]))
+            failed += not ok
+            agreement.append(f"{name:26} loss {lerr:9.2e}  grads {gerr[worst_g]:9.2e}"
+                             f"  ({len(grads) - len(kept)} zero)  {tol / 10:.0e}" +
+                             ("  ok" if ok else f"  FAIL ({worst_g})"))
     print("relative L2 errors; grads and params: the worst tensor; then the parameters left out "
           "of the comparison because their gradient is zero in exact arithmetic, and the "
           "tolerance (a train step's: 10x DESIGN.md's per-kernel one for the model's dtype)")
+    if agreement:
+        print("\ncuDNN's attention against the generated kernels (first step, both on the GPU):")
+        print("\n".join(agreement))
     return 1 if failed else 0
 
 

@@ -15,6 +15,7 @@
 #include "ls2c/Runtime/ProgramValidate.h"
 #include "ls2c/Transforms/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -89,8 +90,9 @@ TEST_P(HalfPresets, EveryAttentionHasACudnnStepBeforeItsKernels) {
         EXPECT_EQ(a.maxSeqLen, desc.max_seq_len) << where;
         EXPECT_NEAR(a.scale, 1.0 / std::sqrt(double(a.headDim)), 1e-6) << where;
         // Causal only where one cu_seqlens serves queries and keys.
-        if (a.causal)
+        if (a.causal) {
           EXPECT_TRUE(a.cuSeqlensQ == a.cuSeqlensK) << where;
+        }
         // cuDNN's alignment: 8-element rows, 16-byte bases.
         for (int64_t stride : {a.strideQ, a.strideK, a.strideV, a.strideO})
           EXPECT_EQ(stride % 8, 0) << where;

@@ -414,7 +414,7 @@ TEST(BundleTest, LayoutMatchesTheDocumentation) {
   Program p = makeProgram();
   std::string b = serializeBundle(p);
   EXPECT_EQ(b.compare(0, 8, std::string("LS2BNDL\0", 8)), 0);
-  EXPECT_EQ(getU32(b, 8), 2u);
+  EXPECT_EQ(getU32(b, 8), 3u);
   // Manifest + 3 sources + 2 + 2 + 1 cubins.
   uint32_t count = getU32(b, 12);
   EXPECT_EQ(count, 9u);

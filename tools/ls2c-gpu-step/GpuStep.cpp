@@ -89,6 +89,7 @@ struct Options {
   bool overlap = true;       ///< --data-parallel: buckets during backward
   DType reduceDType = DType::F32; ///< --reduce-dtype: the all-reduce's dtype
   int simulateRanks = 0;     ///< > 0: that many ranks in turn (SimulatedRanks.h)
+  AttentionBackend attention = AttentionBackend::Kernels; ///< --attention
 };
 
 /// A CUDA event pair on the legacy default stream, where the executor and
@@ -164,6 +165,7 @@ int run(const Options &o) {
   const std::string prefix = dp ? "rank " + std::to_string(rank) + ": " : "";
   Executor executor(program);
   executor.setGraphs(o.graphs);
+  executor.setAttentionBackend(o.attention);
   std::printf("%s: model %s on %s, %zu kernels\n", o.bundle.c_str(),
               program.modelName.c_str(), executor.arch().c_str(), program.kernels.size());
 
@@ -418,7 +420,7 @@ int run(const Options &o) {
 const char *kUsage =
     "usage: ls2c-gpu-step BUNDLE (--params P.safetensors | --init-seed S) "
     "--batch B.safetensors [-o OUT.safetensors] [--steps K] [--dropout-seed N] [--profile] "
-    "[--time] [--no-graphs] [--save-params P.safetensors]\n"
+    "[--time] [--no-graphs] [--save-params P.safetensors] [--attention kernels|cudnn]\n"
     "    [--data-parallel [--no-overlap | --reduce-dtype bf16] | --simulate-ranks N]\n"
     "  --params FILE       initial parameters by reference name (F32/F64)\n"
     "  --init-seed S       or: initialize them as the description says, from seed S\n"
@@ -432,6 +434,9 @@ const char *kUsage =
     "                      apart) and the device memory in use\n"
     "  --no-graphs         run every step by step instead of replaying CUDA graphs\n"
     "  --save-params FILE  write the initial parameters (F32, by name)\n"
+    "  --attention B       kernels (default): the generated attention kernels; cudnn:\n"
+    "                      cuDNN's fused attention where it takes the call (fp16/bf16),\n"
+    "                      the kernels elsewhere; its dropout masks are cuDNN's own\n"
     "  --data-parallel     one process per GPU, started as torchrun starts them (RANK,\n"
     "                      WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT): each rank\n"
     "                      reads --batch with \"{rank}\" replaced by its rank; gradients are\n"
@@ -512,7 +517,15 @@ int main(int argc, char **argv) {
       }
       o.reduceDType = t == "bf16" ? DType::BF16 : DType::F32;
     }
-    else if (a == "--simulate-ranks")
+    else if (a == "--attention") {
+      std::string b = value();
+      if (b != "kernels" && b != "cudnn") {
+        std::fprintf(stderr, "ls2c-gpu-step: error: --attention: '%s' is not kernels or cudnn\n",
+                     b.c_str());
+        return 2;
+      }
+      o.attention = b == "cudnn" ? AttentionBackend::Cudnn : AttentionBackend::Kernels;
+    } else if (a == "--simulate-ranks")
       o.simulateRanks = static_cast<int>(integerOption(a, value(), 1));
     else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "ls2c-gpu-step: error: unknown option %s\n%s", a.c_str(), kUsage);
