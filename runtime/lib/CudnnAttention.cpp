@@ -18,10 +18,6 @@
 
 namespace ls2c::runtime {
 
-const char *attentionBackendName(AttentionBackend b) {
-  return b == AttentionBackend::Cudnn ? "cudnn" : "kernels";
-}
-
 #if !LS2C_HAVE_CUDNN
 
 bool cudnnAttentionAvailable() { return false; }

@@ -8,7 +8,9 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 #include <type_traits>
@@ -130,9 +132,46 @@ struct Executor::Impl {
   /// lazily, its only such buffer (GraphCache.h); their k are a run's
   /// helper needs. Keep in step with GemmRunner::Impl::onesOf's callers.
   std::vector<std::vector<size_t>> helperSteps;
-  /// With AttentionBackend::Cudnn; its buffers are a helper need too.
+  /// With AttentionBackend::Cudnn or Auto; its buffers are a helper need too.
   std::unique_ptr<CudnnAttention> cudnn;
   std::set<std::string> refusalsReported;
+  /// Auto: the backend of each attention shape, and how many decisions
+  /// were reported on stderr.
+  AttentionChoices choices;
+  size_t decisionsReported = 0;
+  /// Per function, per step: the attention step sharing its lse (a
+  /// forward's backward and the reverse), else -1.
+  std::vector<std::vector<int64_t>> partners;
+
+  /// Device times of one call on both backends: each run once (cuDNN's
+  /// first execution loads its kernels), then three times each; medians.
+  /// The kernels run last, so the call's outputs are theirs.
+  AttentionTiming timeBoth(const std::function<void()> &cudnnCall,
+                           const std::function<void()> &kernels, cudaStream_t stream) {
+    cudaEvent_t start = nullptr, end = nullptr;
+    checkCuda(cudaEventCreate(&start), "cudaEventCreate");
+    checkCuda(cudaEventCreate(&end), "cudaEventCreate");
+    auto median = [&](const std::function<void()> &call) {
+      float ms[3];
+      for (float &m : ms) {
+        checkCuda(cudaEventRecord(start, stream), "cudaEventRecord");
+        call();
+        checkCuda(cudaEventRecord(end, stream), "cudaEventRecord");
+        checkCuda(cudaEventSynchronize(end), "cudaEventSynchronize");
+        checkCuda(cudaEventElapsedTime(&m, start, end), "cudaEventElapsedTime");
+      }
+      std::sort(ms, ms + 3);
+      return static_cast<double>(ms[1]);
+    };
+    cudnnCall();
+    kernels();
+    AttentionTiming t;
+    t.cudnnMs = median(cudnnCall);
+    t.kernelsMs = median(kernels);
+    cudaEventDestroy(start);
+    cudaEventDestroy(end);
+    return t;
+  }
   bool capturing = false;
   size_t step = 0; ///< the step being enqueued (named by capture errors)
 
@@ -258,6 +297,15 @@ Executor::Executor(Program program) : prog(std::move(program)), impl(std::make_u
   checkCuda(cudaStreamCreateWithFlags(&impl->captureStream, cudaStreamNonBlocking),
             "cudaStreamCreateWithFlags (graph capture)");
   for (const Function &f : prog.functions) {
+    std::vector<int64_t> &partner = impl->partners.emplace_back(f.steps.size(), -1);
+    for (size_t b = 0; b < f.steps.size(); ++b)
+      if (f.steps[b].kind == Step::Kind::Attention && f.steps[b].attention.backward)
+        for (size_t a = 0; a < b; ++a)
+          if (f.steps[a].kind == Step::Kind::Attention && !f.steps[a].attention.backward &&
+              f.steps[a].attention.lse == f.steps[b].attention.lse) {
+            partner[a] = static_cast<int64_t>(b);
+            partner[b] = static_cast<int64_t>(a);
+          }
     std::vector<size_t> &steps = impl->helperSteps.emplace_back();
     for (size_t si = 0; si < f.steps.size(); ++si)
       if (f.steps[si].kind == Step::Kind::Gemm &&
@@ -357,41 +405,68 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
   HelperNeeds needs;
   for (size_t si : impl->helperSteps[fi])
     needs.emplace_back(static_cast<int>(f.steps[si].gemm.aType), dimValue(f.steps[si].gemm.k));
-  // Attention steps cuDNN runs in this call (planned on the host now; their
-  // buffers grow like the GEMM helpers').
-  std::vector<char> onCudnn(f.steps.size(), 0);
+  // How each attention step runs in this call: its generated kernels,
+  // cuDNN (planned on the host now; its buffers grow like the GEMM
+  // helpers'), or, with Auto and a shape not yet decided, both, timed.
+  enum : char { kKernels, kCudnn, kTune };
+  std::vector<char> how(f.steps.size(), kKernels);
+  const std::vector<int64_t> &partner = impl->partners[fi];
   auto callShape = [&](const Attention &a) {
     return AttentionCallShape{dimValue(a.batchPlusOne) - 1, dimValue(a.tokensQ),
                               dimValue(a.tokensK)};
   };
-  if (attention == AttentionBackend::Cudnn) {
+  bool tuning = false;
+  if (attention != AttentionBackend::Kernels && impl->cudnn) {
+    std::vector<char> accepted(f.steps.size(), 0);
     for (size_t si = 0; si < f.steps.size(); ++si) {
       if (f.steps[si].kind != Step::Kind::Attention)
         continue;
       const Attention &a = f.steps[si].attention;
       std::string whyNot;
       if (impl->cudnn->prepare(a, callShape(a), whyNot)) {
-        onCudnn[si] = 1;
+        accepted[si] = 1;
         continue;
       }
       std::string what = "@" + name + " step " + std::to_string(si) + " (attention " +
                          (a.backward ? "backward" : "forward") + ")";
-      if (a.dropoutRate > 0 || a.fallbackSteps == 0)
+      if (a.fallbackSteps == 0 || (attention == AttentionBackend::Cudnn && a.dropoutRate > 0))
         throw RuntimeError(what + ": cuDNN refused it (" + whyNot + ")" +
                            (a.fallbackSteps == 0
                                 ? " and it has no generated kernels to fall back to"
                                 : "; with dropout its forward and backward must draw the same "
                                   "mask on one backend: use the generated kernels for all "
-                                  "attention (--attention kernels)"));
+                                  "attention (--attention kernels or auto)"));
       if (impl->refusalsReported.insert(what + whyNot).second)
         std::fprintf(stderr, "ls2c: %s: cuDNN refused it (%s); running the generated kernels\n",
                      what.c_str(), whyNot.c_str());
+      // Auto: the shape runs on the kernels, and so does its dropout partner.
+      if (attention == AttentionBackend::Auto)
+        impl->choices.decide(attentionShapeKey(a), {INFINITY, 0});
+    }
+    for (size_t si = 0; si < f.steps.size(); ++si) {
+      if (!accepted[si])
+        continue;
+      if (attention == AttentionBackend::Cudnn) {
+        how[si] = kCudnn;
+        continue;
+      }
+      const Attention &a = f.steps[si].attention;
+      std::string key = attentionShapeKey(a);
+      std::optional<AttentionBackend> chosen = impl->choices.find(key);
+      if (!chosen && a.dropoutRate > 0 && partner[si] >= 0) {
+        std::string other = attentionShapeKey(f.steps[partner[si]].attention);
+        if (impl->choices.find(other))
+          chosen = impl->choices.impose(key, other);
+      }
+      how[si] = !chosen ? kTune : *chosen == AttentionBackend::Cudnn ? kCudnn : kKernels;
+      tuning |= how[si] == kTune;
     }
     needs.emplace_back(kCudnnHelperKind,
                        static_cast<int64_t>(impl->cudnn->deviceBytesNeeded()));
   }
   GraphKey key;
-  bool wantGraph = graphsOn && !timing;
+  // Timing the backends synchronizes: those runs go step by step.
+  bool wantGraph = graphsOn && !timing && !tuning;
   if (wantGraph)
     key = makeGraphKey(fi, call.argumentShapes, call.arguments, call.results);
   auto decision = impl->graphs.decide(wantGraph ? &key : nullptr, needs);
@@ -402,10 +477,44 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
   }
   // Runs step by step are the only ones that may grow helper buffers
   // (GraphCache::decide destroyed the graphs that used the old ones).
-  if (attention == AttentionBackend::Cudnn && decision.action == GraphAction::Eager)
+  if (attention != AttentionBackend::Kernels && impl->cudnn &&
+      decision.action == GraphAction::Eager)
     impl->cudnn->reserve();
   cudaStream_t stream =
       decision.action == GraphAction::Capture ? impl->beginCapture() : callerStream;
+
+  // One kernel launch (step `index`).
+  auto launch = [&](const Step &s, size_t index) {
+    const Kernel &k = prog.kernels[s.kernel];
+    std::vector<int64_t> ints(s.args.size());
+    std::vector<CUdeviceptr> ptrs(s.args.size());
+    std::vector<void *> params(s.args.size());
+    for (size_t a = 0; a < s.args.size(); ++a) {
+      if (s.args[a].kind == ParamKind::Int64) {
+        ints[a] = dimValue(s.args[a].value);
+        params[a] = &ints[a];
+      } else {
+        ptrs[a] = reinterpret_cast<CUdeviceptr>(pointer(s.args[a].buffer));
+        params[a] = &ptrs[a];
+      }
+    }
+    int64_t work = 1;
+    for (const Dim &w : k.launch.work)
+      work *= w.isStatic() ? w.size : ints[w.argument] * w.multiplier / w.divisor;
+    if (work <= 0)
+      return;
+    int64_t blocks = std::min<int64_t>(
+        k.launch.maxBlocks, (work + static_cast<int64_t>(k.launch.workPerBlock) - 1) /
+                                static_cast<int64_t>(k.launch.workPerBlock));
+    if (CUresult r = cuLaunchKernel(impl->functions[s.kernel], static_cast<unsigned>(blocks), 1,
+                                    1, k.launch.blockThreads, 1, 1, k.launch.dynamicSharedBytes,
+                                    reinterpret_cast<CUstream>(stream), params.data(), nullptr);
+        r != CUDA_SUCCESS)
+      checkDriver(r, "@" + name + " step " + std::to_string(index) + ": launching " + k.name);
+  };
+  // Auto: forward timings waiting for their backward (dropout partners are
+  // decided together).
+  std::map<size_t, AttentionTiming> waiting;
 
   if (timing)
     impl->labels.clear();
@@ -426,9 +535,10 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
                     std::to_string(dimValue(s.gemm.n)) + "x" + std::to_string(dimValue(s.gemm.k))
           : s.kind == Step::Kind::Copy ? "copy"
           // One word each: profile tables and scripts read labels as one.
-          : onCudnn[si] ? (s.attention.backward ? "cudnn_attention_backward"
-                                                : "cudnn_attention_forward")
-                        : "attention_kernels_follow");
+          : how[si] == kCudnn ? (s.attention.backward ? "cudnn_attention_backward"
+                                                      : "cudnn_attention_forward")
+          : how[si] == kTune ? "attention_timing_both_backends"
+                             : "attention_kernels_follow");
     }
     if (skipped) {
       if (stepHook)
@@ -436,37 +546,9 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
       continue;
     }
     switch (s.kind) {
-    case Step::Kind::Launch: {
-      const Kernel &k = prog.kernels[s.kernel];
-      std::vector<int64_t> ints(s.args.size());
-      std::vector<CUdeviceptr> ptrs(s.args.size());
-      std::vector<void *> params(s.args.size());
-      for (size_t a = 0; a < s.args.size(); ++a) {
-        if (s.args[a].kind == ParamKind::Int64) {
-          ints[a] = dimValue(s.args[a].value);
-          params[a] = &ints[a];
-        } else {
-          ptrs[a] = reinterpret_cast<CUdeviceptr>(pointer(s.args[a].buffer));
-          params[a] = &ptrs[a];
-        }
-      }
-      int64_t work = 1;
-      for (const Dim &w : k.launch.work)
-        work *= w.isStatic() ? w.size : ints[w.argument] * w.multiplier / w.divisor;
-      if (work <= 0)
-        break;
-      int64_t blocks = std::min<int64_t>(
-          k.launch.maxBlocks,
-          (work + static_cast<int64_t>(k.launch.workPerBlock) - 1) /
-              static_cast<int64_t>(k.launch.workPerBlock));
-      if (CUresult r = cuLaunchKernel(impl->functions[s.kernel], static_cast<unsigned>(blocks),
-                                      1, 1, k.launch.blockThreads, 1, 1,
-                                      k.launch.dynamicSharedBytes,
-                                      reinterpret_cast<CUstream>(stream), params.data(), nullptr);
-          r != CUDA_SUCCESS)
-        checkDriver(r, where() + ": launching " + k.name);
+    case Step::Kind::Launch:
+      launch(s, si);
       break;
-    }
     case Step::Kind::Gemm: {
       const Gemm &g = s.gemm;
       GemmShape shape{dimValue(g.m), dimValue(g.n), dimValue(g.k), dimValue(g.batch)};
@@ -485,7 +567,7 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
     }
     case Step::Kind::Attention: {
       const Attention &a = s.attention;
-      if (!onCudnn[si]) {
+      if (how[si] == kKernels) {
         if (a.fallbackSteps == 0)
           throw RuntimeError(where() + ": an attention step with no generated kernels needs "
                                        "cuDNN (setAttentionBackend(AttentionBackend::Cudnn))");
@@ -509,8 +591,30 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
         p.dk = pointer(a.dk);
         p.dv = pointer(a.dv);
       }
-      impl->cudnn->run(a, callShape(a), p, stream);
       skipThrough = si + a.fallbackSteps;
+      if (how[si] == kCudnn) {
+        impl->cudnn->run(a, callShape(a), p, stream);
+        break;
+      }
+      // Auto, a shape not yet decided: both backends, timed; the kernels
+      // run last, so this call's outputs (and dropout mask) are theirs.
+      AttentionTiming t = impl->timeBoth(
+          [&] { impl->cudnn->run(a, callShape(a), p, stream); },
+          [&] {
+            for (size_t j = si + 1; j <= si + a.fallbackSteps; ++j)
+              launch(f.steps[j], j);
+          },
+          stream);
+      int64_t other = partner[si];
+      if (a.dropoutRate > 0 && other >= 0 && !a.backward && how[other] == kTune)
+        waiting[si] = t;
+      else if (auto w = waiting.find(static_cast<size_t>(other));
+               a.dropoutRate > 0 && other >= 0 && w != waiting.end()) {
+        impl->choices.decidePair(attentionShapeKey(f.steps[other].attention), w->second,
+                                 attentionShapeKey(a), t);
+        waiting.erase(w);
+      } else
+        impl->choices.decide(attentionShapeKey(a), t);
       break;
     }
     case Step::Kind::Copy:
@@ -523,6 +627,20 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
     }
     if (stepHook)
       stepHook(f, call, si, stream);
+  }
+  // A forward whose backward never came (another function has it).
+  for (const auto &[si, t] : waiting)
+    impl->choices.decide(attentionShapeKey(f.steps[si].attention), t);
+  const std::vector<AttentionDecision> &made = impl->choices.decisions();
+  for (; impl->decisionsReported < made.size(); ++impl->decisionsReported) {
+    const AttentionDecision &d = made[impl->decisionsReported];
+    if (d.imposed)
+      std::fprintf(stderr, "ls2c: attention %s: %s (as its dropout partner)\n", d.key.c_str(),
+                   attentionBackendName(d.backend));
+    else
+      std::fprintf(stderr, "ls2c: attention %s: cuDNN %.3f ms, kernels %.3f ms: %s\n",
+                   d.key.c_str(), d.timing.cudnnMs, d.timing.kernelsMs,
+                   attentionBackendName(d.backend));
   }
   if (timing)
     impl->record(f.steps.size(), stream);
@@ -564,8 +682,13 @@ void Executor::setStepHook(StepHook hook) {
 }
 
 void Executor::setAttentionBackend(AttentionBackend backend) {
-  // Kept once made: the graph cache remembers the sizes its buffers grew to.
-  if (backend == AttentionBackend::Cudnn && !impl->cudnn)
+  // Made only for a program with Attention steps, and kept once made: the
+  // graph cache remembers the sizes its buffers grew to.
+  bool steps = false;
+  for (const Function &f : prog.functions)
+    for (const Step &s : f.steps)
+      steps |= s.kind == Step::Kind::Attention;
+  if (backend != AttentionBackend::Kernels && steps && !impl->cudnn)
     impl->cudnn = std::make_unique<CudnnAttention>();
   attention = backend;
   impl->graphs.clear();

@@ -61,6 +61,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -420,7 +421,7 @@ int run(const Options &o) {
 const char *kUsage =
     "usage: ls2c-gpu-step BUNDLE (--params P.safetensors | --init-seed S) "
     "--batch B.safetensors [-o OUT.safetensors] [--steps K] [--dropout-seed N] [--profile] "
-    "[--time] [--no-graphs] [--save-params P.safetensors] [--attention kernels|cudnn]\n"
+    "[--time] [--no-graphs] [--save-params P.safetensors] [--attention kernels|cudnn|auto]\n"
     "    [--data-parallel [--no-overlap | --reduce-dtype bf16] | --simulate-ranks N]\n"
     "  --params FILE       initial parameters by reference name (F32/F64)\n"
     "  --init-seed S       or: initialize them as the description says, from seed S\n"
@@ -436,7 +437,8 @@ const char *kUsage =
     "  --save-params FILE  write the initial parameters (F32, by name)\n"
     "  --attention B       kernels (default): the generated attention kernels; cudnn:\n"
     "                      cuDNN's fused attention where it takes the call (fp16/bf16),\n"
-    "                      the kernels elsewhere; its dropout masks are cuDNN's own\n"
+    "                      the kernels elsewhere; its dropout masks are cuDNN's own;\n"
+    "                      auto: per shape the faster of the two, timed on its first call\n"
     "  --data-parallel     one process per GPU, started as torchrun starts them (RANK,\n"
     "                      WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT): each rank\n"
     "                      reads --batch with \"{rank}\" replaced by its rank; gradients are\n"
@@ -519,12 +521,14 @@ int main(int argc, char **argv) {
     }
     else if (a == "--attention") {
       std::string b = value();
-      if (b != "kernels" && b != "cudnn") {
-        std::fprintf(stderr, "ls2c-gpu-step: error: --attention: '%s' is not kernels or cudnn\n",
+      std::optional<AttentionBackend> backend = parseAttentionBackend(b);
+      if (!backend) {
+        std::fprintf(stderr,
+                     "ls2c-gpu-step: error: --attention: '%s' is not kernels, cudnn or auto\n",
                      b.c_str());
         return 2;
       }
-      o.attention = b == "cudnn" ? AttentionBackend::Cudnn : AttentionBackend::Kernels;
+      o.attention = *backend;
     } else if (a == "--simulate-ranks")
       o.simulateRanks = static_cast<int>(integerOption(a, value(), 1));
     else if (!a.empty() && a[0] == '-') {

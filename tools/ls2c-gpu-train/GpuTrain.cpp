@@ -4,7 +4,7 @@
 //                [--valid-data VALID.tok]) --steps N
 //                [--batch-sequences B] [--eval-interval K] [--eval-batches E]
 //                [--seed S] [--metrics metrics.jsonl] [--log-interval M]
-//                [--time-limit SECONDS] [--no-graphs]
+//                [--time-limit SECONDS] [--no-graphs] [--attention B]
 //
 // The GPU twin of `ls2c train` (lib/Trainer/Trainer.cpp) for decoder models
 // on character corpora or token files (ls2c tokenize; TokenCorpus.h), with
@@ -23,7 +23,9 @@
 // final summary line; train tokens/s counts the wall clock of the training
 // steps only (each synchronized), not evaluation or startup. Both executors
 // replay CUDA graphs (the calls' buffers repeat every other step; the first
-// steps capture them) unless --no-graphs. No MLIR: it runs on the GPU
+// steps capture them) unless --no-graphs. fp16/bf16 attention runs where
+// --attention says (auto by default with cuDNN: per shape the faster of
+// cuDNN and the generated kernels; Executor.h). No MLIR: it runs on the GPU
 // machine.
 //
 //===----------------------------------------------------------------------===//
@@ -50,6 +52,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +72,9 @@ struct Options {
   uint64_t seed = 1;
   double timeLimit = 0; ///< seconds of training; 0 = none
   bool graphs = true;   ///< the executors' CUDA graphs (--no-graphs)
+  /// --attention; auto when this build has cuDNN.
+  AttentionBackend attention =
+      cudnnAttentionAvailable() ? AttentionBackend::Auto : AttentionBackend::Kernels;
 };
 
 /// A usage or input problem (exit status 2).
@@ -303,6 +309,8 @@ int run(const Options &o) {
   Runner eval(std::move(evalProgram));
   train.executor.setGraphs(o.graphs);
   eval.executor.setGraphs(o.graphs);
+  train.executor.setAttentionBackend(o.attention);
+  eval.executor.setAttentionBackend(o.attention);
   const Program &program = train.executor.program();
   std::printf("%s: model %s (%s), %zu parameters, %zu kernels on %s; eval %s\n",
               o.bundle.c_str(), program.modelName.c_str(), program.computeDType.c_str(),
@@ -508,11 +516,13 @@ int main(int argc, char **argv) {
       "         [--valid-data VALID.tok]) --steps N\n"
       "         [--batch-sequences B] [--eval-interval K] [--eval-batches E] [--seed S]\n"
       "         [--metrics metrics.jsonl] [--log-interval M] [--time-limit SECONDS]\n"
-      "         [--no-graphs]\n"
+      "         [--no-graphs] [--attention kernels|cudnn|auto]\n"
       "  --data        a text read character by character (its last 10% validates), or a\n"
       "                token file of ls2c tokenize (ids as they are)\n"
       "  --valid-data  the token file that validates (default: the last 10% of --data)\n"
-      "  --no-graphs   run every step by step instead of replaying CUDA graphs\n";
+      "  --no-graphs   run every step by step instead of replaying CUDA graphs\n"
+      "  --attention   fp16/bf16 attention: the generated kernels, cuDNN's fused attention,\n"
+      "                or auto (default with cuDNN): per shape the faster, timed once\n";
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
@@ -562,6 +572,13 @@ int main(int argc, char **argv) {
         o.timeLimit = static_cast<double>(integer());
       else if (a == "--no-graphs")
         o.graphs = false;
+      else if (a == "--attention") {
+        std::string b = value();
+        std::optional<AttentionBackend> backend = parseAttentionBackend(b);
+        if (!backend)
+          throw InputError("--attention: '" + b + "' is not kernels, cudnn or auto");
+        o.attention = *backend;
+      }
       else if (a.size() > 1 && a[0] == '-')
         throw InputError("unknown option " + a);
       else

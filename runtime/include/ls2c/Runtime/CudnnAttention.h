@@ -21,6 +21,7 @@
 #ifndef LS2C_RUNTIME_CUDNNATTENTION_H
 #define LS2C_RUNTIME_CUDNNATTENTION_H
 
+#include "ls2c/Runtime/AttentionChoice.h"
 #include "ls2c/Runtime/Program.h"
 
 #include <cuda_runtime_api.h>
@@ -30,15 +31,6 @@
 #include <string>
 
 namespace ls2c::runtime {
-
-/// Which implementation runs a Program's Attention steps.
-enum class AttentionBackend : uint8_t {
-  Kernels, ///< the generated FlashAttention kernels (the steps' fallbacks)
-  Cudnn,   ///< cuDNN where it accepts the call, else the kernels
-};
-
-/// "kernels" or "cudnn".
-const char *attentionBackendName(AttentionBackend b);
 
 /// True when this runtime was built with cuDNN (LS2C_HAVE_CUDNN).
 bool cudnnAttentionAvailable();

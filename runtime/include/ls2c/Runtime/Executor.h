@@ -131,10 +131,14 @@ public:
   /// Kernels (the default) runs each step's fallback, the generated
   /// kernels; Cudnn runs cuDNN's fused attention wherever it accepts the
   /// call and the fallback elsewhere (a refusal is reported once on
-  /// stderr). A call with dropout that cuDNN refuses throws RuntimeError:
-  /// its forward and backward must draw the same mask, so both run on one
-  /// backend. Cudnn throws RuntimeError when this build has no cuDNN.
-  /// Changing it drops the cached graphs.
+  /// stderr); with Cudnn a call with dropout that cuDNN refuses throws
+  /// RuntimeError: its forward and backward must draw the same mask, so
+  /// both run on one backend. Auto times both backends on the first call
+  /// of each shape (AttentionChoice.h; that run goes step by step, its
+  /// outputs are the kernels') and keeps the faster, reporting each choice
+  /// on stderr; dropout partners are decided together. Cudnn and Auto throw
+  /// RuntimeError when this build has no cuDNN and the program has Attention
+  /// steps (fp32 programs have none). Changing it drops the cached graphs.
   void setAttentionBackend(AttentionBackend backend);
   AttentionBackend attentionBackend() const { return attention; }
   GraphStats graphStats() const;

@@ -1,0 +1,89 @@
+//===- AttentionChoice.h - which backend runs each attention shape -*- C++ -*-===//
+//
+// Issue 7's choice per shape: the runtime times cuDNN's fused attention and
+// the generated kernels once for each attention shape of a program (in the
+// first run that meets it, Executor.cpp) and keeps the faster. This is the
+// bookkeeping, with no CUDA in it so that it is tested on machines without
+// a GPU (test/unit/AttentionChoiceTest.cpp).
+//
+// A shape is everything but the batch (attentionShapeKey): batches of
+// different sizes share their choice. With dropout the forward and the
+// backward of one attention draw the same mask only on one backend, so
+// they are decided together (the smaller sum of their times), and a shape
+// decided earlier imposes its backend on its partner.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LS2C_RUNTIME_ATTENTIONCHOICE_H
+#define LS2C_RUNTIME_ATTENTIONCHOICE_H
+
+#include "ls2c/Runtime/Program.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ls2c::runtime {
+
+/// Which implementation runs a Program's Attention steps.
+enum class AttentionBackend : uint8_t {
+  Kernels, ///< the generated FlashAttention kernels (the steps' fallbacks)
+  Cudnn,   ///< cuDNN where it accepts the call, else the kernels
+  Auto,    ///< per shape, the faster of the two (timed once), else the kernels
+};
+
+/// "kernels", "cudnn" or "auto".
+const char *attentionBackendName(AttentionBackend b);
+/// The backend named `name`; nullopt for any other text.
+std::optional<AttentionBackend> parseAttentionBackend(const std::string &name);
+
+/// An attention step's shape without its batch: direction, dtype, heads,
+/// head dim, causal, dropout, row strides and the sequence bound.
+std::string attentionShapeKey(const Attention &a);
+
+/// Device milliseconds of one call on each backend (medians).
+struct AttentionTiming {
+  double cudnnMs = 0, kernelsMs = 0;
+};
+
+/// One decision, for reports.
+struct AttentionDecision {
+  std::string key;
+  AttentionTiming timing; ///< both 0 when imposed by a partner
+  AttentionBackend backend = AttentionBackend::Kernels;
+  bool imposed = false; ///< taken from its dropout partner, not timed
+};
+
+class AttentionChoices {
+public:
+  /// The backend decided for `key`, or nullopt.
+  std::optional<AttentionBackend> find(const std::string &key) const;
+
+  /// Decides `key` alone: the faster (cuDNN on a tie). Returns it; a key
+  /// decided before keeps its backend.
+  AttentionBackend decide(const std::string &key, AttentionTiming t);
+
+  /// Decides a forward and its backward (dropout partners) together: the
+  /// backend with the smaller sum, unless either is decided already, whose
+  /// backend both then take. Returns it.
+  AttentionBackend decidePair(const std::string &forwardKey, AttentionTiming forward,
+                              const std::string &backwardKey, AttentionTiming backward);
+
+  /// Gives `key` the backend of its decided partner `partnerKey` (which
+  /// must be decided) without timing it. Returns it.
+  AttentionBackend impose(const std::string &key, const std::string &partnerKey);
+
+  /// Every decision in the order made.
+  const std::vector<AttentionDecision> &decisions() const { return made; }
+
+private:
+  AttentionBackend record(const std::string &key, AttentionTiming t, AttentionBackend b,
+                          bool imposed);
+  std::map<std::string, AttentionBackend> chosen;
+  std::vector<AttentionDecision> made;
+};
+
+} // namespace ls2c::runtime
+
+#endif // LS2C_RUNTIME_ATTENTIONCHOICE_H
