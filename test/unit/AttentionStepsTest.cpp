@@ -12,6 +12,7 @@
 #include "ls2c/Codegen/ProgramBuilder.h"
 #include "ls2c/Frontend/Frontend.h"
 #include "ls2c/Model/ModelDescription.h"
+#include "ls2c/Runtime/AttentionChoice.h"
 #include "ls2c/Runtime/ProgramValidate.h"
 #include "ls2c/Transforms/Passes.h"
 
@@ -142,6 +143,41 @@ TEST(AttentionSteps, NoneWhereCudnnCannotRunThem) {
     Built odd = build(preset, ls2c::DType::BF16, 16); // head dim 64 / 16 = 4
     EXPECT_GT(odd.attentionOps, 0u);
     EXPECT_EQ(attentionSteps(odd.program), 0u) << preset;
+  }
+}
+
+// The Executor pairs each dropout forward with its backward by their shared
+// lse buffer (Executor.cpp, `partners`) so that Auto decides both on one
+// backend (cuDNN's dropout masks are not the kernels'). A backward with no
+// partner, or with two, would let them run on different backends: every
+// dropout backward has exactly one forward with its lse, the same dropout
+// site (seed, offset, stream, rate), and a shape key of its own.
+TEST(AttentionSteps, DropoutBackwardsHaveOneForwardPartnerByLse) {
+  for (const char *preset : {"tiny-bert", "tiny-gpt", "tiny-transformer", "tiny-vit"}) {
+    Built b = build(preset, ls2c::DType::BF16);
+    size_t paired = 0;
+    for (const Function &f : b.program.functions)
+      for (size_t j = 0; j < f.steps.size(); ++j) {
+        if (f.steps[j].kind != Step::Kind::Attention || !f.steps[j].attention.backward ||
+            f.steps[j].attention.dropoutRate <= 0)
+          continue;
+        const Attention &bwd = f.steps[j].attention;
+        std::string where = std::string(preset) + " @" + f.name + " step " + std::to_string(j);
+        std::vector<size_t> forwards;
+        for (size_t i = 0; i < j; ++i)
+          if (f.steps[i].kind == Step::Kind::Attention && !f.steps[i].attention.backward &&
+              f.steps[i].attention.lse == bwd.lse)
+            forwards.push_back(i);
+        ASSERT_EQ(forwards.size(), 1u) << where;
+        const Attention &fwd = f.steps[forwards[0]].attention;
+        EXPECT_EQ(fwd.stream, bwd.stream) << where;
+        EXPECT_TRUE(fwd.seed == bwd.seed) << where;
+        EXPECT_TRUE(fwd.offset == bwd.offset) << where;
+        EXPECT_EQ(fwd.dropoutRate, bwd.dropoutRate) << where;
+        EXPECT_NE(attentionShapeKey(fwd), attentionShapeKey(bwd)) << where;
+        ++paired;
+      }
+    EXPECT_GT(paired, 0u) << preset;
   }
 }
 
