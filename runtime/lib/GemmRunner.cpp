@@ -51,6 +51,8 @@
 //===----------------------------------------------------------------------===//
 #include "ls2c/Runtime/GemmRunner.h"
 
+#include "ls2c/JIT/KernelCompiler.h"
+
 #include <cublasLt.h>
 
 #include <algorithm>
@@ -77,6 +79,8 @@ struct Desc {
   int64_t auxLd = 0;
   const void *a = nullptr, *b = nullptr, *bias = nullptr;
   void *c = nullptr, *biasGrad = nullptr, *aux = nullptr;
+  /// C = op(a) op(b) + beta C (beta 1: the k-slices after the first).
+  float beta = 0.0f;
 };
 
 bool usesAux(GemmEpilogue e) {
@@ -274,9 +278,15 @@ struct GemmRunner::Impl {
   /// The caller's staging memory (GemmRunner.h: stagesRows).
   void *staging = nullptr;
   size_t stagingBytes = 0;
+  /// f32 -> f16/bf16 rows (k-slices' accumulator into c), compiled by NVRTC
+  /// when the runner gets staging memory.
+  cudaLibrary_t library = nullptr;
+  cudaKernel_t narrowF16 = nullptr, narrowBF16 = nullptr;
 
   ~Impl() {
     plans.clear();
+    if (library)
+      cudaLibraryUnload(library);
     for (auto &[t, o] : ones)
       if (o.ptr)
         cudaFree(o.ptr);
@@ -306,6 +316,9 @@ struct GemmRunner::Impl {
   /// [K, M]) or of c; false when the staging cannot hold 8 columns.
   bool stageColumnsOfA(const Desc &d, cudaStream_t stream);
   bool stageColumnsOfC(const Desc &d, cudaStream_t stream);
+  /// An unaligned a that is not transposed: slices of its k columns,
+  /// accumulated in f32, then rounded once into c.
+  bool stageSlicesOfK(const Desc &d, cudaStream_t stream);
 };
 
 Plan *GemmRunner::Impl::plan(const Desc &d, size_t wsBytes,
@@ -463,7 +476,7 @@ bool GemmRunner::Impl::matmul(const Desc &d, void *ws, size_t wsBytes,
                 p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &d.aux,
                 sizeof(d.aux)),
             "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)", d);
-  const float alpha = 1.0f, beta = 0.0f;
+  const float alpha = 1.0f, beta = d.beta;
   checkLt(cublasLtMatmul(handle, p->op, &alpha, d.b, p->la, d.a, p->lb, &beta,
                          d.c, p->lc, d.c, p->lc, &p->algo, ws, p->workspaceBytes,
                          stream),
@@ -541,6 +554,39 @@ GemmRunner::GemmRunner(void *workspace, size_t workspaceBytes, void *staging,
   if (st != CUBLAS_STATUS_SUCCESS) {
     impl->handle = nullptr;
     throw GemmError("GemmRunner: cublasLtCreate failed: " + statusText(st));
+  }
+  if (impl->staging) {
+    // Rounds the k-slices' f32 accumulator into c (grid-stride rows).
+    static const char *kNarrow = R"(#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+template <class T, class F>
+__device__ void narrow(const float *in, T *out, long long rows, long long cols, long long ldc,
+                       F round) {
+  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < rows * cols; i += 256ll * gridDim.x)
+    out[(i / cols) * ldc + i % cols] = round(in[i]);
+}
+extern "C" __global__ void ls2c_gemm_narrow_f16(const float *in, __half *out, long long rows,
+                                                long long cols, long long ldc) {
+  narrow(in, out, rows, cols, ldc, [](float x) { return __float2half_rn(x); });
+}
+extern "C" __global__ void ls2c_gemm_narrow_bf16(const float *in, __nv_bfloat16 *out,
+                                                 long long rows, long long cols, long long ldc) {
+  narrow(in, out, rows, cols, ldc, [](float x) { return __float2bfloat16_rn(x); });
+}
+)";
+    std::vector<jit::CompiledKernel> compiled =
+        jit::compileKernels({{"ls2c_gemm_narrow", kNarrow}}, jit::CompileOptions{});
+    auto check = [](cudaError_t e, const char *what) {
+      if (e != cudaSuccess)
+        throw GemmError(std::string("GemmRunner: ") + what + ": " + cudaGetErrorString(e));
+    };
+    check(cudaLibraryLoadData(&impl->library, compiled.front().cubin.data(), nullptr, nullptr, 0,
+                              nullptr, nullptr, 0),
+          "cudaLibraryLoadData (the k-slice rounding kernels)");
+    check(cudaLibraryGetKernel(&impl->narrowF16, impl->library, "ls2c_gemm_narrow_f16"),
+          "cudaLibraryGetKernel");
+    check(cudaLibraryGetKernel(&impl->narrowBF16, impl->library, "ls2c_gemm_narrow_bf16"),
+          "cudaLibraryGetKernel");
   }
 }
 
@@ -711,21 +757,24 @@ bool alignedRows(int64_t ld, DType t) {
 /// as [all rows x a slice of columns] blocks (an H200: the weight gradient
 /// 50257x1024x16384 in bf16 went from 11.1 to 4.3 ms) and slowly as [some
 /// rows x whole rows] ones (the same logits as m-row blocks: 12.0 -> 14.8
-/// ms), so only column slices are staged: the columns of a transposed a
-/// (stored [K, M]; any staging epilogue) and the columns of c (no epilogue
-/// or the bias). An unaligned a that is not transposed (the logits' dgrad)
-/// would need slices of k, i.e. partial products summed in c's dtype, which
-/// rounds bf16 once per slice; it stays unstaged.
-enum class Staging { None, ColumnsOfA, ColumnsOfC };
+/// ms: blocks of 1,280 rows fill too few multiprocessors), so only column
+/// slices are staged: the columns of a transposed a (stored [K, M]; any
+/// staging epilogue), the columns of c (no epilogue or the bias), and the
+/// k columns of an a that is not transposed (the logits' dgrad; no
+/// epilogue, b's rows aligned), whose partial products add up in an f32
+/// accumulator in the staging memory, rounded once into c.
+enum class Staging { None, ColumnsOfA, ColumnsOfC, SlicesOfK };
 
-Staging stagingOf(GemmEpilogue e, DType aType, int64_t lda, bool transposeA, DType cType,
-                  int64_t ldc) {
+Staging stagingOf(GemmEpilogue e, DType aType, int64_t lda, bool transposeA, DType bType,
+                  int64_t ldb, DType cType, int64_t ldc) {
   const bool misA = !alignedRows(lda, aType), misC = !alignedRows(ldc, cType);
   const bool bias = e == GemmEpilogue::None || e == GemmEpilogue::Bias;
   if (misA && transposeA && !misC && (bias || e == GemmEpilogue::BiasGradA))
     return Staging::ColumnsOfA;
   if (misC && !misA && bias)
     return Staging::ColumnsOfC;
+  if (misA && !transposeA && !misC && e == GemmEpilogue::None && alignedRows(ldb, bType))
+    return Staging::SlicesOfK;
   return Staging::None;
 }
 
@@ -739,17 +788,20 @@ constexpr int64_t kStageMinOtherDim = 64;
 
 bool GemmRunner::stagesRows(const Gemm &g) {
   return g.batch.isStatic() && g.batch.size == 1 &&
-         stagingOf(g.epilogue, g.aType, g.lda, g.transposeA, g.cType, g.ldc) != Staging::None;
+         stagingOf(g.epilogue, g.aType, g.lda, g.transposeA, g.bType, g.ldb, g.cType, g.ldc) !=
+             Staging::None;
 }
 
 bool GemmRunner::Impl::staged(const Desc &d, cudaStream_t stream) {
   if (!staging || d.batch != 1 || d.k == 0)
     return false;
-  switch (stagingOf(d.epilogue, d.aType, d.lda, d.transposeA, d.cType, d.ldc)) {
+  switch (stagingOf(d.epilogue, d.aType, d.lda, d.transposeA, d.bType, d.ldb, d.cType, d.ldc)) {
   case Staging::ColumnsOfA:
     return d.n >= kStageMinOtherDim && stageColumnsOfA(d, stream);
   case Staging::ColumnsOfC:
     return d.k >= kStageMinOtherDim && stageColumnsOfC(d, stream);
+  case Staging::SlicesOfK:
+    return d.n >= kStageMinOtherDim && stageSlicesOfK(d, stream);
   case Staging::None:
     break;
   }
@@ -803,6 +855,55 @@ bool GemmRunner::Impl::stageColumnsOfC(const Desc &d, cudaStream_t stream) {
                                 staging, s.ldc * ec, s.n * ec, d.m, cudaMemcpyDeviceToDevice,
                                 stream),
               "cudaMemcpy2DAsync(staged c)", d);
+  }
+  return true;
+}
+
+bool GemmRunner::Impl::stageSlicesOfK(const Desc &d, cudaStream_t stream) {
+  const size_t ea = dtypeBytes(d.aType), eb = dtypeBytes(d.bType);
+  // An f32 c takes the sums itself; f16/bf16 ones go through an f32
+  // accumulator at the front of the staging memory.
+  const bool accumulate = d.cType != DType::F32;
+  if (accumulate && !(d.cType == DType::BF16 ? narrowBF16 : narrowF16))
+    return false;
+  const size_t accBytes =
+      accumulate ? (static_cast<size_t>(d.m * d.n) * 4 + 255) / 256 * 256 : 0;
+  const size_t perColumn = static_cast<size_t>(d.m) * ea;
+  // Slices of at least 512 columns, or the copies and c's passes dominate.
+  if (stagingBytes < accBytes + 512 * perColumn)
+    return false;
+  const int64_t kb = static_cast<int64_t>((stagingBytes - accBytes) / perColumn) / 8 * 8;
+  char *slice = bytePtr(staging) + accBytes;
+  for (int64_t k0 = 0; k0 < d.k; k0 += kb) {
+    Desc s = d;
+    s.k = std::min(kb, d.k - k0);
+    s.lda = roundUp(s.k, 8);
+    checkCuda(cudaMemcpy2DAsync(slice, s.lda * ea, static_cast<const char *>(d.a) + k0 * ea,
+                                static_cast<size_t>(d.lda) * ea, s.k * ea, d.m,
+                                cudaMemcpyDeviceToDevice, stream),
+              "cudaMemcpy2DAsync(k-slice of a)", d);
+    s.a = slice;
+    // op(b)'s rows k0..: columns of a transposed b [N, K], else rows.
+    s.b = static_cast<const char *>(d.b) +
+          static_cast<size_t>(d.transposeB ? k0 : k0 * d.ldb) * eb;
+    if (accumulate) {
+      s.c = staging;
+      s.cType = DType::F32;
+      s.ldc = d.n;
+    }
+    s.beta = k0 > 0 ? 1.0f : 0.0f;
+    matmul(s, workspace, workspaceBytes, stream);
+  }
+  if (accumulate) {
+    const float *in = static_cast<const float *>(staging);
+    void *out = d.c;
+    long long rows = d.m, cols = d.n, ldc = d.ldc;
+    void *args[] = {&in, &out, &rows, &cols, &ldc};
+    long long blocks = std::min<long long>((rows * cols + 255) / 256, 65535);
+    checkCuda(cudaLaunchKernel(reinterpret_cast<const void *>(
+                                   d.cType == DType::BF16 ? narrowBF16 : narrowF16),
+                               dim3(static_cast<unsigned>(blocks)), dim3(256), args, 0, stream),
+              "launching the f32 -> c rounding of the k-slices", d);
   }
   return true;
 }

@@ -902,8 +902,7 @@ std::vector<Case> cases() {
   // block of columns at a time (the check's runner has 4 MiB of staging:
   // several blocks of 4,096 columns, the last one partial, as at 16,384
   // tokens with the executor's 128 MiB), timed beside the same GEMM on a
-  // runner without staging; an unaligned a that is not transposed (the
-  // logits' dgrad) is not staged.
+  // runner without staging.
   for (bool unstaged : {false, true}) {
     std::string how = unstaged ? " unstaged" : " staged";
     Case c;
@@ -930,12 +929,22 @@ std::vector<Case> cases() {
     c.name = "wgrad+bgrad f16 TN 30522x768x512 lda odd" + how;
     out.push_back(c);
   }
-  {
+  // The dgrad's unaligned a [M, K] (not transposed): slices of k summed in
+  // an f32 accumulator (the check's 4 MiB: 2 MiB of it for 512x1024, slices
+  // of 2,048 columns), then rounded once into c; timed beside no staging.
+  for (bool unstaged : {false, true}) {
     Case c;
     c.ab = BF16, c.c = BF16;
     c.m = 512, c.n = 1024, c.k = 50257;
     c.timed = true;
-    c.name = "dgrad bf16 NN 512x1024x50257 lda odd (not staged)";
+    c.unstaged = unstaged;
+    c.name = std::string("dgrad bf16 NN 512x1024x50257 lda odd") +
+             (unstaged ? " unstaged" : " staged");
+    out.push_back(c);
+    c.ab = F16, c.c = F16, c.tB = true;
+    c.m = 640, c.n = 768, c.k = 30522;
+    c.name = std::string("dgrad f16 NT 640x768x30522 lda odd") +
+             (unstaged ? " unstaged" : " staged");
     out.push_back(c);
   }
   for (DType ab : {F32, BF16}) {

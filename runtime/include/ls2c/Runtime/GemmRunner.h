@@ -78,13 +78,16 @@ public:
   /// (in bytes) is not a multiple of 16, as the logits [tokens, vocab] of an
   /// odd vocabulary (30,522, 50,257) have, on one matrix: a transposed a
   /// (the weight gradient dW = dlogitsᵀ h, with or without the bias
-  /// gradient) or c (the logits, with or without a bias). cuBLASLt's
+  /// gradient), c (the logits, with or without a bias), or an a that is
+  /// not transposed (the dgrad dh = dlogits W, no epilogue). cuBLASLt's
   /// tensor-core kernels need 16-byte aligned rows; without them it falls
   /// back to kernels 3-7x slower on an H200. With staging memory the runner
   /// copies blocks of that operand's columns into rows padded to 16 bytes
   /// (cudaMemcpy2DAsync), runs the GEMM on each block and copies a staged c
-  /// back. An unaligned a that is not transposed (the logits' dgrad) is not
-  /// staged: it would need k-slices summed in c's dtype (bench/RESULTS.md).
+  /// back; the dgrad's blocks are slices of k whose products add up in an
+  /// f32 accumulator in the staging memory (cuBLASLt's beta = 1), rounded
+  /// once into c by a small NVRTC kernel the runner compiles when it gets
+  /// staging memory.
   static bool stagesRows(const Gemm &gemm);
   /// Bytes of staging a runner should get when some GEMM stagesRows: blocks
   /// of 128 MiB keep every block large (e.g. 1,280 rows of 50,264 bf16
