@@ -76,7 +76,10 @@ run() {
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   local top=${OUT:-$G/out} failed=0 summary=()
   local out=$top/gpu-all
-  if [ ! -x "$G/bin/ls2c-gpu-step" ] && [ -f "$G.tgz" ]; then
+  # A carried archive replaces whatever an earlier call left in $G (the
+  # device machine keeps ignored folders between calls).
+  if [ -f "$G.tgz" ]; then
+    rm -rf "$G"
     tar -xzf "$G.tgz"
   fi
   if [ ! -x "$G/bin/ls2c-gpu-step" ]; then

@@ -46,24 +46,26 @@ bool cudnnAttentionAvailable() { return true; }
 
 namespace {
 
-// Per call: Philox seed and offset (i64 [2], first for alignment), then i32
-// seq_len_q [B], seq_len_kv [B], and the ragged offsets [B + 1] of q, k, v,
-// o, stats, dO, dQ, dK, dV in that order.
+// Per call: Philox seed and offset (i64 [2]), then i32 seq_len_q [B],
+// seq_len_kv [B], and the ragged offsets [B + 1] of q, k, v, o, stats, dO,
+// dQ, dK, dV in that order, each array starting on 16 bytes (the alignment
+// the graphs declare): lengths every roundUp4(B) ints, offsets every
+// roundUp4(B + 1).
 constexpr int kOffsetArrays = 9;
+int64_t roundUp4(int64_t n) { return (n + 3) / 4 * 4; }
 const char *kArraysSource = R"(
 extern "C" __global__ void ls2c_cudnn_attention_arrays(
     const int *cuQ, const int *cuK, long long batch, long long sQ, long long sK,
     long long sV, long long sO, long long heads, long long sDO, long long sDQ,
     long long sDK, long long sDV, const long long *seed, const long long *offset,
-    long long stream, long long *philox) {
+    long long stream, long long *philox, long long lengthPitch, long long n) {
   int *lengths = reinterpret_cast<int *>(philox + 2);
-  int *offsets = lengths + 2 * batch;
-  long long n = batch + 1;
-  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < n; i += 256ll * gridDim.x) {
+  int *offsets = lengths + 2 * lengthPitch;
+  for (long long i = blockIdx.x * 256ll + threadIdx.x; i <= batch; i += 256ll * gridDim.x) {
     long long q = cuQ[i], k = cuK[i];
     if (i < batch) {
       lengths[i] = cuQ[i + 1] - static_cast<int>(q);
-      lengths[batch + i] = cuK[i + 1] - static_cast<int>(k);
+      lengths[lengthPitch + i] = cuK[i + 1] - static_cast<int>(k);
     }
     offsets[i] = static_cast<int>(q * sQ);
     offsets[n + i] = static_cast<int>(k * sK);
@@ -85,7 +87,7 @@ extern "C" __global__ void ls2c_cudnn_attention_arrays(
 )";
 
 uint64_t arraysBytes(int64_t batch) {
-  return 16 + 4 * static_cast<uint64_t>(2 * batch + kOffsetArrays * (batch + 1));
+  return 16 + 4 * static_cast<uint64_t>(2 * roundUp4(batch) + kOffsetArrays * roundUp4(batch + 1));
 }
 
 void check(cudaError_t e, const std::string &what) {
@@ -169,8 +171,14 @@ CudnnAttention::~CudnnAttention() = default;
 
 bool CudnnAttention::prepare(const Attention &a, const AttentionCallShape &shape,
                              std::string &whyNot) {
-  if (shape.batch <= 0 || shape.tokensQ <= 0 || shape.tokensK <= 0)
-    return true; // nothing to compute: run() enqueues nothing
+  if (shape.batch <= 0 || shape.tokensQ <= 0)
+    return true; // no query rows: nothing to compute, run() enqueues nothing
+  if (shape.tokensK <= 0) {
+    // Queries that see no key get output 0 and lse -inf (the ls2 op's
+    // rule); the generated kernels write them.
+    whyNot = "no keys in the call";
+    return false;
+  }
   // Element offsets are i32 (cuDNN's ragged offsets).
   int64_t widest = std::max({a.strideQ, a.strideK, a.strideV, a.strideO, a.strideDO, a.strideDQ,
                              a.strideDK, a.strideDV, static_cast<int64_t>(a.heads)});
@@ -213,7 +221,7 @@ void CudnnAttention::reserve() {
 
 void CudnnAttention::run(const Attention &a, const AttentionCallShape &shape,
                          const AttentionCallPointers &p, cudaStream_t stream) {
-  if (shape.batch <= 0 || shape.tokensQ <= 0 || shape.tokensK <= 0)
+  if (shape.batch <= 0 || shape.tokensQ <= 0)
     return;
   cudnn::AttentionGraphDesc d = describe(a, shape);
   auto it = impl->plans.find(keyOf(d));
@@ -229,18 +237,18 @@ void CudnnAttention::run(const Attention &a, const AttentionCallShape &shape,
             sDK = a.strideDK, sDV = a.strideDV, dropoutStream = a.stream;
   const void *seed = a.dropoutRate > 0 ? p.seed : nullptr;
   const void *offset = a.dropoutRate > 0 ? p.offset : nullptr;
+  long long lengthPitch = roundUp4(batch), n = roundUp4(batch + 1);
   void *args[] = {const_cast<void **>(&p.cuSeqlensQ), const_cast<void **>(&p.cuSeqlensK),
                   &batch, &sQ, &sK, &sV, &sO, &heads, &sDO, &sDQ, &sDK, &sDV,
                   const_cast<void **>(&seed), const_cast<void **>(&offset), &dropoutStream,
-                  &philox};
+                  &philox, &lengthPitch, &n};
   unsigned blocks = static_cast<unsigned>(std::min<int64_t>((batch + 256) / 256, 1024));
   check(cudaLaunchKernel(reinterpret_cast<const void *>(impl->arraysKernel), dim3(blocks),
                          dim3(256), args, 0, stream),
         "launching the sequence-array kernel");
 
   auto *lengths = reinterpret_cast<int32_t *>(philox + 2);
-  int32_t *offsets = lengths + 2 * batch;
-  int64_t n = batch + 1;
+  int32_t *offsets = lengths + 2 * lengthPitch;
   cudnn::AttentionDeviceArrays arrays;
   arrays.q = p.q;
   arrays.k = p.k;
@@ -248,7 +256,7 @@ void CudnnAttention::run(const Attention &a, const AttentionCallShape &shape,
   arrays.o = p.out;
   arrays.stats = static_cast<float *>(p.lse);
   arrays.seqLenQ = lengths;
-  arrays.seqLenK = lengths + batch;
+  arrays.seqLenK = lengths + lengthPitch;
   arrays.offsetQ = offsets;
   arrays.offsetK = offsets + n;
   arrays.offsetV = offsets + 2 * n;

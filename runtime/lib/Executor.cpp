@@ -148,9 +148,18 @@ struct Executor::Impl {
   /// The kernels run last, so the call's outputs are theirs.
   AttentionTiming timeBoth(const std::function<void()> &cudnnCall,
                            const std::function<void()> &kernels, cudaStream_t stream) {
-    cudaEvent_t start = nullptr, end = nullptr;
-    checkCuda(cudaEventCreate(&start), "cudaEventCreate");
-    checkCuda(cudaEventCreate(&end), "cudaEventCreate");
+    struct Events {
+      cudaEvent_t start = nullptr, end = nullptr;
+      ~Events() {
+        if (start)
+          cudaEventDestroy(start);
+        if (end)
+          cudaEventDestroy(end);
+      }
+    } events;
+    checkCuda(cudaEventCreate(&events.start), "cudaEventCreate");
+    checkCuda(cudaEventCreate(&events.end), "cudaEventCreate");
+    cudaEvent_t start = events.start, end = events.end;
     auto median = [&](const std::function<void()> &call) {
       float ms[3];
       for (float &m : ms) {
@@ -168,8 +177,6 @@ struct Executor::Impl {
     AttentionTiming t;
     t.cudnnMs = median(cudnnCall);
     t.kernelsMs = median(kernels);
-    cudaEventDestroy(start);
-    cudaEventDestroy(end);
     return t;
   }
   bool capturing = false;
@@ -459,11 +466,27 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
           chosen = impl->choices.impose(key, other);
       }
       how[si] = !chosen ? kTune : *chosen == AttentionBackend::Cudnn ? kCudnn : kKernels;
-      tuning |= how[si] == kTune;
     }
+    // A shape's choice holds for every batch, but cuDNN may refuse one
+    // batch of it (i32 offsets, its own plan refusals): dropout partners
+    // that would then differ both run the kernels (one mask).
+    for (size_t si = 0; si < f.steps.size(); ++si)
+      if (f.steps[si].kind == Step::Kind::Attention && f.steps[si].attention.dropoutRate > 0 &&
+          partner[si] >= 0 && how[si] != how[partner[si]])
+        how[si] = how[partner[si]] = kKernels;
+    for (char h : how)
+      tuning |= h == kTune;
     needs.emplace_back(kCudnnHelperKind,
                        static_cast<int64_t>(impl->cudnn->deviceBytesNeeded()));
   }
+  // An attention step with no generated kernels runs only on cuDNN: refused
+  // here, before any capture, rather than while capturing.
+  for (size_t si = 0; si < f.steps.size(); ++si)
+    if (f.steps[si].kind == Step::Kind::Attention && how[si] == kKernels &&
+        f.steps[si].attention.fallbackSteps == 0)
+      throw RuntimeError("@" + name + " step " + std::to_string(si) +
+                         ": an attention step with no generated kernels needs cuDNN "
+                         "(setAttentionBackend(AttentionBackend::Cudnn or Auto))");
   GraphKey key;
   // Timing the backends synchronizes: those runs go step by step.
   bool wantGraph = graphsOn && !timing && !tuning;
@@ -519,6 +542,7 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
   if (timing)
     impl->labels.clear();
   size_t skipThrough = 0; ///< fallback launches after an attention cuDNN ran
+  bool skipTimed = false; ///< ... or that ran while both backends were timed
   for (size_t si = 0; si < f.steps.size(); ++si) {
     const Step &s = f.steps[si];
     impl->atStep(si);
@@ -528,7 +552,7 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
     if (timing) {
       impl->record(si, stream);
       impl->labels.push_back(
-          skipped ? "skipped_after_cudnn"
+          skipped ? (skipTimed ? "ran_while_timing_both" : "skipped_after_cudnn")
           : s.kind == Step::Kind::Launch ? prog.kernels[s.kernel].name
           : s.kind == Step::Kind::Gemm
               ? "gemm " + std::to_string(dimValue(s.gemm.m)) + "x" +
@@ -592,6 +616,7 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
         p.dv = pointer(a.dv);
       }
       skipThrough = si + a.fallbackSteps;
+      skipTimed = how[si] == kTune;
       if (how[si] == kCudnn) {
         impl->cudnn->run(a, callShape(a), p, stream);
         break;
@@ -637,6 +662,8 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
     if (d.imposed)
       std::fprintf(stderr, "ls2c: attention %s: %s (as its dropout partner)\n", d.key.c_str(),
                    attentionBackendName(d.backend));
+    else if (std::isinf(d.timing.cudnnMs))
+      std::fprintf(stderr, "ls2c: attention %s: kernels (cuDNN refused it)\n", d.key.c_str());
     else
       std::fprintf(stderr, "ls2c: attention %s: cuDNN %.3f ms, kernels %.3f ms: %s\n",
                    d.key.c_str(), d.timing.cudnnMs, d.timing.kernelsMs,

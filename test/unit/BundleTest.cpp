@@ -1436,9 +1436,6 @@ TEST_F(BundleFileTest, ManifestVersionAndSyntax) {
                  {"sections[0]", "nests deeper than 32"});
 }
 
-// Version 1 bundles (before the activation epilogues: no `aux`, `auxLd`)
-// still load; in version 1 those keys and the new epilogue names are
-// unknown, and version 2 requires them.
 // Version 2 bundles (before the attention fallback) load with no fallback
 // and an unknown sequence bound; version 3 requires both keys.
 TEST_F(BundleFileTest, Version2BundlesStillLoad) {
@@ -1473,6 +1470,9 @@ TEST_F(BundleFileTest, Version2BundlesStillLoad) {
                  {"functions[0].steps[2].attention.fallbackSteps", "missing"});
 }
 
+// Version 1 bundles (before the activation epilogues: no `aux`, `auxLd`)
+// still load; in version 1 those keys and the new epilogue names are
+// unknown, and version 2 requires them.
 TEST_F(BundleFileTest, Version1BundlesStillLoad) {
   auto asVersion1 = [&](const std::function<void(json &)> &edit) {
     std::string b = editManifest(bytes, [&](json &m) {

@@ -255,6 +255,16 @@ int run(const Options &o) {
         else
           for (int64_t x : intValues(it->second, what))
             v.push_back(static_cast<double>(x));
+        // Sequences longer than max_seq_len are refused before any launch:
+        // the program's plans (cuDNN's attention grids among them) are
+        // made for at most that many tokens per sequence.
+        if (spec.name.size() >= 10 && spec.name.compare(spec.name.size() - 10, 10, "cu_seqlens") == 0)
+          for (size_t i = 1; i < v.size(); ++i)
+            if (v[i] - v[i - 1] > static_cast<double>(desc.max_seq_len))
+              throw RuntimeError(what + ": sequence " + std::to_string(i - 1) + " has " +
+                                 std::to_string(static_cast<int64_t>(v[i] - v[i - 1])) +
+                                 " tokens, more than the description's max_seq_len " +
+                                 std::to_string(desc.max_seq_len));
         inputs[spec.name] =
             uploadTensor(v, it->second.shape, spec.dtype, specBytes(spec), spec.name);
       }
@@ -437,8 +447,10 @@ const char *kUsage =
     "  --save-params FILE  write the initial parameters (F32, by name)\n"
     "  --attention B       kernels (default): the generated attention kernels; cudnn:\n"
     "                      cuDNN's fused attention where it takes the call (fp16/bf16),\n"
-    "                      the kernels elsewhere; its dropout masks are cuDNN's own;\n"
-    "                      auto: per shape the faster of the two, timed on its first call\n"
+    "                      the kernels elsewhere (a refused call with dropout is an\n"
+    "                      error: its masks are cuDNN's own, and forward and backward\n"
+    "                      must draw the same); auto: per shape the faster of the two,\n"
+    "                      timed on its first call\n"
     "  --data-parallel     one process per GPU, started as torchrun starts them (RANK,\n"
     "                      WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT): each rank\n"
     "                      reads --batch with \"{rank}\" replaced by its rank; gradients are\n"

@@ -202,7 +202,10 @@ struct Attention {
   /// (0: none; then only cuDNN can run it).
   uint32_t fallbackSteps = 0;
   /// Bound of one sequence's tokens (the description's max_seq_len; 0 =
-  /// unknown, then tokensQ / tokensK bound it): cuDNN plans their grids by it.
+  /// unknown, then tokensQ / tokensK bound it): cuDNN plans their grids by
+  /// it, so a call with a longer sequence is the caller's error (the tools
+  /// refuse such batches before any launch; the generated kernels have no
+  /// such bound).
   int64_t maxSeqLen = 0;
 };
 
