@@ -40,6 +40,19 @@ struct Place {
   bool strided = false; ///< a strided view of the buffer: no offset of its own
 };
 
+/// Whether `u` maps its operands element by element to a result of
+/// `shape` (the output's index is the input's).
+bool elementwiseOfShape(Operation *u, ArrayRef<int64_t> shape) {
+  if (!isa<ls2::AddOp, ls2::SubOp, ls2::MulOp, ls2::DivOp, ls2::MaxOp, ls2::MinOp, ls2::NegOp,
+           ls2::ExpOp, ls2::LogOp, ls2::TanhOp, ls2::ErfOp, ls2::SqrtOp, ls2::RsqrtOp,
+           ls2::SelectOp, ls2::CompareOp, ls2::CastOp>(u))
+    return false;
+  for (Value r : u->getResults())
+    if (cast<RankedTensorType>(r.getType()).getShape() != shape)
+      return false;
+  return true;
+}
+
 /// A loop group may write output `r` over input `a` when `a` is read only
 /// element by element at the output's own index.
 bool elementwiseInPlace(ls2::FusionOp f, unsigned input, Value result) {
@@ -48,18 +61,32 @@ bool elementwiseInPlace(ls2::FusionOp f, unsigned input, Value result) {
   BlockArgument arg = f.getBody().front().getArgument(input);
   if (arg.getType() != result.getType())
     return false;
-  for (Operation *u : arg.getUsers()) {
-    if (!isa<ls2::AddOp, ls2::SubOp, ls2::MulOp, ls2::DivOp, ls2::MaxOp,
-             ls2::MinOp, ls2::NegOp, ls2::ExpOp, ls2::LogOp, ls2::TanhOp,
-             ls2::ErfOp, ls2::SqrtOp, ls2::RsqrtOp, ls2::SelectOp,
-             ls2::CompareOp, ls2::CastOp>(u))
-      return false;
-    for (Value r : u->getResults())
-      if (cast<RankedTensorType>(r.getType()).getShape() !=
-          cast<RankedTensorType>(arg.getType()).getShape())
-        return false;
-  }
-  return true;
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(arg.getType()).getShape();
+  return llvm::all_of(arg.getUsers(), [&](Operation *u) { return elementwiseOfShape(u, shape); });
+}
+
+/// A row-reduction group may write its one rows-shaped output `r` over
+/// input `a` (the cross-entropy gradient over the logits: 1 GiB of BERT-
+/// base's fp16 peak) when `a` is read element by element at the output's
+/// index and by the row reductions: every reduction finishes (a warp or
+/// block reduction) before the output phase, where each thread reads
+/// element j and then stores element j (RowReductionKernel.cpp). A second
+/// rows-shaped output could re-read an element the first overwrote, so
+/// there must be one.
+bool rowReductionInPlace(ls2::FusionOp f, unsigned input, Value result) {
+  if (f.getKind() != ls2::FusionKind::RowReduction)
+    return false;
+  BlockArgument arg = f.getBody().front().getArgument(input);
+  if (arg.getType() != result.getType())
+    return false;
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(arg.getType()).getShape();
+  if (llvm::count_if(f.getResults(), [&](Value r) {
+        return cast<RankedTensorType>(r.getType()).getShape() == shape;
+      }) != 1)
+    return false;
+  return llvm::all_of(arg.getUsers(), [&](Operation *u) {
+    return isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(u) || elementwiseOfShape(u, shape);
+  });
 }
 
 struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
@@ -162,7 +189,7 @@ struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
             auto it = place.find(input);
             if (it == place.end() || it->second.offset != 0 || it->second.strided ||
                 buffers[it->second.buffer].sizeBytes != buffers[index].sizeBytes ||
-                !elementwiseInPlace(fusion, i, r))
+                !(elementwiseInPlace(fusion, i, r) || rowReductionInPlace(fusion, i, r)))
               continue;
             buffers[index].inPlaceOf = buffers[it->second.buffer].id;
             break;

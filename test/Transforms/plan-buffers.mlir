@@ -70,6 +70,58 @@ func.func @in_place(%x: tensor<?x64xf32> {ls2.max_shape = array<i64: 16, 64>},
 
 // -----
 
+// A row-reduction group's one rows-shaped output takes the place of the
+// input its reductions and its output phase read element by element (the
+// cross-entropy gradient over the logits): every reduction of a row ends
+// before the row's outputs are stored.
+// CHECK-LABEL: buffer plan of @row_in_place: 3 buffers
+// CHECK-NEXT: matmul#0: offset [[R:[0-9]+]], size 4096, live [1, 2]
+// CHECK-NEXT: row_0#0: offset [[R]], size 4096, live [2, 3], in place of matmul#0
+func.func @row_in_place(%x: tensor<?x64xf32> {ls2.max_shape = array<i64: 16, 64>},
+                        %w: tensor<64x64xf32>) -> tensor<f32> {
+  %n = ls2.dim %x[0] : tensor<?x64xf32>
+  %a = ls2.matmul %x, %w : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %b = ls2.fusion "row_0" row_reduction(%a, %n) : (tensor<?x64xf32>, index) -> tensor<?x64xf32> {
+  ^bb0(%arg: tensor<?x64xf32>, %rows: index):
+    %m = ls2.reduce_max %arg [1] : tensor<?x64xf32> -> tensor<?xf32>
+    %mb = ls2.broadcast %m[%rows] {dims = array<i64: 0>} : tensor<?xf32> -> tensor<?x64xf32>
+    %d = ls2.sub %arg, %mb : tensor<?x64xf32>
+    %e = ls2.exp %d : tensor<?x64xf32>
+    ls2.yield %e : tensor<?x64xf32>
+  }
+  %c = ls2.matmul %b, %w : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %s = ls2.reduce_sum %c [0, 1] : tensor<?x64xf32> -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// With two rows-shaped outputs, the second could re-read an element the
+// first overwrote: neither takes the input's place.
+// CHECK-LABEL: buffer plan of @row_two_outputs: 5 buffers
+// CHECK-NEXT: matmul#0: offset {{[0-9]+}}, size 4096, live [1, 2]
+// CHECK-NEXT: row_0#0: offset {{[0-9]+}}, size 4096, live [2, 3]{{$}}
+// CHECK-NEXT: row_0#1: offset {{[0-9]+}}, size 4096, live [2, 4]{{$}}
+func.func @row_two_outputs(%x: tensor<?x64xf32> {ls2.max_shape = array<i64: 16, 64>},
+                           %w: tensor<64x64xf32>) -> tensor<f32> {
+  %n = ls2.dim %x[0] : tensor<?x64xf32>
+  %a = ls2.matmul %x, %w : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %b:2 = ls2.fusion "row_0" row_reduction(%a, %n) : (tensor<?x64xf32>, index) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
+  ^bb0(%arg: tensor<?x64xf32>, %rows: index):
+    %m = ls2.reduce_max %arg [1] : tensor<?x64xf32> -> tensor<?xf32>
+    %mb = ls2.broadcast %m[%rows] {dims = array<i64: 0>} : tensor<?xf32> -> tensor<?x64xf32>
+    %d = ls2.sub %arg, %mb : tensor<?x64xf32>
+    %e = ls2.exp %d : tensor<?x64xf32>
+    ls2.yield %d, %e : tensor<?x64xf32>, tensor<?x64xf32>
+  }
+  %c = ls2.matmul %b#0, %w : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %g = ls2.add %c, %b#1 : tensor<?x64xf32>
+  %s = ls2.reduce_sum %g [0, 1] : tensor<?x64xf32> -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
 // q, k and v as strided slices of one [T, 3 x 64] projection, read only by
 // attention: they take no buffer of their own (no ls2.offsets) and keep the
 // projection alive until attention has read it.
