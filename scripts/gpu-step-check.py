@@ -4,18 +4,21 @@
 prepare: for each tiny preset writes, under .gpu-run/step/<preset>/, random parameters and a
 packed batch (test/oracle/run_oracle.py's generators), the CPU reference result of
 `ls2c step --steps 3` (f32, dropout on) and the bundle `ls2c compile --arch=sm_90`. With
---probes also the large-batch probes (PROBES: tiny widths at 16,384 tokens, dropout off, in
-fp32 and bf16), where full-size models went wrong on the H200 (fp32 bias gradients, a bf16
-NaN gradient norm) while the tiny presets at a few dozen tokens were right.
+--probes also the large-batch probes (PROBES: tiny widths at up to 16,384 tokens, dropout off,
+in fp32, fp16 and bf16), where full-size models went wrong on the H200 (fp32 bias gradients, a
+bf16 NaN gradient norm) while the tiny presets at a few dozen tokens were right; the -ragged
+ones pack sequences of random lengths (cuDNN's ragged layouts and padding masks).
 On the GPU machine (scripts/gpu-all.sh run does this), for each case P:
     ls2c-gpu-step .gpu-run/step/P/model.ls2b --params .gpu-run/step/P/params.safetensors \
         --batch .gpu-run/step/P/batch.safetensors -o $OUT/P.safetensors --steps 3
+and, for fp16/bf16 cases, again with --attention cudnn -o $OUT/P.cudnn.safetensors.
 compare DIR: compares DIR/<preset>.safetensors (fetched back) with the reference: losses,
 gradient norms, learning rates, first-step gradients and final parameters, relative L2 error
 against a train step's tolerance for the model's dtype (DESIGN.md: 10x the per-kernel one: fp32
 1e-4, fp16 5e-2, bf16 2e-1). Gradients
 that are zero in exact arithmetic are measured against the norm of all gradients, and the
-parameters they update are left out (see compare()).
+parameters they update are left out (see compare()). A P.cudnn.safetensors is compared with the
+reference alike, and its first step with the kernels' run within the per-kernel tolerance.
 Usage: scripts/gpu-step-check.py prepare [--probes] [--ls2c BIN] | compare DIR
 (needs JAX for prepare: run it with the project's .venv/bin/python)
 """
