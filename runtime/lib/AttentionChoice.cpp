@@ -2,7 +2,16 @@
 
 #include "ls2c/Runtime/AttentionChoice.h"
 
+#include "ls2c/Support/AtomicFile.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
+#include <stdexcept>
+#include <utility>
 
 namespace ls2c::runtime {
 
@@ -45,11 +54,81 @@ std::optional<AttentionBackend> AttentionChoices::find(const std::string &key) c
 }
 
 AttentionBackend AttentionChoices::record(const std::string &key, AttentionTiming t,
-                                          AttentionBackend b, bool imposed) {
+                                          AttentionBackend b, bool imposed, bool loaded) {
   auto [it, inserted] = chosen.emplace(key, b);
   if (inserted)
-    made.push_back({key, t, b, imposed});
+    made.push_back({key, t, b, imposed, loaded});
   return it->second;
+}
+
+size_t AttentionChoices::loadFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return 0;
+  std::stringstream text;
+  text << in.rdbuf();
+  auto fail = [&](const std::string &where, const std::string &rule) -> size_t {
+    throw std::runtime_error(path + ": " + where + ": " + rule);
+  };
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::exception &e) {
+    return fail("the file", std::string("not valid JSON: ") + e.what());
+  }
+  if (!root.is_object() || root.value("version", nlohmann::json()) != 1)
+    return fail("version", "must be 1");
+  if (!root.contains("choices") || !root["choices"].is_array())
+    return fail("choices", "must be an array");
+  // Validated whole before any is added: a bad file adds nothing.
+  std::vector<AttentionDecision> read;
+  for (size_t i = 0; i < root["choices"].size(); ++i) {
+    const nlohmann::json &c = root["choices"][i];
+    std::string at = "choices[" + std::to_string(i) + "]";
+    if (!c.is_object() || !c.contains("key") || !c["key"].is_string())
+      return fail(at + ".key", "must be a string");
+    std::optional<AttentionBackend> b =
+        c.contains("backend") && c["backend"].is_string()
+            ? parseAttentionBackend(c["backend"].get<std::string>())
+            : std::nullopt;
+    if (!b || *b == AttentionBackend::Auto)
+      return fail(at + ".backend", "must be \"kernels\" or \"cudnn\"");
+    AttentionDecision d;
+    d.key = c["key"].get<std::string>();
+    d.backend = *b;
+    for (auto [field, ms] : {std::pair<const char *, double *>{"cudnn_ms", &d.timing.cudnnMs},
+                             {"kernels_ms", &d.timing.kernelsMs}}) {
+      if (!c.contains(field) || !c[field].is_number() || !(c[field].get<double>() >= 0))
+        return fail(at + "." + field, "must be a number >= 0");
+      *ms = c[field].get<double>();
+    }
+    read.push_back(std::move(d));
+  }
+  size_t added = 0;
+  for (const AttentionDecision &d : read)
+    if (!chosen.count(d.key)) {
+      record(d.key, d.timing, d.backend, false, true);
+      ++added;
+    }
+  return added;
+}
+
+void AttentionChoices::saveFile(const std::string &path) const {
+  nlohmann::json choices = nlohmann::json::array();
+  for (const AttentionDecision &d : made) {
+    // A refusal (timed as infinitely slow) is not saved: cuDNN may take the
+    // shape at another batch.
+    if (!std::isfinite(d.timing.cudnnMs))
+      continue;
+    choices.push_back({{"key", d.key},
+                       {"backend", attentionBackendName(d.backend)},
+                       {"cudnn_ms", d.timing.cudnnMs},
+                       {"kernels_ms", d.timing.kernelsMs}});
+  }
+  nlohmann::json root = {{"version", 1}, {"choices", choices}};
+  std::error_code ignored; // a missing directory fails the write, which says so
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ignored);
+  writeFileAtomically(path, root.dump(1) + "\n");
 }
 
 AttentionBackend AttentionChoices::decide(const std::string &key, AttentionTiming t) {

@@ -8,6 +8,7 @@
 #include "CudnnAttentionGraph.h"
 
 #include "ls2c/JIT/KernelCompiler.h"
+#include "ls2c/JIT/ProgramCache.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -35,6 +36,8 @@ bool CudnnAttention::prepare(const Attention &, const AttentionCallShape &, std:
 }
 uint64_t CudnnAttention::deviceBytesNeeded() const { return 0; }
 void CudnnAttention::reserve() {}
+std::string CudnnAttention::deviceKey() const { return ""; }
+std::string CudnnAttention::choicesPath() { return ""; }
 void CudnnAttention::run(const Attention &, const AttentionCallShape &,
                          const AttentionCallPointers &, cudaStream_t) {
   throw RuntimeError("no cuDNN in this build");
@@ -209,6 +212,20 @@ bool CudnnAttention::prepare(const Attention &a, const AttentionCallShape &shape
 
 uint64_t CudnnAttention::deviceBytesNeeded() const {
   return impl->workspaceNeeded + impl->arraysNeeded;
+}
+
+std::string CudnnAttention::deviceKey() const {
+  int device = 0;
+  cudaDeviceProp props{};
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties");
+  return std::string(props.name) + " sm_" + std::to_string(props.major) +
+         std::to_string(props.minor) + " cuDNN " + std::to_string(cudnnGetVersion());
+}
+
+std::string CudnnAttention::choicesPath() {
+  std::string dir = jit::defaultProgramCacheDir();
+  return dir.empty() ? "" : dir + "/attention-choices.json";
 }
 
 void CudnnAttention::reserve() {

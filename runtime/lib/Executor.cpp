@@ -139,6 +139,12 @@ struct Executor::Impl {
   /// were reported on stderr.
   AttentionChoices choices;
   size_t decisionsReported = 0;
+  /// Per function, per Attention step: its choice key (the device and
+  /// cuDNN, the shape, a hash of its fallback kernels' sources); and where
+  /// the choices are kept ("" = nowhere).
+  std::vector<std::vector<std::string>> choiceKeys;
+  std::string choicesPath;
+  bool choicesWriteFailed = false;
   /// Per function, per step: the attention step sharing its lse (a
   /// forward's backward and the reverse), else -1.
   std::vector<std::vector<int64_t>> partners;
@@ -448,7 +454,7 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
                      what.c_str(), whyNot.c_str());
       // Auto: the shape runs on the kernels, and so does its dropout partner.
       if (attention == AttentionBackend::Auto)
-        impl->choices.decide(attentionShapeKey(a), {INFINITY, 0});
+        impl->choices.decide(impl->choiceKeys[fi][si], {INFINITY, 0});
     }
     for (size_t si = 0; si < f.steps.size(); ++si) {
       if (!accepted[si])
@@ -458,10 +464,10 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
         continue;
       }
       const Attention &a = f.steps[si].attention;
-      std::string key = attentionShapeKey(a);
+      const std::string &key = impl->choiceKeys[fi][si];
       std::optional<AttentionBackend> chosen = impl->choices.find(key);
       if (!chosen && a.dropoutRate > 0 && partner[si] >= 0) {
-        std::string other = attentionShapeKey(f.steps[partner[si]].attention);
+        const std::string &other = impl->choiceKeys[fi][partner[si]];
         if (impl->choices.find(other))
           chosen = impl->choices.impose(key, other);
       }
@@ -635,11 +641,11 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
         waiting[si] = t;
       else if (auto w = waiting.find(static_cast<size_t>(other));
                a.dropoutRate > 0 && other >= 0 && w != waiting.end()) {
-        impl->choices.decidePair(attentionShapeKey(f.steps[other].attention), w->second,
-                                 attentionShapeKey(a), t);
+        impl->choices.decidePair(impl->choiceKeys[fi][other], w->second,
+                                 impl->choiceKeys[fi][si], t);
         waiting.erase(w);
       } else
-        impl->choices.decide(attentionShapeKey(a), t);
+        impl->choices.decide(impl->choiceKeys[fi][si], t);
       break;
     }
     case Step::Kind::Copy:
@@ -655,10 +661,14 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
   }
   // A forward whose backward never came (another function has it).
   for (const auto &[si, t] : waiting)
-    impl->choices.decide(attentionShapeKey(f.steps[si].attention), t);
+    impl->choices.decide(impl->choiceKeys[fi][si], t);
   const std::vector<AttentionDecision> &made = impl->choices.decisions();
+  bool decided = false;
   for (; impl->decisionsReported < made.size(); ++impl->decisionsReported) {
     const AttentionDecision &d = made[impl->decisionsReported];
+    decided |= !d.loaded;
+    if (d.loaded)
+      continue; // reported when read
     if (d.imposed)
       std::fprintf(stderr, "ls2c: attention %s: %s (as its dropout partner)\n", d.key.c_str(),
                    attentionBackendName(d.backend));
@@ -668,6 +678,14 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
       std::fprintf(stderr, "ls2c: attention %s: cuDNN %.3f ms, kernels %.3f ms: %s\n",
                    d.key.c_str(), d.timing.cudnnMs, d.timing.kernelsMs,
                    attentionBackendName(d.backend));
+  }
+  if (decided && !impl->choicesPath.empty() && !impl->choicesWriteFailed) {
+    try {
+      impl->choices.saveFile(impl->choicesPath);
+    } catch (const std::exception &e) {
+      impl->choicesWriteFailed = true; // said once; the run goes on
+      std::fprintf(stderr, "ls2c: attention choices not kept: %s\n", e.what());
+    }
   }
   if (timing)
     impl->record(f.steps.size(), stream);
@@ -715,8 +733,40 @@ void Executor::setAttentionBackend(AttentionBackend backend) {
   for (const Function &f : prog.functions)
     for (const Step &s : f.steps)
       steps |= s.kind == Step::Kind::Attention;
-  if (backend != AttentionBackend::Kernels && steps && !impl->cudnn)
+  if (backend != AttentionBackend::Kernels && steps && !impl->cudnn) {
     impl->cudnn = std::make_unique<CudnnAttention>();
+    // Choice keys: a timing holds for this device and cuDNN, the shape,
+    // and the generated kernels it was timed against (FNV-1a of their
+    // sources).
+    std::string device = impl->cudnn->deviceKey();
+    for (const Function &f : prog.functions) {
+      std::vector<std::string> &keys = impl->choiceKeys.emplace_back(f.steps.size());
+      for (size_t si = 0; si < f.steps.size(); ++si) {
+        if (f.steps[si].kind != Step::Kind::Attention)
+          continue;
+        const Attention &a = f.steps[si].attention;
+        uint64_t h = 1469598103934665603ull;
+        for (size_t j = si + 1; j <= si + a.fallbackSteps; ++j)
+          for (unsigned char c : prog.kernels[f.steps[j].kernel].source)
+            h = (h ^ c) * 1099511628211ull;
+        char hex[17];
+        std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+        keys[si] = device + " | " + attentionShapeKey(a) + " | kernels " + hex;
+      }
+    }
+  }
+  if (backend == AttentionBackend::Auto && impl->cudnn && impl->choicesPath.empty()) {
+    impl->choicesPath = CudnnAttention::choicesPath();
+    if (!impl->choicesPath.empty()) {
+      try {
+        if (size_t n = impl->choices.loadFile(impl->choicesPath))
+          std::fprintf(stderr, "ls2c: %zu attention choices read from %s\n", n,
+                       impl->choicesPath.c_str());
+      } catch (const std::exception &e) {
+        std::fprintf(stderr, "ls2c: ignoring the attention choices: %s\n", e.what());
+      }
+    }
+  }
   attention = backend;
   impl->graphs.clear();
 }

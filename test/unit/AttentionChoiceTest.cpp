@@ -3,7 +3,9 @@
 // AttentionChoice.h's bookkeeping (no GPU): shape keys ignore the batch and
 // tell everything else apart; a shape takes the faster backend; dropout
 // partners take one backend by the sum of their times, or the backend of
-// whichever was decided first; decisions are kept and listed in order.
+// whichever was decided first; decisions are kept and listed in order, and
+// survive a save and a load (a malformed file is refused whole, naming the
+// field).
 //
 //===----------------------------------------------------------------------===//
 #include "ls2c/Runtime/AttentionChoice.h"
@@ -11,6 +13,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <unistd.h>
 
 namespace {
 
@@ -108,6 +114,75 @@ TEST(AttentionChoice, ADecidedPartnerImposesItsBackend) {
   EXPECT_EQ(c.impose("bwd4", "fwd"), AttentionBackend::Cudnn);
   EXPECT_TRUE(c.decisions().back().imposed);
   EXPECT_EQ(c.decisions().back().key, "bwd4");
+}
+
+/// A fresh directory under the system's temporary one.
+std::string tempDir() {
+  std::string pattern = (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+                        std::string("/ls2c-choices-XXXXXX");
+  char *made = mkdtemp(pattern.data());
+  EXPECT_TRUE(made);
+  return made ? made : "";
+}
+
+void writeText(const std::string &path, const std::string &text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+TEST(AttentionChoice, DecisionsSurviveASaveAndALoad) {
+  // The cache directory need not exist yet.
+  std::string dir = tempDir(), path = dir + "/cache/attention-choices.json";
+  AttentionChoices c;
+  EXPECT_EQ(c.loadFile(path), 0u); // no file yet
+  c.decide("a", {0.9, 1.9});
+  c.decide("b", {2.0, 1.5});
+  c.decide("refused", {INFINITY, 0}); // not saved: cuDNN may take another batch
+  c.impose("c", "a");
+  c.saveFile(path);
+
+  AttentionChoices d;
+  d.decide("b", {0.1, 9.0}); // decided here: keeps its backend
+  EXPECT_EQ(d.loadFile(path), 2u);
+  EXPECT_EQ(d.find("a"), AttentionBackend::Cudnn);
+  EXPECT_EQ(d.find("b"), AttentionBackend::Cudnn);
+  EXPECT_EQ(d.find("c"), AttentionBackend::Cudnn);
+  EXPECT_FALSE(d.find("refused"));
+  ASSERT_EQ(d.decisions().size(), 3u);
+  EXPECT_TRUE(d.decisions()[1].loaded);
+  EXPECT_DOUBLE_EQ(d.decisions()[1].timing.kernelsMs, 1.9);
+  std::remove(path.c_str());
+  rmdir((dir + "/cache").c_str());
+  rmdir(dir.c_str());
+}
+
+TEST(AttentionChoice, MalformedFilesAreRefusedWhole) {
+  std::string dir = tempDir(), path = dir + "/attention-choices.json";
+  auto refused = [&](const std::string &text, const std::string &what) {
+    writeText(path, text);
+    AttentionChoices c;
+    try {
+      c.loadFile(path);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const std::runtime_error &e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(c.decisions().empty());
+  };
+  refused("{\"version\": 1, \"choices\": [", "not valid JSON");
+  refused("{\"version\": 2, \"choices\": []}", "version: must be 1");
+  refused("{\"version\": 1}", "choices: must be an array");
+  refused("{\"version\": 1, \"choices\": [{\"key\": 3}]}", "choices[0].key");
+  refused("{\"version\": 1, \"choices\": [{\"key\": \"a\", \"backend\": \"auto\", "
+          "\"cudnn_ms\": 1, \"kernels_ms\": 1}]}",
+          "choices[0].backend");
+  // The first choice is good, the second is not: nothing is added.
+  refused("{\"version\": 1, \"choices\": [{\"key\": \"a\", \"backend\": \"cudnn\", "
+          "\"cudnn_ms\": 1, \"kernels_ms\": 2}, {\"key\": \"b\", \"backend\": \"kernels\", "
+          "\"cudnn_ms\": -1, \"kernels_ms\": 2}]}",
+          "choices[1].cudnn_ms");
+  std::remove(path.c_str());
+  rmdir(dir.c_str());
 }
 
 } // namespace

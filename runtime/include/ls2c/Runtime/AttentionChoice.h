@@ -10,7 +10,10 @@
 // different sizes share their choice. With dropout the forward and the
 // backward of one attention draw the same mask only on one backend, so
 // they are decided together (the smaller sum of their times), and a shape
-// decided earlier imposes its backend on its partner.
+// decided earlier imposes its backend on its partner. Decisions persist in
+// a small JSON file beside the program cache (the Executor's keys name the
+// device, cuDNN's version and the generated kernels, so a change of any
+// of them times the shape again).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LS2C_RUNTIME_ATTENTIONCHOICE_H
@@ -53,6 +56,7 @@ struct AttentionDecision {
   AttentionTiming timing; ///< both 0 when imposed by a partner
   AttentionBackend backend = AttentionBackend::Kernels;
   bool imposed = false; ///< taken from its dropout partner, not timed
+  bool loaded = false;  ///< read from a choices file (loadFile)
 };
 
 class AttentionChoices {
@@ -74,12 +78,23 @@ public:
   /// must be decided) without timing it. Returns it.
   AttentionBackend impose(const std::string &key, const std::string &partnerKey);
 
-  /// Every decision in the order made.
+  /// Every decision in the order made (loaded ones included).
   const std::vector<AttentionDecision> &decisions() const { return made; }
+
+  /// Adds the decisions a choices file holds (saveFile's JSON: version 1,
+  /// then per choice its key, backend ("kernels" or "cudnn") and the two
+  /// times in ms); keys decided here keep their backend. A missing file
+  /// adds nothing. Returns how many were added; throws std::runtime_error
+  /// naming the file and the field of a malformed one.
+  size_t loadFile(const std::string &path);
+  /// Writes every decision, loaded ones included, to `path` atomically
+  /// (AtomicFile.h), creating its directory; throws FileWriteError. Shapes
+  /// cuDNN refused are left out (it may take them at another batch).
+  void saveFile(const std::string &path) const;
 
 private:
   AttentionBackend record(const std::string &key, AttentionTiming t, AttentionBackend b,
-                          bool imposed);
+                          bool imposed, bool loaded = false);
   std::map<std::string, AttentionBackend> chosen;
   std::vector<AttentionDecision> made;
 };

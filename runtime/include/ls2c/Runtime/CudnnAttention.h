@@ -74,6 +74,14 @@ public:
   /// graphs when the need grew). Throws RuntimeError when out of memory.
   void reserve();
 
+  /// The device and library a timing holds for: the GPU's name, its
+  /// architecture and cuDNN's version (AttentionChoice.h's keys).
+  std::string deviceKey() const;
+  /// Where the runtime keeps its attention choices: attention-choices.json
+  /// in the program cache's directory ($LS2C_CACHE_DIR, else the XDG cache);
+  /// "" when there is none.
+  static std::string choicesPath();
+
   /// Enqueues the prepared call on `stream` (capturable: no allocation or
   /// host synchronization). Throws RuntimeError when it was not prepared or
   /// cuDNN fails.
