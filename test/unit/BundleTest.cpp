@@ -319,6 +319,30 @@ std::string editManifest(const std::string &bundle,
   return assembleBundle(sections);
 }
 
+/// `bundle` as format `version` (1 or 2) wrote it: without the keys later
+/// versions added (2: the GEMMs' aux and auxLd; 3: the attention steps'
+/// fallbackSteps and maxSeqLen), then `edit`ed.
+std::string asVersion(const std::string &bundle, uint32_t version,
+                      const std::function<void(json &)> &edit) {
+  std::string b = editManifest(bundle, [&](json &m) {
+    m["formatVersion"] = version;
+    for (json &f : m["functions"])
+      for (json &s : f["steps"]) {
+        if (version < 2 && s["kind"] == "gemm") {
+          s["gemm"].erase("aux");
+          s["gemm"].erase("auxLd");
+        }
+        if (version < 3 && s["kind"] == "attention") {
+          s["attention"].erase("fallbackSteps");
+          s["attention"].erase("maxSeqLen");
+        }
+      }
+    edit(m);
+  });
+  putU32(b, 8, version);
+  return b;
+}
+
 //===----------------------------------------------------------------------===//
 // Round trips and layout
 //===----------------------------------------------------------------------===//
@@ -1440,18 +1464,7 @@ TEST_F(BundleFileTest, ManifestVersionAndSyntax) {
 // and an unknown sequence bound; version 3 requires both keys.
 TEST_F(BundleFileTest, Version2BundlesStillLoad) {
   auto asVersion2 = [&](const std::function<void(json &)> &edit) {
-    std::string b = editManifest(bytes, [&](json &m) {
-      m["formatVersion"] = 2;
-      for (json &f : m["functions"])
-        for (json &s : f["steps"])
-          if (s["kind"] == "attention") {
-            s["attention"].erase("fallbackSteps");
-            s["attention"].erase("maxSeqLen");
-          }
-      edit(m);
-    });
-    putU32(b, 8, 2);
-    return b;
+    return asVersion(bytes, 2, edit);
   };
   Program before3 = makeProgram();
   step(before3, 2).attention.fallbackSteps = 0;
@@ -1475,21 +1488,7 @@ TEST_F(BundleFileTest, Version2BundlesStillLoad) {
 // unknown, and version 2 requires them.
 TEST_F(BundleFileTest, Version1BundlesStillLoad) {
   auto asVersion1 = [&](const std::function<void(json &)> &edit) {
-    std::string b = editManifest(bytes, [&](json &m) {
-      m["formatVersion"] = 1;
-      for (json &f : m["functions"])
-        for (json &s : f["steps"])
-          if (s["kind"] == "gemm") {
-            s["gemm"].erase("aux");
-            s["gemm"].erase("auxLd");
-          } else if (s["kind"] == "attention") {
-            s["attention"].erase("fallbackSteps");
-            s["attention"].erase("maxSeqLen");
-          }
-      edit(m);
-    });
-    putU32(b, 8, 1);
-    return b;
+    return asVersion(bytes, 1, edit);
   };
   Program before3 = makeProgram(); // no attention fallback or bound before 3
   step(before3, 2).attention.fallbackSteps = 0;
