@@ -11,16 +11,10 @@ GPT-2 labels are the next tokens, not shifted inside the model as transformers' 
 does) and the gradient of every parameter. transformers' model.state_dict() names and shapes
 are also checked against the ones this script derives from the config (and ls2c lists).
 
-Logits: no ls2c command outputs them today. `@forward` returns only the mean loss
-(lib/Frontend: every builder ends in g.loss(logits, labels)), and `ls2c step` writes loss,
-grad_norm, lr, grad/<name> and param/<name>. What is missing is (1) a frontend option that
-returns the logits [T, vocab] from @forward instead of (or beside) the loss, and (2) an
-`ls2c step --logits` (or `ls2c forward`) output that writes them as "logits" to the output
-safetensors. Until then the loss and all gradients are compared (the gradients of the
-output projection and cls.predictions.bias are sums of dloss/dlogits over the tokens, so
-they pin the logits of labelled tokens down to their softmax), the logits transformers
-computes are saved (DIR/hf-logits.safetensors, [T, vocab] in packed order) and compared
-when a file DIR/ls2c-logits.safetensors with a "logits" tensor exists.
+Logits: prepare has `ls2c step --logits` write what ls2c's dropout-free forward scores at the
+converted parameters (DIR/ls2c-logits.safetensors, "logits" [T, vocab] in packed order);
+compare saves transformers' logits beside them (DIR/hf-logits.safetensors) and compares the
+two (relative L2, --logits-tol), besides the loss and every gradient.
 
 ls2c needs MLIR, which the GPU machine lacks, and transformers needs torch, which the
 development machines lack; so the work is split in two phases that share a directory:
@@ -272,7 +266,8 @@ def prepare(model, hf_file, ls2c, out, seed):
     save_file(batch, os.path.join(out, "batch.safetensors"))
     ls2c_run(ls2c, "step", os.path.join(out, "model.json"), "--params", params, "--batch",
              os.path.join(out, "batch.safetensors"), "-o", os.path.join(out, "ls2c-step.safetensors"),
-             "--steps", "1", "--precision", "f32")
+             "--steps", "1", "--precision", "f32",
+             "--logits", os.path.join(out, "ls2c-logits.safetensors"))
     print(f"prepared {out}: {cfg['architectures'][0]}, batch of {len(batch['cu_seqlens']) - 1} "
           f"sequences, {len(batch['input_ids'])} tokens")
 
@@ -366,7 +361,8 @@ def compare(out, device, tol, logits_tol):
         if not err <= tol:
             problems.append(f"gradient of {name}: rel L2 error {err:.2e} > {tol:g}")
     save_file({"logits": packed.detach().float().cpu().numpy()}, os.path.join(out, "hf-logits.safetensors"))
-    logits_line = "logits: not compared (ls2c has no logits output; saved hf-logits.safetensors)"
+    logits_line = ("logits: not compared (no ls2c-logits.safetensors: prepare with an ls2c "
+                   "whose step has --logits)")
     theirs = os.path.join(out, "ls2c-logits.safetensors")
     if os.path.exists(theirs):
         err = rel(packed.detach().double().cpu().numpy(), load_file(theirs)["logits"].astype(np.float64))

@@ -233,8 +233,9 @@ StepResult runReferenceSteps(const StepOptions &o) {
   state.master.floats = std::move(master);
   reference::Precision precision =
       o.f64 ? reference::Precision::F64 : reference::Precision::F32;
-  for (auto &[name, t] :
-       state.computeParameters(desc, ws, computeType(desc.dtype), precision))
+  std::map<std::string, HostTensor> computeParams =
+      state.computeParameters(desc, ws, computeType(desc.dtype), precision);
+  for (auto &[name, t] : computeParams)
     if (!ws.find(name))
       named[name] = t;
   named["dropout_seed"] = HostTensor::scalarInt(
@@ -242,6 +243,30 @@ StepResult runReferenceSteps(const StepOptions &o) {
   named["dropout_offset"] = HostTensor::scalarInt(ElementType::I64, 0);
 
   reference::Interpreter interpreter(precision);
+  if (!o.logits.empty()) {
+    // The evaluation forward (no dropout) takes every parameter in the
+    // compute dtype and returns the loss and its logits.
+    std::map<std::string, HostTensor> forwardNamed = named;
+    for (auto &[name, t] : computeParams)
+      forwardNamed[name] = t;
+    std::vector<HostTensor> args;
+    appendNamed(args, programs.forward, 0, forwardNamed);
+    std::vector<HostTensor> out;
+    try {
+      out = interpreter.run(programs.forward, args);
+    } catch (const reference::InterpreterError &e) {
+      throw TrainError(o.batch + ": the model rejects the batch: " + e.what());
+    }
+    SafetensorsFile logits;
+    logits.tensors["logits"] =
+        floatTensor("F64", out[1].shape, out[1].floats.data(), out[1].floats.size());
+    logits.metadata = {{"ls2c.model", desc.name}, {"ls2c.precision", o.f64 ? "f64" : "f32"}};
+    try {
+      writeSafetensors(o.logits, logits);
+    } catch (const SafetensorsError &e) {
+      throw TrainError(e.what());
+    }
+  }
   std::vector<double> losses, norms, rates;
   HostTensor firstGradients;
   for (int64_t k = 0; k < o.steps; ++k) {

@@ -14,7 +14,7 @@ namespace {
 
 constexpr const char *kStepUsage =
     "usage: ls2c step MODEL.json --params FILE --batch FILE -o FILE "
-    "[--steps N] [--precision f32|f64] [--dropout-seed N]";
+    "[--steps N] [--precision f32|f64] [--dropout-seed N] [--logits FILE]";
 
 constexpr const char *kStepHelp = R"(
 Runs N train steps (forward, backward, optimizer update with the model's
@@ -32,6 +32,9 @@ framework on identical inputs (test/oracle runs JAX in float64 this way).
   --precision P      f32: as the IR's types (default); f64: every float op in
                      double, for comparisons with float64 references
   --dropout-seed N   Philox seed of dropout (step k uses offset k; default 0)
+  --logits FILE      safetensors written: "logits" (F64 [tokens, vocab]; ViT
+                     [images, classes]) of the dropout-free forward at the
+                     given parameters, rows in the batch's packed order
 )";
 
 std::string parse(const std::vector<std::string> &args, StepOptions &o) {
@@ -45,7 +48,7 @@ std::string parse(const std::vector<std::string> &args, StepOptions &o) {
       return true;
     };
     if (a == "--params" || a == "--batch" || a == "-o" || a == "--steps" ||
-        a == "--precision" || a == "--dropout-seed") {
+        a == "--precision" || a == "--dropout-seed" || a == "--logits") {
       if (!value(text))
         return a + " needs a value";
     }
@@ -55,6 +58,8 @@ std::string parse(const std::vector<std::string> &args, StepOptions &o) {
       o.batch = text;
     else if (a == "-o")
       o.output = text;
+    else if (a == "--logits")
+      o.logits = text;
     else if (a == "--steps" || a == "--dropout-seed") {
       errno = 0;
       char *end = nullptr;
@@ -82,6 +87,8 @@ std::string parse(const std::vector<std::string> &args, StepOptions &o) {
   if (o.model.empty() || o.params.empty() || o.batch.empty() ||
       o.output.empty())
     return kStepUsage;
+  if (o.logits == o.output)
+    return "--logits and -o name the same file '" + o.output + "'";
   return "";
 }
 
@@ -103,6 +110,8 @@ int runStep(const std::vector<std::string> &args) {
   try {
     runReferenceSteps(options);
     std::printf("wrote %s\n", options.output.c_str());
+    if (!options.logits.empty())
+      std::printf("wrote %s\n", options.logits.c_str());
     return kExitOk;
   } catch (const TrainError &e) {
     std::fprintf(stderr, "ls2c: error: %s\n", e.what());

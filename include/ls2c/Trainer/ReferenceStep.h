@@ -21,6 +21,10 @@
 //           "grad/<name>" (the first step's gradient of each trainable
 //           parameter, before clipping) and "param/<name>" (each trainable
 //           parameter after the K updates). Written atomically.
+//   logits  (optional) F64 "logits" [T, vocab] (vit: [images, classes]):
+//           what the dropout-free @forward scores at the given parameters,
+//           rows in the batch's packed order, for comparisons with another
+//           framework's logits (bench/hf_logits.py). Written atomically.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LS2C_TRAINER_REFERENCESTEP_H
@@ -38,6 +42,7 @@ struct StepOptions {
   std::string params;       ///< initial trainable parameters (safetensors)
   std::string batch;        ///< the batch every step trains on (safetensors)
   std::string output;       ///< where the results go (safetensors)
+  std::string logits;       ///< if set: the logits at the given parameters go here
   int64_t steps = 1;        ///< train steps, >= 1
   bool f64 = false;         ///< every float op in double (else as the IR's types)
   uint64_t dropoutSeed = 0; ///< Philox seed; step k uses dropout offset k
