@@ -243,6 +243,7 @@ StepResult runReferenceSteps(const StepOptions &o) {
   named["dropout_offset"] = HostTensor::scalarInt(ElementType::I64, 0);
 
   reference::Interpreter interpreter(precision);
+  SafetensorsFile logits; // written after the steps' output, when they all ran
   if (!o.logits.empty()) {
     // The evaluation forward (no dropout) takes every parameter in the
     // compute dtype and returns the loss and its logits.
@@ -257,15 +258,9 @@ StepResult runReferenceSteps(const StepOptions &o) {
     } catch (const reference::InterpreterError &e) {
       throw TrainError(o.batch + ": the model rejects the batch: " + e.what());
     }
-    SafetensorsFile logits;
     logits.tensors["logits"] =
         floatTensor("F64", out[1].shape, out[1].floats.data(), out[1].floats.size());
     logits.metadata = {{"ls2c.model", desc.name}, {"ls2c.precision", o.f64 ? "f64" : "f32"}};
-    try {
-      writeSafetensors(o.logits, logits);
-    } catch (const SafetensorsError &e) {
-      throw TrainError(e.what());
-    }
   }
   std::vector<double> losses, norms, rates;
   HostTensor firstGradients;
@@ -324,6 +319,8 @@ StepResult runReferenceSteps(const StepOptions &o) {
                    {"ls2c.steps", std::to_string(o.steps)}};
   try {
     writeSafetensors(o.output, file);
+    if (!o.logits.empty())
+      writeSafetensors(o.logits, logits);
   } catch (const SafetensorsError &e) {
     throw TrainError(e.what());
   }
