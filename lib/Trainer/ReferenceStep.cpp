@@ -13,6 +13,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <cmath>
+#include <filesystem>
 
 namespace ls2c {
 
@@ -319,10 +320,20 @@ StepResult runReferenceSteps(const StepOptions &o) {
                    {"ls2c.steps", std::to_string(o.steps)}};
   try {
     writeSafetensors(o.output, file);
-    if (!o.logits.empty())
-      writeSafetensors(o.logits, logits);
   } catch (const SafetensorsError &e) {
     throw TrainError(e.what());
+  }
+  if (!o.logits.empty()) {
+    try {
+      writeSafetensors(o.logits, logits);
+    } catch (const SafetensorsError &e) {
+      // A failed run leaves neither file: the output just written goes too
+      // (a regular file only: -o /dev/null is written in place, AtomicFile.h).
+      std::error_code ignored;
+      if (std::filesystem::is_regular_file(std::filesystem::symlink_status(o.output, ignored)))
+        std::filesystem::remove(o.output, ignored);
+      throw TrainError(e.what());
+    }
   }
   return {losses};
 }

@@ -80,6 +80,14 @@ bool rowReductionInPlace(ls2::FusionOp f, unsigned input, Value result) {
   if (arg.getType() != result.getType())
     return false;
   ArrayRef<int64_t> shape = cast<RankedTensorType>(arg.getType()).getShape();
+  // Only the rows themselves (what the reductions reduce): a per-row input
+  // is read by every thread of its row after the last reduction, while lane
+  // 0 stores the per-row outputs, so a per-row output may not replace it.
+  if (llvm::none_of(f.getBody().front(), [&](Operation &op) {
+        return isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(op) &&
+               cast<RankedTensorType>(op.getOperand(0).getType()).getShape() == shape;
+      }))
+    return false;
   if (llvm::count_if(f.getResults(), [&](Value r) {
         return cast<RankedTensorType>(r.getType()).getShape() == shape;
       }) != 1)

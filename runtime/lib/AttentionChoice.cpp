@@ -155,7 +155,13 @@ AttentionBackend AttentionChoices::decidePair(const std::string &forwardKey,
 
 AttentionBackend AttentionChoices::impose(const std::string &key, const std::string &partnerKey) {
   std::optional<AttentionBackend> p = find(partnerKey);
-  return record(key, {}, p ? *p : AttentionBackend::Kernels, true);
+  // Imposed by a refusal (timed as infinitely slow): a consequence of this
+  // batch, kept out of a choices file as the refusal itself is (saveFile).
+  AttentionTiming t;
+  for (const AttentionDecision &d : made)
+    if (d.key == partnerKey && !std::isfinite(d.timing.cudnnMs))
+      t.cudnnMs = INFINITY;
+  return record(key, t, p ? *p : AttentionBackend::Kernels, true);
 }
 
 } // namespace ls2c::runtime

@@ -941,9 +941,18 @@ std::vector<Case> cases() {
     c.name = std::string("dgrad bf16 NN 512x1024x50257 lda odd") +
              (unstaged ? " unstaged" : " staged");
     out.push_back(c);
-    c.ab = F16, c.c = F16, c.tB = true;
+    // b stored [N, K] with rows padded to 16 bytes (k-slicing needs b's
+    // rows aligned; unpadded, ldb = 30,522 halves is not, and the case would
+    // run unstaged under its "staged" name).
+    c.ab = F16, c.c = F16, c.tB = true, c.padB = 6;
     c.m = 640, c.n = 768, c.k = 30522;
     c.name = std::string("dgrad f16 NT 640x768x30522 lda odd") +
+             (unstaged ? " unstaged" : " staged");
+    out.push_back(c);
+    // An f32 c takes the slices' sums itself (beta 1, no rounding kernel).
+    c.ab = BF16, c.c = F32, c.tB = false, c.padB = 0;
+    c.m = 512, c.n = 1024, c.k = 50257;
+    c.name = std::string("dgrad bf16->f32 NN 512x1024x50257 lda odd") +
              (unstaged ? " unstaged" : " staged");
     out.push_back(c);
   }

@@ -138,6 +138,7 @@ TEST(AttentionChoice, DecisionsSurviveASaveAndALoad) {
   c.decide("b", {2.0, 1.5});
   c.decide("refused", {INFINITY, 0}); // not saved: cuDNN may take another batch
   c.impose("c", "a");
+  c.impose("follows-refused", "refused"); // kernels for this batch only
   c.saveFile(path);
 
   AttentionChoices d;
@@ -147,6 +148,7 @@ TEST(AttentionChoice, DecisionsSurviveASaveAndALoad) {
   EXPECT_EQ(d.find("b"), AttentionBackend::Cudnn);
   EXPECT_EQ(d.find("c"), AttentionBackend::Cudnn);
   EXPECT_FALSE(d.find("refused"));
+  EXPECT_FALSE(d.find("follows-refused"));
   ASSERT_EQ(d.decisions().size(), 3u);
   EXPECT_TRUE(d.decisions()[1].loaded);
   EXPECT_DOUBLE_EQ(d.decisions()[1].timing.kernelsMs, 1.9);

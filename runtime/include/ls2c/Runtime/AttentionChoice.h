@@ -53,7 +53,9 @@ struct AttentionTiming {
 /// One decision, for reports.
 struct AttentionDecision {
   std::string key;
-  AttentionTiming timing; ///< both 0 when imposed by a partner
+  /// Both 0 when imposed by a partner (cuDNN's infinite when the partner
+  /// was a refusal: neither is saved).
+  AttentionTiming timing;
   AttentionBackend backend = AttentionBackend::Kernels;
   bool imposed = false; ///< taken from its dropout partner, not timed
   bool loaded = false;  ///< read from a choices file (loadFile)
