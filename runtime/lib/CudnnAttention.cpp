@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -224,6 +225,8 @@ std::string CudnnAttention::deviceKey() const {
 }
 
 std::string CudnnAttention::choicesPath() {
+  if (const char *env = std::getenv("LS2C_ATTENTION_CHOICES"))
+    return std::string(env) == "off" ? "" : env;
   std::string dir = jit::defaultProgramCacheDir();
   return dir.empty() ? "" : dir + "/attention-choices.json";
 }

@@ -522,7 +522,9 @@ int main(int argc, char **argv) {
       "  --valid-data  the token file that validates (default: the last 10% of --data)\n"
       "  --no-graphs   run every step by step instead of replaying CUDA graphs\n"
       "  --attention   fp16/bf16 attention: the generated kernels, cuDNN's fused attention,\n"
-      "                or auto (default with cuDNN): per shape the faster, timed once;\n"
+      "                or auto (default with cuDNN): per shape the faster, timed once\n"
+      "                and kept in attention-choices.json beside the program cache\n"
+      "                ($LS2C_ATTENTION_CHOICES: another file, or off);\n"
       "                cuDNN draws its own dropout masks, so runs that use it repeat\n"
       "                bit for bit only with --attention kernels\n";
   try {

@@ -2,7 +2,7 @@
 """Checks `ls2c step --logits` against the step's own loss: the mean cross-entropy of the
 logits (float64 log-softmax here) over the labelled tokens is the first step's loss (the
 models have no dropout). Prints the two and their relative difference; exits 1 past 1e-5
-(the f32 reference's rounding). Usage: check-step-logits.py LOGITS OUT BATCH [--classes]"""
+(the f32 reference's rounding). Usage: check-step-logits.py LOGITS OUT BATCH"""
 import sys
 
 import numpy as np

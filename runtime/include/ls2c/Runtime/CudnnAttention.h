@@ -77,9 +77,12 @@ public:
   /// The device and library a timing holds for: the GPU's name, its
   /// architecture and cuDNN's version (AttentionChoice.h's keys).
   std::string deviceKey() const;
-  /// Where the runtime keeps its attention choices: attention-choices.json
-  /// in the program cache's directory ($LS2C_CACHE_DIR, else the XDG cache);
-  /// "" when there is none.
+  /// Where the runtime keeps its attention choices: $LS2C_ATTENTION_CHOICES
+  /// if set ("off": nowhere, every process times again), else
+  /// attention-choices.json in the program cache's directory
+  /// ($LS2C_CACHE_DIR, else the XDG cache); "" when there is none. A choice
+  /// holds for every batch of its shape: delete the file (or set "off") to
+  /// time again, e.g. after a run on much smaller batches.
   static std::string choicesPath();
 
   /// Enqueues the prepared call on `stream` (capturable: no allocation or
