@@ -88,6 +88,13 @@ private:
   }
 
   LogicalResult visit(Operation *op) {
+    // Index values are sizes taken with ls2.dim (bounded by its tensor's
+    // bound); any other (a function's index argument) has no bound.
+    for (auto [i, v] : llvm::enumerate(op->getOperands()))
+      if (v.getType().isIndex() && !b.indices.count(v))
+        return op->emitError("operand ")
+               << i << " is an index with no bound: sizes must come from ls2.dim of a "
+                  "bounded tensor";
     if (auto fusion = dyn_cast<ls2::FusionOp>(op)) {
       Block &body = fusion.getBody().front();
       for (auto [input, arg] : llvm::zip(fusion.getInputs(), body.getArguments()))
