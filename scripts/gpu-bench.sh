@@ -77,11 +77,8 @@ prepare) ;;
   exit 2 ;;
 esac
 
-BUILD=${LS2C_BUILD_DIR:-build}
-[ "${LS2C_NO_BUILD:-0}" = 1 ] || cmake --build "$BUILD" --target ls2c ls2c-gpu-step
-PY=python3
-[ -x .venv/bin/python ] && PY=.venv/bin/python
 . scripts/gpu-carry.sh
+carry_build ls2c-gpu-step
 carry_start "$G"
 carry_tool "$BUILD/tools/ls2c-gpu-step/ls2c-gpu-step" "$G"
 "$PY" bench/parity.py prepare --out "$G/parity" --ls2c "$BUILD/tools/ls2c/ls2c"

@@ -2,6 +2,18 @@
 # Sourced by the scripts that prepare a folder for the GPU machine (scripts/gpu-bench.sh,
 # gpu-dp-bench.sh, gpu-lm-bench.sh): what each of them did the same way.
 
+# carry_build TARGET...: BUILD ($LS2C_BUILD_DIR, default build) with ls2c and the TARGETs built
+# (not with LS2C_NO_BUILD=1: the binaries as they are), and PY, the Python that prepares (the
+# project's .venv when there is one).
+# shellcheck disable=SC2034 # BUILD and PY are the sourcing script's
+carry_build() {
+  BUILD=${LS2C_BUILD_DIR:-build}
+  [ "${LS2C_NO_BUILD:-0}" = 1 ] || cmake --build "$BUILD" --target ls2c "$@"
+  PY=python3
+  [ -x .venv/bin/python ] && PY=.venv/bin/python
+  return 0
+}
+
 # carry_start DIR: an empty DIR (with bin/ and lib/), kept out of git through the clone's
 # info/exclude unless .gitignore already names it.
 carry_start() {

@@ -75,11 +75,8 @@ prepare) ;;
 *) usage ;;
 esac
 
-BUILD=${LS2C_BUILD_DIR:-build}
-[ "${LS2C_NO_BUILD:-0}" = 1 ] || cmake --build "$BUILD" --target ls2c ls2c-gpu-step
-PY=python3
-[ -x .venv/bin/python ] && PY=.venv/bin/python
 . scripts/gpu-carry.sh
+carry_build ls2c-gpu-step
 carry_start "$G"
 carry_tool "$BUILD/tools/ls2c-gpu-step/ls2c-gpu-step" "$G"
 "$PY" bench/ddp_side_by_side.py prepare --out "$G/bench" --ls2c "$BUILD/tools/ls2c/ls2c" --ranks 8

@@ -56,14 +56,11 @@ prepare) ;;
   exit 2 ;;
 esac
 
-BUILD=${LS2C_BUILD_DIR:-build}
-[ "${LS2C_NO_BUILD:-0}" = 1 ] || cmake --build "$BUILD" --target ls2c ls2c-gpu-train
-PY=python3
-[ -x .venv/bin/python ] && PY=.venv/bin/python
+. scripts/gpu-carry.sh
+carry_build ls2c-gpu-train
 rm -rf "$G"
 "$PY" bench/lm_side_by_side.py prepare --out "$G" --ls2c "$BUILD/tools/ls2c/ls2c" \
   --gpu-train "$BUILD/tools/ls2c-gpu-train/ls2c-gpu-train" ${LS2C_DATA_DIR:+--data-dir "$LS2C_DATA_DIR"}
-. scripts/gpu-carry.sh
 carry_size_check "$G" 64 "a device call carries"
 echo
 echo "On the GPU machine (carry $G): scripts/gpu-lm-bench.sh run --out \$OUT"
