@@ -136,7 +136,9 @@ public:
   /// both run on one backend. Auto times both backends on the first call
   /// of each shape (AttentionChoice.h; that run goes step by step, its
   /// outputs are the kernels') and keeps the faster, reporting each choice
-  /// on stderr; dropout partners are decided together. Cudnn and Auto throw
+  /// on stderr and saving it for later processes (the file
+  /// CudnnAttention::choicesPath names; read when Auto is set); dropout
+  /// partners are decided together. Cudnn and Auto throw
   /// RuntimeError when this build has no cuDNN and the program has Attention
   /// steps (fp32 programs have none). Changing it drops the cached graphs.
   void setAttentionBackend(AttentionBackend backend);
