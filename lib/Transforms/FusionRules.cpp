@@ -148,7 +148,12 @@ Operation *definingOpThroughViews(Value v) {
 }
 
 bool isArgumentConversion(Operation *op) {
-  return isa<ls2::CastOp>(op) && isa<BlockArgument>(op->getOperand(0));
+  if (!isa<ls2::CastOp>(op) || !isa<BlockArgument>(op->getOperand(0)))
+    return false;
+  // Read once, by an op that is not a view: recomputing it in that reader
+  // costs nothing and saves the converted copy.
+  Value converted = op->getResult(0);
+  return !converted.hasOneUse() || isView(*converted.getUsers().begin());
 }
 
 namespace {

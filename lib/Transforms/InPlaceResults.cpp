@@ -132,7 +132,27 @@ std::optional<std::vector<Writer>> writersOf(Value v) {
   return out;
 }
 
+/// A result of dynamic length: only when one loop fusion writes all of it
+/// and is the argument's only reader, reading each element for its own
+/// index (sequence parallelism's gradient accumulators).
+bool mayOverwriteDynamic(BlockArgument arg, Value result) {
+  auto writer = result.getDefiningOp<ls2::FusionOp>();
+  if (!writer || writer.getKind() != ls2::FusionKind::Loop)
+    return false;
+  unsigned output = cast<OpResult>(result).getResultNumber();
+  for (OpOperand &use : arg.getUses()) {
+    if (isa<ls2::DimOp>(use.getOwner()))
+      continue;
+    if (use.getOwner() != writer.getOperation() ||
+        !readsOwnIndex(writer.getBody().front().getArgument(use.getOperandNumber()), 0, output, 0))
+      return false;
+  }
+  return true;
+}
+
 bool mayOverwrite(BlockArgument arg, Value result) {
+  if (numel(result) < 0)
+    return mayOverwriteDynamic(arg, result);
   std::optional<std::vector<Writer>> writers = writersOf(result);
   if (!writers || numel(result) < 0)
     return false;

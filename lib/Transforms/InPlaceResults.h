@@ -14,7 +14,9 @@
 //   - a writer that reads the argument itself reads each element only to
 //     compute the result element at the same index: through elementwise ops
 //     of one shape and concats along axis 0 that put it back at its own
-//     offset (the optimizer's decay / no-decay segments), 1-D values only.
+//     offset (the optimizer's decay / no-decay segments), 1-D values only;
+//   - a 1-D result of dynamic length only when one loop fusion writes all
+//     of it and is the argument's only reader, at each element's own index.
 //
 // Anything else keeps a fresh buffer. Such a result gets the attribute
 // `ls2.in_place_of` = the argument's index; the runtime binds both to one

@@ -36,7 +36,9 @@ void addCompilePipeline(mlir::OpPassManager &pm, CompileStage from,
 }
 
 CompileStage moduleStage(mlir::ModuleOp module) {
-  bool planned = false, fused = false, trainStep = false;
+  bool planned = false, fused = false;
+  // A module of complete functions (no @forward to differentiate).
+  bool trainStep = module->hasAttr("ls2.differentiated");
   for (auto f : module.getOps<mlir::func::FuncOp>()) {
     planned |= f->hasAttr("ls2.arena_bytes");
     trainStep |= f.getName() == "accumulate_gradients";

@@ -74,3 +74,32 @@ func.func @other(%m: tensor<64xf32> {ls2.kind = "state", ls2.name = "m"})
   %a = ls2.mul %m, %m : tensor<64xf32>
   return %a : tensor<64xf32>
 }
+
+// -----
+
+// A dynamic-length accumulator (sequence parallelism's gradient sums): one
+// loop fusion writes all of it, reading each element for its own index.
+// CHECK-LABEL: func.func @accumulate_dynamic
+// CHECK-SAME: -> (tensor<?xf32> {ls2.in_place_of = 0 : i64, ls2.kind = "output", ls2.name = "acc"})
+func.func @accumulate_dynamic(%acc: tensor<?xf32> {ls2.kind = "input", ls2.name = "acc", ls2.max_shape = array<i64: 64>},
+                              %part: tensor<?xbf16> {ls2.kind = "input", ls2.name = "part", ls2.max_shape = array<i64: 64>})
+    -> (tensor<?xf32> {ls2.kind = "output", ls2.name = "acc"}) {
+  %p = ls2.cast %part : tensor<?xbf16> to tensor<?xf32>
+  %s = ls2.add %acc, %p : tensor<?xf32>
+  return %s : tensor<?xf32>
+}
+
+// -----
+
+// The same accumulator also read by a reduction that runs after the sum:
+// it must keep its old value, so a fresh buffer.
+// CHECK-LABEL: func.func @accumulate_dynamic_read_later
+// CHECK-NOT: in_place_of
+// CHECK: return
+func.func @accumulate_dynamic_read_later(%acc: tensor<?xf32> {ls2.kind = "input", ls2.name = "acc", ls2.max_shape = array<i64: 64>},
+                                         %part: tensor<?xf32> {ls2.kind = "input", ls2.name = "part", ls2.max_shape = array<i64: 64>})
+    -> (tensor<?xf32> {ls2.kind = "output", ls2.name = "acc"}, tensor<f32> {ls2.kind = "output", ls2.name = "total"}) {
+  %s = ls2.add %acc, %part : tensor<?xf32>
+  %t = ls2.reduce_sum %acc [0] : tensor<?xf32> -> tensor<f32>
+  return %s, %t : tensor<?xf32>, tensor<f32>
+}

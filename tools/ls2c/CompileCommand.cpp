@@ -9,6 +9,7 @@
 #include "ls2c/Runtime/Bundle.h"
 #endif
 #include "ls2c/Frontend/Frontend.h"
+#include "ls2c/Frontend/SequenceParallelModule.h"
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Model/ParameterLayout.h"
 #include "ls2c/Support/AtomicFile.h"
@@ -38,7 +39,8 @@ constexpr const char *kCompileUsage =
     "usage: ls2c compile MODEL.json [--emit=mlir|cuda] "
     "[--stage=forward|train-step|fused|planned] [--stats] [--fusion-report] "
     "[-o FILE]\n"
-    "       ls2c compile MODEL.json --arch=sm_90[,sm_80...] -o MODEL.ls2b";
+    "       ls2c compile MODEL.json --arch=sm_90[,sm_80...] -o MODEL.ls2b\n"
+    "       (either form takes --program=train|sequence-parallel)";
 
 struct CompileOptions {
   std::string model;
@@ -48,6 +50,9 @@ struct CompileOptions {
   bool fusionReport = false;
   std::optional<std::string> output;
   std::vector<std::string> archs; ///< --arch: write a bundle
+  /// --program: the train step, or the model's sequence-parallel attention
+  /// (SequenceParallelModule.h).
+  std::string program = "train";
 };
 
 /// Parses the options; returns an error message or "".
@@ -63,6 +68,10 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
     } else if (a.rfind("--stage=", 0) == 0) {
       o.stage = a.substr(8);
       stageGiven = true;
+    } else if (a.rfind("--program=", 0) == 0) {
+      o.program = a.substr(10);
+      if (o.program != "train" && o.program != "sequence-parallel")
+        return "--program=" + o.program + " is not a program (allowed: train, sequence-parallel)";
     } else if (a == "--stats") {
       o.stats = true;
     } else if (a == "--fusion-report") {
@@ -147,6 +156,8 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
       return "-o " + *o.output + ": the directory '" + parent.string() + "' does not exist";
     return "";
   }
+  if (o.stats && o.program != "train")
+    return "--stats reports a train step's memory; it takes no --program=" + o.program;
   if (o.emit.empty() && !o.stats && !o.fusionReport)
     return "compile needs --emit=mlir, --emit=cuda, --stats, --fusion-report "
            "or --arch";
@@ -293,6 +304,8 @@ int writeBundleFile(const CompileOptions &options, const ModelDescription &desc,
   text << in.rdbuf();
   ProgramOptions po;
   po.archs = options.archs;
+  if (options.program == "sequence-parallel")
+    po.functions = sequenceParallelFunctions();
   CompileReport stats;
   try {
     runtime::Program program = compileModule(module, desc, text.str(), po, &stats);
@@ -362,7 +375,11 @@ int runCompile(const std::vector<std::string> &args) {
                 "program, each kernel\nthrough NVRTC for each architecture "
                 "(the program cache, $LS2C_CACHE_DIR or\n~/.cache/ls2c, "
                 "serves kernels compiled before), and writes a bundle\n"
-                "(docs/bundle-format.md) atomically.\n");
+                "(docs/bundle-format.md) atomically.\n"
+                "--program=sequence-parallel compiles, instead of the train step, the pieces\n"
+                "of the model's self-attention that a rank runs in sequence parallelism\n"
+                "(blocks, their gradients, the partial-result merge; ls2c-seq-parallel runs\n"
+                "its bundle).\n");
     return kExitOk;
   }
   CompileOptions options;
@@ -378,10 +395,13 @@ int runCompile(const std::vector<std::string> &args) {
 
   auto start = std::chrono::steady_clock::now();
   mlir::MLIRContext context;
-  mlir::OwningOpRef<mlir::ModuleOp> module = buildForwardModule(context, desc);
+  mlir::OwningOpRef<mlir::ModuleOp> module = options.program == "train"
+                                                 ? buildForwardModule(context, desc)
+                                                 : buildSequenceParallelModule(context, desc);
   if (!module) {
-    std::fprintf(stderr, "ls2c: internal error: the forward module of '%s' "
+    std::fprintf(stderr, "ls2c: internal error: the %s module of '%s' "
                          "does not verify (diagnostics above)\n",
+                 options.program == "train" ? "forward" : "sequence-parallel",
                  options.model.c_str());
     return kExitInternal;
   }
@@ -391,7 +411,8 @@ int runCompile(const std::vector<std::string> &args) {
                                                          start)
                                .count());
   mlir::PassManager pm(&context);
-  addCompilePipeline(pm, stageOf(options), options.fusionReport);
+  // The sequence-parallel module starts complete (nothing to differentiate).
+  addCompilePipeline(pm, moduleStage(*module), stageOf(options), options.fusionReport);
   if (mlir::failed(pm.run(*module))) {
     std::fprintf(stderr, "ls2c: internal error: compiling '%s' failed "
                          "(diagnostics above)\n",

@@ -38,7 +38,8 @@ void addCompilePipeline(mlir::OpPassManager &pm, CompileStage stage,
 void addCompilePipeline(mlir::OpPassManager &pm, CompileStage from,
                         CompileStage to, bool fusionReport = false);
 /// The stage a module is at: planned functions (ls2.arena_bytes), fusion
-/// groups, a train step (@accumulate_gradients), else the frontend's.
+/// groups, a train step (@accumulate_gradients) or a module of complete
+/// functions (ls2.differentiated), else the frontend's.
 CompileStage moduleStage(mlir::ModuleOp module);
 
 } // namespace ls2c
