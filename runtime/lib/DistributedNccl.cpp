@@ -200,6 +200,31 @@ void NcclCommunicator::allReduce(void *data, uint64_t elements, DType dtype,
                             CUDA_R_32F));
 }
 
+void NcclCommunicator::send(const void *data, uint64_t bytes, int peer, CUstream_st *stream) {
+  if (!comm_)
+    throw NcclError("rank " + std::to_string(rank_) + ": the communicator was aborted");
+  if (peer < 0 || peer >= worldSize_ || peer == rank_)
+    throw NcclError("rank " + std::to_string(rank_) + ": send to rank " + std::to_string(peer) +
+                    " (must be another rank of " + std::to_string(worldSize_) + ")");
+  if (bytes == 0)
+    return;
+  checkNccl("ncclSend", ncclSend(data, size_t(bytes), ncclUint8, peer, comm_, stream), comm_,
+            rank_);
+}
+
+void NcclCommunicator::recv(void *data, uint64_t bytes, int peer, CUstream_st *stream) {
+  if (!comm_)
+    throw NcclError("rank " + std::to_string(rank_) + ": the communicator was aborted");
+  if (peer < 0 || peer >= worldSize_ || peer == rank_)
+    throw NcclError("rank " + std::to_string(rank_) + ": receive from rank " +
+                    std::to_string(peer) + " (must be another rank of " +
+                    std::to_string(worldSize_) + ")");
+  if (bytes == 0)
+    return;
+  checkNccl("ncclRecv", ncclRecv(data, size_t(bytes), ncclUint8, peer, comm_, stream), comm_,
+            rank_);
+}
+
 NcclGroup::NcclGroup() {
   checkNccl("ncclGroupStart", ncclGroupStart());
   ++groupDepth;

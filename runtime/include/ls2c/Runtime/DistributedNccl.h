@@ -108,6 +108,14 @@ public:
   void allReduce(void *data, uint64_t elements, DType dtype, Reduction reduction,
                  CUstream_st *stream);
 
+  /// Point-to-point (sequence parallelism's chunk transfers): `bytes` bytes
+  /// at device pointer `data` to / from rank `peer`, enqueued on `stream`.
+  /// Between two ranks, sends and receives pair up in the order issued;
+  /// issue a step's inside one NcclGroup so that none waits for another.
+  /// Throws NcclError (a peer out of range, an NCCL failure).
+  void send(const void *data, uint64_t bytes, int peer, CUstream_st *stream);
+  void recv(void *data, uint64_t bytes, int peer, CUstream_st *stream);
+
   /// Throws NcclError when an asynchronous error has hit the communicator
   /// (ncclCommGetAsyncError), e.g. a peer that died.
   void checkAsyncError() const;
