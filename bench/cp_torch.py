@@ -22,12 +22,13 @@ parallelism (the single-GPU baseline).
 
 Inputs, bf16, from a generator seeded with --seed: q [B, H, S, D], k and v [B, Hkv, S, D], and the
 output gradient dout [B, H, S, D] (torch.randn, scale 1). --inputs full (the default): every rank
-makes the same full tensors and context_parallel shards them (not restored at exit); each rank then
-copies its shards and releases the full tensors, so that the peak memory counts what the ring needs
-(the shards included). --inputs local: each rank makes only its own shards, from the generator
-seeded with seed + rank (values differ from `full`, shapes and work do not); for the longest
-lengths, where P full tensors would not fit one GPU. context_parallel is still entered, with a tiny
-buffer, to patch SDPA. Hkv must equal H: SDPA under context parallelism takes no GQA.
+makes the same full tensors and context_parallel shards them (buffers not restored); each rank
+copies its shards, leaves that context and frees the full tensors. --inputs local: each rank makes
+only its own shards, from the generator seeded with seed + rank (values differ from `full`, shapes
+and work do not): for the longest lengths, where the full tensors would not fit one GPU. Either way
+the timed loop runs in a second context_parallel, over one tiny buffer, that patches SDPA, and the
+peak memory counts what the ring needs, the shards included. Hkv must equal H: SDPA under context
+parallelism takes no GQA.
 
 Timing: --warmup W untimed then --iters N timed iterations, a barrier before each; CUDA events
 before the forward, after it and after the backward (out.backward(dout)); per rank the median
@@ -196,11 +197,10 @@ def main():
                                dtype=torch.bfloat16)
 
         q, k, v, dout = randn(a.heads), randn(kv_heads), randn(kv_heads), randn(a.heads)
-        cm = (contextlib.nullcontext() if world == 1 else
-              CPContext(context_parallel, mesh, [q, k, v, dout], a.inputs, world, device))
-        with cm as shards:
-            if shards is not None:  # --inputs full: the shards in fresh memory, the full tensors freed
-                q, k, v, dout = shards
+        if world > 1 and a.inputs == "full":
+            q, k, v, dout = shard_full(context_parallel, mesh, [q, k, v, dout])
+        cm = contextlib.nullcontext() if world == 1 else patch_sdpa(context_parallel, mesh, world, device)
+        with cm:
             for t in (q, k, v):
                 t.requires_grad_(True)
             torch.cuda.synchronize()
@@ -269,40 +269,37 @@ def main():
     return 0
 
 
-class CPContext:
-    """context_parallel around the timed loop. `full`: shards the full tensors, then copies each
-    rank's shards into fresh memory and frees the full ones (`as` gives the copies); `local`: the
-    tensors are the shards already, and a tiny buffer satisfies the API (`as` gives None)."""
+def cp_kwargs(context_parallel, buffers):
+    """context_parallel's keyword arguments: the buffers (sequence dimension 2), none restored at
+    exit where torch has no_restore_buffers (every version with context_parallel has)."""
+    kwargs = dict(buffers=buffers, buffer_seq_dims=[2] * len(buffers))
+    try:
+        restore_option = "no_restore_buffers" in inspect.signature(context_parallel).parameters
+    except (TypeError, ValueError):
+        restore_option = True
+    if restore_option:
+        kwargs["no_restore_buffers"] = set(buffers)
+    return kwargs
 
-    def __init__(self, context_parallel, mesh, tensors, inputs, world, device):
-        import torch
-        self.tensors = tensors
-        if inputs == "local":
-            # (1, 1, 2P, 1): divisible as the head-tail balancer needs; sharded, never used.
-            self.buffers = [torch.zeros((1, 1, 2 * world, 1), device=device, dtype=torch.bfloat16)]
-        else:
-            self.buffers = list(tensors)
-        self.full = inputs == "full"
-        kwargs = dict(buffers=self.buffers, buffer_seq_dims=[2] * len(self.buffers))
-        try:
-            restore_option = "no_restore_buffers" in inspect.signature(context_parallel).parameters
-        except (TypeError, ValueError):
-            restore_option = True  # every torch with context_parallel has it
-        if restore_option:
-            kwargs["no_restore_buffers"] = set(self.buffers)
-        self.cm = context_parallel(mesh, **kwargs)
 
-    def __enter__(self):
-        self.cm.__enter__()
-        if not self.full:
-            return None
-        shards = [t.clone() for t in self.tensors]  # the resized buffers keep the full storage
-        for t in self.tensors:
-            t.set_()  # frees it (context_parallel restores nothing: no_restore_buffers)
-        return shards
+def shard_full(context_parallel, mesh, tensors):
+    """--inputs full: context_parallel shards the full tensors (in place: the head-tail order when
+    load balancing); this rank's shards are copied into fresh memory, the context is left (it holds
+    copies of its own while open) and the full tensors are freed. Returns the copies."""
+    with context_parallel(mesh, **cp_kwargs(context_parallel, tensors)):
+        shards = [t.clone() for t in tensors]  # a resized buffer keeps its full storage
+    for t in tensors:
+        t.set_()  # frees that storage
+    return shards
 
-    def __exit__(self, *exc):
-        return self.cm.__exit__(*exc)
+
+def patch_sdpa(context_parallel, mesh, world, device):
+    """The context the timed loop runs in: context_parallel with one tiny buffer (the API shards at
+    least one; (1, 1, 2P, 1) divides as the head-tail balancer needs), for its patched
+    F.scaled_dot_product_attention; the inputs are this rank's shards already."""
+    import torch
+    dummy = torch.zeros((1, 1, 2 * world, 1), device=device, dtype=torch.bfloat16)
+    return context_parallel(mesh, **cp_kwargs(context_parallel, [dummy]))
 
 
 if __name__ == "__main__":
