@@ -41,7 +41,10 @@ that P. torch-cp needs S to be a multiple of 2P
 
 Budget: --budget seconds for the whole call (default 540, to end within a 600 s device call).
 Each run's timeout is --run-timeout cut to end by then (15 s kept for stopping it); a run that
-would get less than --min-run seconds (default 30) is not started and is recorded as skipped.
+would get less than --min-run seconds (default 30) is not started and is recorded as skipped. A
+run still going 30 s after its result line (peers stuck in teardown) is stopped and its result kept,
+with a warning; at its timeout a run is stopped (SIGTERM to torchrun, SIGKILL 10 s later to it and
+its workers).
 
 --max-length: after the table, for each P, system and variant, S doubles from the largest --seq
 (a run of --probe-warmup 1 + --probe-iters 1 iterations; torch-cp with --inputs local, so that
