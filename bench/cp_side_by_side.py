@@ -17,34 +17,40 @@ of --seq (tokens per sequence, whole; each rank holds S / P), in that order:
       TORCHRUN --standalone --nproc-per-node P bench/cp_torch.py --seq S --batch B --heads H
           --head-dim D --causal|--no-causal --backend BE --rotate R --warmup W --iters N
       (cp_torch.py's docstring says what it times); rank 0's line `CP_RESULT {json}`.
-  ls2c, once per schedule of --schedules:
-      TORCHRUN --standalone --nproc-per-node P --no-python BIN BUNDLE --batch B --seq S
-          --schedule SCH --time N --warmup W --json-line
-      rank 0's line `SP_RESULT {json}`: system, schedule, ranks, batch, heads, kv_heads,
+  ls2c, once per schedule of --schedules: P processes started here, one per rank (as
+      ddp_side_by_side.py starts ls2c-gpu-step), each
+          BIN BUNDLE --batch B --seq S --schedule SCH --time N --warmup W --json-line
+      with RANK=r, WORLD_SIZE=P, LOCAL_RANK=r, LOCAL_WORLD_SIZE=P, MASTER_ADDR=127.0.0.1 and a
+      MASTER_PORT free when the run starts (the OS's pick for a socket bound to port 0); P = 1:
+      BIN alone, none of these variables set (removed if this script's environment has them).
+      Rank 0's line `SP_RESULT {json}`: system, schedule, ranks, batch, heads, kv_heads,
       head_dim, seq, causal, forward_ms, backward_ms, step_ms, tokens_per_s, tflops_per_gpu,
       max_memory_gib, or {"oom": true, ...} when it cannot allocate. The bundle fixes heads,
       head_dim and the mask: a result whose shape differs from --heads, --head-dim, --causal (or
       from the batch, S and P asked) is marked `shape differs` and gets no ratio.
 
-TORCHRUN is --torchrun, by default this Python's `-m torch.distributed.run` (sys.executable), for
-P = 1 too. Every subprocess runs with NCCL_NVLS_ENABLE=0 (the machine forbids NVLink multicast) and
-PYTHONUNBUFFERED=1; ls2c's also with TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: torchrun (2.4 on) would
-otherwise host its own TCP store on MASTER_PORT, the port where ls2c's rank 0 listens for its
-rendezvous, and with it torchrun hands the workers a free port instead.
+TORCHRUN is --torchrun (torch-cp's launcher only), by default this Python's
+`-m torch.distributed.run` (sys.executable), for P = 1 too. Every subprocess runs with
+NCCL_NVLS_ENABLE=0 (the machine forbids NVLink multicast) and PYTHONUNBUFFERED=1; ls2c's through
+`stdbuf -oL` where there is one. Each process's stdout and stderr are read together.
 
-A run whose result line says oom is recorded as OOM (whatever torchrun's exit status: cp_torch.py's
-rank that runs out exits 3 so that torchrun stops its peers), and that system stops at longer S
-for that P (skipped, "oom at a shorter length"). Without a result line the run failed: its record
-keeps the exit status and the process's last 40 lines, and that system stops too at longer S for
-that P. torch-cp needs S to be a multiple of 2P
-(causal) or P; other lengths are skipped for it.
+A run with an oom result line (ls2c: from any rank; torch-cp: in torchrun's output) and no
+other result line is recorded as OOM, whatever the exit statuses (cp_torch.py's rank that runs out
+exits 3 so that torchrun stops its peers), and that system stops at longer S for that P (skipped,
+"oom at a shorter length"). Without a result line the run failed: its record keeps the exit status
+and the last 40 lines of the process that failed (ls2c: the first rank seen to exit with a nonzero
+status, rank 0 when none did; its field tail_of names it, and rank_rc has every rank's status;
+torch-cp: torchrun's), and that system stops too at longer S for that P. torch-cp needs S to be a
+multiple of 2P (causal) or P; other lengths are skipped for it.
 
 Budget: --budget seconds for the whole call (default 540, to end within a 600 s device call).
 Each run's timeout is --run-timeout cut to end by then (15 s kept for stopping it); a run that
 would get less than --min-run seconds (default 30) is not started and is recorded as skipped. A
-run still going 30 s after its result line (peers stuck in teardown) is stopped and its result kept,
-with a warning; at its timeout a run is stopped (SIGTERM to torchrun, SIGKILL 10 s later to it and
-its workers).
+run still going 30 s after a result or oom line (peers stuck in teardown, or waiting for a rank
+that ran out) is stopped and its result kept, with a warning. An ls2c rank that exits with a nonzero
+status while others still run gets its peers stopped at once (they would wait for it). Stopping a
+run: SIGTERM to each process's group (ls2c's ranks; torchrun, which stops its workers), SIGKILL
+10 s later to the groups still there and to every descendant found before.
 
 --max-length: after the table, for each P, system and variant, S doubles from the largest --seq
 (a run of --probe-warmup 1 + --probe-iters 1 iterations; torch-cp with --inputs local, so that
@@ -59,6 +65,9 @@ backend's at that P and S (< 1: faster than torch-cp), peak GiB as each tool rep
 --max-length a table of the longest lengths. --json writes the runs, the longest lengths and the
 figures, rewritten after every run and merged with the runs of an earlier file (a new run replaces
 one of the same system, variant, shape, P and S, except that a skip replaces no run that ran).
+--logs DIR keeps each run's whole output, written as it comes, its first line the command (with
+the rank's variables): DIR/SYSTEM-VARIANT-PP-SS[-probe].log for torchrun's output and ls2c at
+P = 1; one file per rank for ls2c at P > 1, ...-SS[-probe].rankR.log.
 Exit status 0; 1 if a run failed (OOM and skips are results); 2 on bad input (one line on stderr).
 """
 import argparse
@@ -77,7 +86,7 @@ sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from bench_cli import Parser, fail, run_mode  # noqa: E402 (after the path)
-from ddp_side_by_side import descendants, gpu_count  # noqa: E402 (no torch at import)
+from ddp_side_by_side import descendants, free_port, gpu_count  # noqa: E402 (no torch at import)
 
 SYSTEMS = ("torch-cp", "ls2c")
 MARKERS = {"torch-cp": "CP_RESULT", "ls2c": "SP_RESULT"}
@@ -216,18 +225,20 @@ def print_tables(runs, max_length):
 
 # ---------------------------------------------------------------------------- processes
 
-def stop(proc):
-    """SIGTERM to the process's group (torchrun stops its workers), SIGKILL after 10 s to the group
-    and every descendant found first (torchrun's workers live in sessions of their own)."""
-    tree = descendants(proc.pid)
+def stop(procs):
+    """SIGTERM to each process's group (torchrun stops its workers), SIGKILL after 10 s to the groups
+    still there and to every descendant found first (torchrun's workers live in sessions of their
+    own)."""
+    tree = [q for p in procs for q in descendants(p.pid)]
     for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                pass
+        for p in procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, sig)
+                except ProcessLookupError:
+                    pass
         t0 = time.monotonic()
-        while proc.poll() is None and time.monotonic() - t0 < wait:
+        while any(p.poll() is None for p in procs) and time.monotonic() - t0 < wait:
             time.sleep(0.1)
     for pid in tree:
         try:
@@ -236,46 +247,83 @@ def stop(proc):
             pass
 
 
-def launch(cmd, env, timeout, marker, log=None, linger=30.0):
-    """Runs `cmd` in a process group of its own, stdout and stderr together, until it ends, or
-    `timeout` s, or `linger` s after a line with `marker` (peers still waiting after rank 0 printed
-    its result, or after a rank ran out of memory). Returns (exit status or None, lines, why it
-    was stopped or None, seconds)."""
-    t0 = time.monotonic()
-    group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
-    try:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", **group)
-    except OSError as e:
-        return None, [f"cannot start {cmd[0]}: {e}"], "not started", 0.0
-    lines, seen = [], []
+class Launch:
+    """What launch() saw: per process (one per ls2c rank, or torchrun's one) its exit status and
+    output lines; why they were stopped (None when they all ended by themselves); the process that
+    failed first (exited with a nonzero status before any was stopped; None if none did); seconds."""
 
-    def read():
+    def __init__(self, n):
+        self.codes, self.lines = [None] * n, [[] for _ in range(n)]
+        self.why, self.failed, self.seconds = None, None, 0.0
+
+
+def launch(cmds, envs, timeout, marker, logs=None, linger=30.0):
+    """Runs each command with its environment in a process group of its own, stdout and stderr
+    together (written as they come to logs[i] when given), until all end, or `timeout` s, or one
+    exits with a nonzero status while others still run (its peers would wait for it), or `linger` s
+    after a line with `marker` in any output (peers still waiting after rank 0 printed its result,
+    or after a rank ran out of memory); then all are stopped. Returns a Launch."""
+    t0 = time.monotonic()
+    out = Launch(len(cmds))
+    group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+    procs, readers, seen, files = [], [], [], []
+
+    def read(i, proc, f):
         for line in proc.stdout:
             line = line.rstrip("\n")
-            lines.append(line)
+            out.lines[i].append(line)
+            if f:
+                f.write(line + "\n")
+                f.flush()
             if marker in line and not seen:
                 seen.append(time.monotonic())
 
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    why = None
-    while proc.poll() is None:
+    for i, (cmd, env) in enumerate(zip(cmds, envs)):
+        f = None
+        if logs:
+            f = open(logs[i], "w")
+            changed = [f"{k}={shlex.quote(env[k])}" for k in RANK_VARS if k in env]
+            f.write("$ " + " ".join(changed + [shlex.quote(c) for c in cmd]) + "\n")
+            f.flush()
+            files.append(f)
+        try:
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    errors="replace", **group)
+        except OSError as e:
+            out.lines[i].append(f"cannot start {cmd[0]}: {e}")
+            if f:
+                f.write(out.lines[i][-1] + "\n")
+            out.why, out.failed = "not started" + (f" (rank {i})" if len(cmds) > 1 else ""), i
+            break
+        procs.append(proc)
+        readers.append(threading.Thread(target=read, args=(i, proc, f), daemon=True))
+        readers[-1].start()
+    if out.why:
+        stop(procs)
+    while any(p.poll() is None for p in procs):
         now = time.monotonic()
+        if out.failed is None:
+            out.failed = next((i for i, p in enumerate(procs) if p.poll() not in (None, 0)), None)
         if now - t0 > timeout:
-            why = f"timed out after {timeout:.0f} s"
+            out.why = f"timed out after {timeout:.0f} s"
+        elif out.failed is not None:
+            out.why = f"rank {out.failed} exited {procs[out.failed].returncode}; the other ranks were stopped"
         elif seen and now - seen[0] > linger:
-            why = f"still running {linger:.0f} s after its result line"
-        if why:
-            stop(proc)
+            out.why = f"still running {linger:.0f} s after a {marker} line"
+        if out.why:
+            stop(procs)
             break
         time.sleep(0.1)
-    reader.join(timeout=10)
-    if log:
-        with open(log, "w") as f:
-            f.write("$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
-            f.writelines(line + "\n" for line in lines)
-    return proc.returncode, lines, why, time.monotonic() - t0
+    for t in readers:
+        t.join(timeout=10)
+    for f in files:
+        f.close()
+    for i, p in enumerate(procs):
+        out.codes[i] = p.returncode
+    if out.failed is None and not out.why:  # all ended by themselves
+        out.failed = next((i for i, c in enumerate(out.codes) if c), None)
+    out.seconds = time.monotonic() - t0
+    return out
 
 
 def parse_results(lines, marker):
@@ -310,11 +358,20 @@ def mismatch(rec, res):
     return "; ".join(diff)
 
 
-def outcome(rec, rc, lines, why, marker):
-    """Fills the record's status from the process's output."""
-    found, bad = parse_results(lines, marker)
+def outcome(rec, run, marker):
+    """Fills the record's status from a Launch: the result is the first `marker` line of process 0
+    (ls2c's rank 0, or torchrun's whole output); without one, an oom line from any process makes it
+    OOM; a failure keeps the last lines of the process that failed (rank 0's when none did)."""
+    ranks = len(run.codes) > 1
+    found, bad = parse_results(run.lines[0], marker)
     ok = [r for r in found if not r.get("oom")]
+    ooms = [(i, o) for i, lines in enumerate(run.lines) for o in parse_results(lines, marker)[0] if o.get("oom")]
+    who = run.failed if run.failed is not None else 0
+    rc = run.codes[who]
+    status = f"rank {who} exited {rc}" if ranks else f"exit status {rc}"
     rec["rc"] = rc
+    if ranks:
+        rec["rank_rc"] = run.codes
     if ok:
         res = ok[0]
         missing = [k for k in RESULT_KEYS if not isinstance(res.get(k), (int, float))]
@@ -325,21 +382,24 @@ def outcome(rec, rc, lines, why, marker):
             diff = mismatch(rec, res)
             if diff:
                 rec["mismatch"] = diff
-            if rc or why:
-                rec["warning"] = why or f"exit status {rc} after the result line"
-    elif found:
-        o = found[0]
-        where = f" (rank {o['rank']}{', ' + str(o['phase']) if o.get('phase') else ''})" if "rank" in o else ""
+            if run.why or any(run.codes):
+                rec["warning"] = run.why or f"{status} after the result line"
+    elif ooms:
+        i, o = ooms[0]
+        rank = o.get("rank", i if ranks else None)
+        where = f" (rank {rank}{', ' + str(o['phase']) if o.get('phase') else ''})" if rank is not None else ""
         rec.update(status="oom", result=o, why="out of GPU memory" + where)
     else:
-        what = why or f"exit status {rc}"
+        what = run.why or status
         if bad:
             what += f"; unreadable {marker} line: {bad[0][:200]}"
         else:
             what += f"; no {marker} line"
         rec.update(status="failed", why=what)
     if rec["status"] == "failed":
-        rec["tail"] = [line for line in lines if line.strip()][-TAIL_LINES:]
+        rec["tail"] = [line for line in run.lines[who] if line.strip()][-TAIL_LINES:]
+        if ranks:
+            rec["tail_of"] = f"rank {who}"
     return rec
 
 
@@ -358,21 +418,33 @@ def torch_cmd(args, ranks, seq, backend, probe):
         "--inputs", "local" if probe else "full"]
 
 
-def ls2c_cmd(args, ranks, seq, schedule, probe):
+def ls2c_cmd(args, seq, schedule, probe):
+    """One ls2c rank's command (the same for every rank: each reads its place from RANK_VARS)."""
     warmup, iters = (args.probe_warmup, args.probe_iters) if probe else (args.warmup, args.iters)
     tool = [args.ls2c]
     if shutil.which("stdbuf"):  # line-buffered, so that a stopped run's last lines are there
         tool = ["stdbuf", "-oL"] + tool
-    return torchrun_cmd(args, ranks) + ["--no-python"] + tool + [
-        args.bundle, "--batch", str(args.batch), "--seq", str(seq), "--schedule", schedule,
-        "--time", str(iters), "--warmup", str(warmup), "--json-line"]
+    return tool + [args.bundle, "--batch", str(args.batch), "--seq", str(seq), "--schedule", schedule,
+                   "--time", str(iters), "--warmup", str(warmup), "--json-line"]
 
 
-def environment(system):
-    env = dict(os.environ, NCCL_NVLS_ENABLE="0", PYTHONUNBUFFERED="1")
-    if system == "ls2c":
-        env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
-    return env
+RANK_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+def environment():
+    return dict(os.environ, NCCL_NVLS_ENABLE="0", PYTHONUNBUFFERED="1")
+
+
+def rank_environments(ranks):
+    """ls2c's P environments: torchrun's variables (RANK_VARS) with MASTER_ADDR=127.0.0.1 and a port
+    free now (ddp_side_by_side.free_port); P = 1: one, without any of them (ls2c runs alone, as
+    when this script's own environment names no ranks)."""
+    base = {k: v for k, v in environment().items() if k not in RANK_VARS}
+    if ranks == 1:
+        return [base]
+    port = str(free_port())
+    return [dict(base, RANK=str(r), WORLD_SIZE=str(ranks), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(ranks),
+                 MASTER_ADDR="127.0.0.1", MASTER_PORT=port) for r in range(ranks)]
 
 
 # ---------------------------------------------------------------------------- run
@@ -438,17 +510,24 @@ class Session:
             print(f"{label(rec)}, P={ranks}, S={seq:,}: skipped ({rec['why']})", flush=True)
             self.record(rec)
             return rec
-        if system == "torch-cp":
-            cmd = torch_cmd(a, ranks, seq, variant, probe)
-        else:
-            cmd = ls2c_cmd(a, ranks, seq, variant, probe)
-        log = None
+        if system == "torch-cp":  # torchrun starts the P ranks
+            envs = [environment()]
+            cmds = [torch_cmd(a, ranks, seq, variant, probe)]
+        else:  # P processes started here, one per rank
+            envs = rank_environments(ranks)
+            cmds = [ls2c_cmd(a, seq, variant, probe)] * ranks
+        logs = None
         if a.logs:
-            log = os.path.join(a.logs, f"{system}-{variant}-P{ranks}-S{seq}{'-probe' if probe else ''}.log")
-        rc, lines, why, seconds = launch(cmd, environment(system), timeout, MARKERS[system], log)
-        rec.update(command=" ".join(shlex.quote(c) for c in cmd), seconds=round(seconds, 1),
-                   timeout_s=round(timeout))
-        outcome(rec, rc, lines, why, MARKERS[system])
+            name = os.path.join(a.logs, f"{system}-{variant}-P{ranks}-S{seq}{'-probe' if probe else ''}")
+            logs = [name + ".log"] if len(cmds) == 1 else [f"{name}.rank{r}.log" for r in range(ranks)]
+        run = launch(cmds, envs, timeout, MARKERS[system], logs)
+        command = " ".join(shlex.quote(c) for c in cmds[0])
+        if len(cmds) > 1:
+            others = f"ranks 1..{ranks - 1} with their" if ranks > 2 else "rank 1 with its"
+            command = (" ".join(f"{k}={envs[0][k]}" for k in RANK_VARS) + " " + command +
+                       f" (and {others} RANK and LOCAL_RANK)")
+        rec.update(command=command, seconds=round(run.seconds, 1), timeout_s=round(timeout))
+        outcome(rec, run, MARKERS[system])
         say(rec)
         self.record(rec)
         return rec
@@ -471,7 +550,8 @@ def say(rec):
     elif rec["status"] == "oom":
         print(f"{where}: OOM: {rec['why']} ({rec['seconds']:.0f} s)", flush=True)
     else:
-        print(f"{where}: FAILED: {rec['why']} ({rec.get('seconds', 0):.0f} s)", flush=True)
+        print(f"{where}: FAILED: {rec['why']} ({rec.get('seconds', 0):.0f} s)"
+              + (f"; the last lines of {rec['tail_of']}:" if rec.get("tail_of") else ""), flush=True)
         for line in rec.get("tail", [])[-TAIL_LINES:]:
             print(f"    | {line}", flush=True)
 
@@ -668,7 +748,7 @@ def main():
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="mode", required=True)
     r = sub.add_parser("run", help="the benchmark (GPU machine)")
-    r.add_argument("--ls2c", help="the sequence-parallel attention tool (started by torchrun, --no-python)")
+    r.add_argument("--ls2c", help="the sequence-parallel attention tool (one process per rank, started here)")
     r.add_argument("--bundle", help="its bundle (one attention layer: heads, head_dim, mask)")
     r.add_argument("--gpus", default="1,2", help="values of P, comma-separated (default 1,2)")
     r.add_argument("--seq", default="32768,65536,131072", help="lengths S, comma-separated (whole sequence)")
@@ -692,7 +772,7 @@ def main():
     r.add_argument("--probe-iters", type=int, default=1)
     r.add_argument("--torch-script", default=os.path.join(HERE, "cp_torch.py"))
     r.add_argument("--torchrun", default=f"{shlex.quote(sys.executable)} -m torch.distributed.run",
-                   help="the launcher (default: this Python's torch.distributed.run)")
+                   help="torch-cp's launcher (default: this Python's torch.distributed.run)")
     r.add_argument("--skip-ls2c", action="store_true")
     r.add_argument("--skip-torch", action="store_true")
     r.add_argument("--visible-gpus", type=int, help="GPUs to assume instead of counting them (tests)")
