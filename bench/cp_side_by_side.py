@@ -424,8 +424,11 @@ def ls2c_cmd(args, seq, schedule, probe):
     tool = [args.ls2c]
     if shutil.which("stdbuf"):  # line-buffered, so that a stopped run's last lines are there
         tool = ["stdbuf", "-oL"] + tool
+    # "distattn:cudnn": the schedule, then ls2c-seq-parallel's --attention for its blocks.
+    schedule, _, backend = schedule.partition(":")
+    extra = ["--attention", backend] if backend else []
     return tool + [args.bundle, "--batch", str(args.batch), "--seq", str(seq), "--schedule", schedule,
-                   "--time", str(iters), "--warmup", str(warmup), "--json-line"]
+                   "--time", str(iters), "--warmup", str(warmup), "--json-line"] + extra
 
 
 RANK_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -571,8 +574,9 @@ def check(args):
     args.gpus = sorted(set(parse_list("--gpus", args.gpus)))
     args.seq = sorted(set(parse_list("--seq", args.seq)))
     args.schedules = [s.strip() for s in args.schedules.split(",")]
-    if not all(re.fullmatch(r"[A-Za-z0-9_-]+", s) for s in args.schedules):
-        fail(f"--schedules {','.join(args.schedules)!r}: expected names like distattn,zigzag")
+    if not all(re.fullmatch(r"[A-Za-z0-9_-]+(:(kernels|cudnn|auto))?", s) for s in args.schedules):
+        fail(f"--schedules {','.join(args.schedules)!r}: expected names like distattn,zigzag, each "
+             "optionally with :kernels, :cudnn or :auto (the blocks' attention backend)")
     args.torch_backends = [s.strip() for s in args.torch_backends.split(",")]
     for b in args.torch_backends:
         if b not in TORCH_BACKENDS:
@@ -756,7 +760,8 @@ def main():
     r.add_argument("--heads", type=int, default=16)
     r.add_argument("--head-dim", type=int, default=128)
     r.add_argument("--causal", action=argparse.BooleanOptionalAction, default=True)
-    r.add_argument("--schedules", default="distattn,zigzag", help="ls2c's schedules (default distattn,zigzag)")
+    r.add_argument("--schedules", default="distattn,zigzag", help="ls2c's schedules (default distattn,zigzag), each optionally "
+                   "SCHEDULE:BACKEND (kernels, cudnn, auto: the blocks' attention)")
     r.add_argument("--torch-backends", default="flash", help="SDPA backends for torch-cp, comma-separated: "
                    "flash, cudnn, efficient (default flash)")
     r.add_argument("--rotate", choices=("alltoall", "allgather"), default="alltoall",

@@ -6,7 +6,8 @@
 # Here (MLIR, no GPU):   scripts/gpu-sp.sh prepare
 #   builds ls2c and ls2c-seq-parallel (LS2C_NO_BUILD=1: as they are) and writes .gpu-sp/
 #   (git-ignored): bin/, lib/ and the --program=sequence-parallel bundles of
-#   bench/models/{gpt-1.3b-sp,sp-gqa-bf16,sp-f32,sp-encoder-fp16}.json for sm_90.
+#   bench/models/{gpt-1.3b-sp,sp-gqa-bf16,sp-f32,sp-encoder-fp16}.json for sm_90, and the train
+#   step of sp-gqa-bf16 (--train).
 # There (carry [".gpu-sp"]):
 #   scripts/gpu-sp.sh check        simulated ranks on GPU 0 (P = 1..8, both schedules, causal
 #                                  and not, GQA, lengths not divisible by P, float64 on small
@@ -92,11 +93,15 @@ check() {
     one "full $s P=4 1.3b 1x32768" "$sp" "$G/gpt-1.3b-sp.ls2b" --simulate-ranks 4 --schedule $s --seq 32768 --check
     one "full $s P=5 gqa-bf16 2x20001" "$sp" "$G/sp-gqa-bf16.ls2b" --simulate-ranks 5 --schedule $s --batch 2 --seq 20001 --check
   done
+  # A decoder's train step with its attentions sequence-parallel, against the whole sequences.
+  one "train distattn P=4 gqa-bf16 2x8190" "$sp" "$G/sp-gqa-bf16.ls2b" --train "$G/sp-gqa-bf16-train.ls2b" --simulate-ranks 4 --schedule distattn --batch 2 --seq 8190 --check
+  one "train zigzag P=3 gqa-bf16 2x8190" "$sp" "$G/sp-gqa-bf16.ls2b" --train "$G/sp-gqa-bf16-train.ls2b" --simulate-ranks 3 --schedule zigzag --batch 2 --seq 8190 --check
   if [ "${GPUS:-0}" -ge 2 ]; then
     for s in distattn zigzag; do
       one "nccl $s P=2 1.3b 1x32768" ranks 2 "$G/gpt-1.3b-sp.ls2b" --schedule $s --seq 32768 --check
       one "nccl $s P=2 gqa-bf16 2x9999" ranks 2 "$G/sp-gqa-bf16.ls2b" --schedule $s --batch 2 --seq 9999 --check
       one "nccl $s P=2 f32 3x517" ranks 2 "$G/sp-f32.ls2b" --schedule $s --batch 3 --seq 517 --fp64-reference
+      one "nccl train $s P=2 gqa-bf16 2x8190" ranks 2 "$G/sp-gqa-bf16.ls2b" --train "$G/sp-gqa-bf16-train.ls2b" --schedule $s --batch 2 --seq 8190 --check
     done
   else
     echo "skipped: real NCCL ranks (this machine has ${GPUS:-0} GPU)"
@@ -126,6 +131,8 @@ for m in "${MODELS[@]}"; do
   "$BUILD/tools/ls2c/ls2c" compile "bench/models/$m.json" --program=sequence-parallel --arch=sm_90 \
     -o "$G/$m.ls2b"
 done
+# The GQA model's train step too (--train).
+"$BUILD/tools/ls2c/ls2c" compile bench/models/sp-gqa-bf16.json --arch=sm_90 -o "$G/sp-gqa-bf16-train.ls2b"
 carry_size_check "$G" 50 "kept for a device call's carry"
 echo
 echo "On the GPU machine (carry $G): scripts/gpu-sp.sh check; scripts/gpu-sp.sh bench --gpus 1,2"

@@ -597,6 +597,25 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
     }
     case Step::Kind::Attention: {
       const Attention &a = s.attention;
+      if (attentionOverride) {
+        AttentionCallPointers p;
+        p.q = pointer(a.q);
+        p.k = pointer(a.k);
+        p.v = pointer(a.v);
+        p.out = pointer(a.out);
+        p.lse = pointer(a.lse);
+        p.cuSeqlensQ = pointer(a.cuSeqlensQ);
+        p.cuSeqlensK = pointer(a.cuSeqlensK);
+        if (a.backward) {
+          p.dout = pointer(a.dout);
+          p.dq = pointer(a.dq);
+          p.dk = pointer(a.dk);
+          p.dv = pointer(a.dv);
+        }
+        skipThrough = si + a.fallbackSteps;
+        attentionOverride(a, callShape(a), p, stream);
+        break;
+      }
       if (how[si] == kKernels) {
         if (a.fallbackSteps == 0)
           throw RuntimeError(where() + ": an attention step with no generated kernels needs "
@@ -724,6 +743,12 @@ void Executor::setGraphs(bool on) {
 void Executor::setStepHook(StepHook hook) {
   stepHook = std::move(hook);
   impl->graphs.clear();
+}
+
+void Executor::setAttentionOverride(AttentionOverride hook) {
+  attentionOverride = std::move(hook);
+  if (attentionOverride)
+    setGraphs(false);
 }
 
 void Executor::setAttentionBackend(AttentionBackend backend) {

@@ -25,6 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "SequenceParallelRunner.h"
+#include "SequenceParallelTrain.h"
 
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Parallel/SequenceParallel.h"
@@ -56,10 +57,13 @@ constexpr int kExitCheck = 1, kExitUsage = 2, kExitOom = 3;
 const char *kUsage =
     "usage: ls2c-seq-parallel BUNDLE --seq S [--batch B] [--schedule distattn|zigzag]\n"
     "         [--simulate-ranks P] [--check] [--fp64-reference] [--time N] [--warmup W]\n"
-    "         [--attention kernels|cudnn|auto] [--seed N] [--json-line]";
+    "         [--attention kernels|cudnn|auto] [--seed N] [--json-line]\n"
+    "       ls2c-seq-parallel BUNDLE --train MODEL.ls2b --seq S [--batch B] [--schedule ...]\n"
+    "         [--simulate-ranks P] [--check] [--time N] [--warmup W] [--seed N] [--json-line]";
 
 struct Options {
   std::string bundle;
+  std::string train; ///< --train: a decoder's training bundle (SequenceParallelTrain.h)
   int64_t seq = 0, batch = 1;
   parallel::Schedule schedule = parallel::Schedule::DistAttn;
   int simulate = 0;
@@ -106,6 +110,8 @@ Options parse(int argc, char **argv) {
       o.warmup = v == "0" ? 0 : static_cast<int>(positive(a, v));
     } else if (a == "--seed")
       o.seed = static_cast<uint64_t>(positive(a, value()));
+    else if (a == "--train")
+      o.train = value();
     else if (a == "--check")
       o.check = true;
     else if (a == "--fp64-reference")
@@ -144,6 +150,9 @@ Options parse(int argc, char **argv) {
     throw UsageError("no bundle given");
   if (o.seq == 0)
     throw UsageError("--seq is required");
+  if (!o.train.empty() && o.fp64)
+    throw UsageError("--fp64-reference checks one attention; --train checks against the "
+                     "whole-sequence step (--check)");
   return o;
 }
 
@@ -257,6 +266,75 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+/// --train: one decoder train step with its attentions sequence-parallel.
+int runTrain(const Options &o, World &world, runtime::Executor &spExecutor,
+             const parallel::SchedulePlan &plan, const seqpar::Shape &shape,
+             seqpar::Transport &transport, const std::string &described) {
+  seqpar::TrainOptions t;
+  t.bundle = o.train;
+  t.batch = o.batch;
+  t.seq = o.seq;
+  t.seed = o.seed;
+  t.ranks = plan.ranks;
+  t.rank = world.size > 1 ? world.rank : -1;
+  t.check = o.check;
+  t.time = o.time;
+  t.warmup = o.warmup;
+  seqpar::GradientSum gradientSum;
+#if LS2C_HAVE_NCCL
+  if (world.comm)
+    gradientSum = [&](float *data, size_t elements, cudaStream_t stream) {
+      world.comm->allReduce(data, elements, runtime::DType::F32, runtime::Reduction::Sum, stream);
+    };
+#endif
+  seqpar::TrainReport r = seqpar::runSequenceParallelTraining(
+      t, spExecutor, plan, shape, transport,
+      [&](std::vector<double> v) { return world.sum(std::move(v)); }, gradientSum);
+  const bool lead = world.rank == 0;
+  int status = 0;
+  std::string js = ", \"train\": \"" + o.train + "\", \"loss\": " + std::to_string(r.loss) +
+                   ", \"attention_steps\": " + std::to_string(r.attentionCalls);
+  if (lead)
+    std::printf("%s: train step of %lld x %lld tokens over %d rank(s) (%s): loss %.6f; %zu "
+                "attention steps through the runner per rank\n",
+                o.train.c_str(), (long long)o.batch, (long long)o.seq, plan.ranks,
+                parallel::scheduleName(o.schedule), r.loss, r.attentionCalls);
+  if (o.check) {
+    const double tol = shape.dtype == runtime::DType::BF16  ? 2.5e-2
+                       : shape.dtype == runtime::DType::F16 ? 5e-3
+                                                            : 1e-5;
+    const double lossError = std::fabs(r.loss - r.fullLoss) / std::max(1e-30, std::fabs(r.fullLoss));
+    const bool ok = lossError <= tol && r.gradientError <= tol;
+    if (lead)
+      std::printf("  %s loss %.6f against the whole-sequence step's %.6f (relative %.3g); "
+                  "gradients relative L2 %.3g (tolerance %.3g)\ncheck: %s\n",
+                  ok ? "ok  " : "FAIL", r.loss, r.fullLoss, lossError, r.gradientError, tol,
+                  ok ? "passed" : "FAILED");
+    char b[200];
+    std::snprintf(b, sizeof b,
+                  ", \"check\": {\"full_loss\": %.6f, \"loss_error\": %.3g, "
+                  "\"gradient_error\": %.3g, \"pass\": %s}",
+                  r.fullLoss, lossError, r.gradientError, ok ? "true" : "false");
+    js += b;
+    status = ok ? 0 : kExitCheck;
+  }
+  if (o.time > 0) {
+    const double tokens = double(o.batch) * double(o.seq);
+    if (lead)
+      std::printf("time: train step (@accumulate_gradients + gradient all-reduce) %.3f ms "
+                  "(median of %d, slowest rank); %.0f tokens/s; %.2f GiB in use\n",
+                  r.stepMs, o.time, tokens / (r.stepMs * 1e-3), r.maxMemoryGiB);
+    char b[200];
+    std::snprintf(b, sizeof b, ", \"step_ms\": %.4f, \"tokens_per_s\": %.1f, \"max_memory_gib\": %.3f",
+                  r.stepMs, tokens / (r.stepMs * 1e-3), r.maxMemoryGiB);
+    js += b;
+  }
+  if (lead && o.jsonLine)
+    std::printf("SP_RESULT {%s%s}\n", described.c_str(), js.c_str());
+  std::fflush(stdout);
+  return status;
+}
+
 int run(const Options &o) {
   World world;
   const char *ws = std::getenv("WORLD_SIZE");
@@ -322,6 +400,9 @@ int run(const Options &o) {
                   shape.causal ? "true" : "false", runtime::dtypeName(shape.dtype));
     return std::string(text);
   };
+
+  if (!o.train.empty())
+    return runTrain(o, world, executor, plan, shape, *transport, describe());
 
   // Buffers first; a rank that cannot have them tells the others, so none
   // waits in NCCL for it.
@@ -516,8 +597,13 @@ int run(const Options &o) {
       };
       const double e = rel(0);
       bool ok = e <= tolFull;
-      std::string line = std::string(kTensorNames[i]) + ": against full attention " +
-                         std::to_string(e) + " (tolerance " + std::to_string(tolFull) + ")";
+      auto g3 = [](double x) {
+        char b[32];
+        std::snprintf(b, sizeof b, "%.3g", x);
+        return std::string(b);
+      };
+      std::string line = std::string(kTensorNames[i]) + ": against full attention " + g3(e) +
+                         " (tolerance " + g3(tolFull) + ")";
       char js[200];
       std::snprintf(js, sizeof js, "%s\"%s\": {\"vs_full\": %.3g", i ? ", " : "",
                     kTensorNames[i], e);
@@ -525,8 +611,8 @@ int run(const Options &o) {
       if (o.fp64) {
         const double x = rel(1), fx = rel(2);
         ok = ok && x <= tolExact;
-        line += "; against float64 " + std::to_string(x) + " (full attention's own " +
-                std::to_string(fx) + "; tolerance " + std::to_string(tolExact) + ")";
+        line += "; against float64 " + g3(x) + " (full attention's own " + g3(fx) +
+                "; tolerance " + g3(tolExact) + ")";
         std::snprintf(js, sizeof js, ", \"vs_fp64\": %.3g, \"full_vs_fp64\": %.3g", x, fx);
         checkJson += js;
       }

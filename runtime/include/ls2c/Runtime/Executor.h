@@ -127,6 +127,21 @@ public:
                                       cudaStream_t stream)>;
   void setStepHook(StepHook hook);
 
+  /// Runs in place of every Attention step and its fallback launches
+  /// (sequence parallelism's hook, tools/ls2c-seq-parallel): called when
+  /// the step is enqueued, with the step (shapes, strides, causal), the
+  /// call's sizes, its resolved pointers and the stream; what it enqueues
+  /// on that stream, or joins back to it with events, is the step. An
+  /// attention the compiler gave no Attention step (fp32 programs, shapes
+  /// outside Attention steps' rules, ProgramBuilder.cpp) still runs its
+  /// kernels: a caller that must see every attention counts the steps.
+  /// Setting it turns CUDA graphs off (the hook may wait on other ranks);
+  /// an empty function clears it.
+  using AttentionOverride =
+      std::function<void(const Attention &step, const AttentionCallShape &shape,
+                         const AttentionCallPointers &pointers, cudaStream_t stream)>;
+  void setAttentionOverride(AttentionOverride hook);
+
   /// Which implementation runs the Attention steps (CudnnAttention.h):
   /// Kernels (the default) runs each step's fallback, the generated
   /// kernels; Cudnn runs cuDNN's fused attention wherever it accepts the
@@ -155,6 +170,7 @@ private:
   bool timing = false;
   bool graphsOn = true;
   StepHook stepHook;
+  AttentionOverride attentionOverride;
   AttentionBackend attention = AttentionBackend::Kernels;
   std::unique_ptr<Impl> impl;
 };
