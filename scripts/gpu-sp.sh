@@ -9,10 +9,12 @@
 #   bench/models/{gpt-1.3b-sp,sp-gqa-bf16,sp-f32,sp-encoder-fp16}.json for sm_90, and the train
 #   step of sp-gqa-bf16 (--train).
 # There (carry [".gpu-sp"]):
-#   scripts/gpu-sp.sh check        simulated ranks on GPU 0 (P = 1..8, both schedules, causal
+#   scripts/gpu-sp.sh check [nccl] simulated ranks on GPU 0 (P = 1..8, both schedules, causal
 #                                  and not, GQA, lengths not divisible by P, float64 on small
 #                                  shapes) and, with 2+ GPUs, real NCCL ranks; one line each;
-#                                  exit 1 if any check fails
+#                                  exit 1 if any check fails; `nccl`: the real ranks' only
+#   scripts/gpu-sp.sh train-time P SEQ [ARGS]   the GQA model's train step (--train) on P real
+#                                  ranks, timed
 #   scripts/gpu-sp.sh bench [ARGS] bench/cp_side_by_side.py run with the 1.3B-shaped bundle
 #                                  (ARGS: its options, e.g. --gpus 1,2 --seq 32768,65536)
 # Both write their logs and JSON under $OUT (else .gpu-sp-results).
@@ -22,7 +24,7 @@ G=.gpu-sp
 MODELS=(gpt-1.3b-sp sp-gqa-bf16 sp-f32 sp-encoder-fp16)
 
 usage() {
-  echo "usage: $0 prepare | check | bench [ARGS...]" >&2
+  echo "usage: $0 prepare | check [nccl] | train-time P SEQ [ARGS...] | bench [ARGS...]" >&2
   exit 2
 }
 
@@ -79,6 +81,10 @@ check() {
     fi
   }
   local sp=$G/bin/ls2c-seq-parallel s p
+  if [ "${1:-}" = nccl ]; then # only the real ranks' checks
+    nccl_checks
+    return $failed
+  fi
   # float64 on small shapes: GQA bf16 (causal), fp32 (causal), fp16 encoder (no mask).
   for s in distattn zigzag; do
     for p in 1 2 3 4 8; do
@@ -96,6 +102,13 @@ check() {
   # A decoder's train step with its attentions sequence-parallel, against the whole sequences.
   one "train distattn P=4 gqa-bf16 2x8190" "$sp" "$G/sp-gqa-bf16.ls2b" --train "$G/sp-gqa-bf16-train.ls2b" --simulate-ranks 4 --schedule distattn --batch 2 --seq 8190 --check
   one "train zigzag P=3 gqa-bf16 2x8190" "$sp" "$G/sp-gqa-bf16.ls2b" --train "$G/sp-gqa-bf16-train.ls2b" --simulate-ranks 3 --schedule zigzag --batch 2 --seq 8190 --check
+  nccl_checks
+  grep -h '^  \(ok\|FAIL\)' "$log" | sort | uniq -c | sort -rn | head -n 3 || true
+  return $failed
+}
+
+nccl_checks() {
+  local s
   if [ "${GPUS:-0}" -ge 2 ]; then
     for s in distattn zigzag; do
       one "nccl $s P=2 1.3b 1x32768" ranks 2 "$G/gpt-1.3b-sp.ls2b" --schedule $s --seq 32768 --check
@@ -106,14 +119,28 @@ check() {
   else
     echo "skipped: real NCCL ranks (this machine has ${GPUS:-0} GPU)"
   fi
-  grep -h '^  \(ok\|FAIL\)' "$log" | sort | uniq -c | sort -rn | head -n 3 || true
-  return $failed
 }
 
 case "${1:-}" in
 prepare) ;;
 check)
-  check
+  shift
+  check "$@"
+  exit $? ;;
+train-time)
+  # train-time P SEQ [ARGS...]: the GQA model's train step (--train) timed on P real ranks
+  # (one process per GPU; P = 1 runs the one process).
+  [ $# -ge 3 ] || usage
+  gpu_env
+  p=$2 seq=$3
+  shift 3
+  if [ "$p" -eq 1 ]; then
+    "$G/bin/ls2c-seq-parallel" "$G/sp-gqa-bf16.ls2b" --train "$G/sp-gqa-bf16-train.ls2b" --seq "$seq" \
+      --time 5 --warmup 2 --json-line "$@"
+  else
+    ranks "$p" "$G/sp-gqa-bf16.ls2b" --train "$G/sp-gqa-bf16-train.ls2b" --seq "$seq" --time 5 \
+      --warmup 2 --json-line "$@"
+  fi
   exit $? ;;
 bench)
   shift

@@ -229,6 +229,19 @@ std::vector<double> randomValues(size_t n, std::mt19937_64 &rng) {
   return v;
 }
 
+/// Timing inputs: a random block of at most 1 Mi values, repeated to fill
+/// `elements` (drawing every value of a 128K-token chunk takes minutes).
+void uploadRepeating(void *dst, size_t elements, runtime::DType dtype, std::mt19937_64 &rng) {
+  const size_t eb = runtime::dtypeBytes(dtype), bytes = elements * eb;
+  std::vector<uint8_t> block =
+      tools::encodeValues(randomValues(std::min<size_t>(elements, size_t(1) << 20), rng), dtype);
+  cudaCheck(cudaMemcpy(dst, block.data(), block.size(), cudaMemcpyHostToDevice), "upload");
+  for (size_t filled = block.size(); filled < bytes; filled *= 2)
+    cudaCheck(cudaMemcpy(static_cast<char *>(dst) + filled, dst, std::min(filled, bytes - filled),
+                         cudaMemcpyDeviceToDevice),
+              "fill");
+}
+
 void upload(void *dst, const std::vector<double> &values, runtime::DType dtype) {
   std::vector<uint8_t> bytes = tools::encodeValues(values, dtype);
   cudaCheck(cudaMemcpy(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "upload");
@@ -452,14 +465,18 @@ int run(const Options &o) {
       if (rows == 0)
         continue;
       std::mt19937_64 rng(o.seed * 1000003u + static_cast<uint64_t>(c));
-      auto part = [&](const std::vector<double> &full, int64_t width) {
-        return o.check ? chunkOf(full, o.batch, o.seq, lo, hi, width)
-                       : randomValues(static_cast<size_t>(rows * width), rng);
+      auto put = [&](Runner::Tensor t, const std::vector<double> &full, int64_t width) {
+        if (o.check)
+          upload(runner->tensor(r, c, t), chunkOf(full, o.batch, o.seq, lo, hi, width),
+                 shape.dtype);
+        else
+          uploadRepeating(runner->tensor(r, c, t), static_cast<size_t>(rows * width), shape.dtype,
+                          rng);
       };
-      upload(runner->tensor(r, c, Runner::Tensor::Q), part(q, qw), shape.dtype);
-      upload(runner->tensor(r, c, Runner::Tensor::K), part(k, kvw), shape.dtype);
-      upload(runner->tensor(r, c, Runner::Tensor::V), part(v, kvw), shape.dtype);
-      upload(runner->tensor(r, c, Runner::Tensor::DOut), part(dout, qw), shape.dtype);
+      put(Runner::Tensor::Q, q, qw);
+      put(Runner::Tensor::K, k, kvw);
+      put(Runner::Tensor::V, v, kvw);
+      put(Runner::Tensor::DOut, dout, qw);
     }
 
   cudaStream_t compute = nullptr, comm = nullptr;
