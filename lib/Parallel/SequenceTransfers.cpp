@@ -74,20 +74,21 @@ int receiveSlot(const std::vector<Transfer> &list, const Transfer &t) {
   for (const Transfer &x : list) {
     if (key(x) == key(t))
       return slot;
-    slot += x.to == t.to;
+    slot += x.to == t.to && x.what == t.what;
   }
   return -1;
 }
 
-int maxReceives(const std::vector<StepTransfers> &steps, bool gives) {
+int maxReceives(const std::vector<StepTransfers> &steps, Payload what) {
   int most = 0;
-  for (const StepTransfers &s : steps) {
-    const std::vector<Transfer> &list = gives ? s.give : s.fetch;
-    for (const Transfer &t : list)
-      most = std::max(most, static_cast<int>(std::count_if(
-                                list.begin(), list.end(),
-                                [&](const Transfer &x) { return x.to == t.to; })));
-  }
+  for (const StepTransfers &s : steps)
+    for (const std::vector<Transfer> *list : {&s.fetch, &s.give})
+      for (const Transfer &t : *list)
+        if (t.what == what)
+          most = std::max(most, static_cast<int>(std::count_if(
+                                    list->begin(), list->end(), [&](const Transfer &x) {
+                                      return x.to == t.to && x.what == what;
+                                    })));
   return most;
 }
 

@@ -44,13 +44,19 @@ void CopyTransport::exchange(const std::vector<Transfer> &list, const Parts &par
 }
 
 /// Buffers of one chunk: a rank's own, a fetch slot, a block's outputs or a
-/// give slot (each allocates the parts it needs).
+/// give slot (each allocates the parts it needs; a pointer left null is not
+/// needed there). A block's and a give's out (forward) and dq (backward)
+/// share one buffer: the two passes never overlap.
 struct ChunkBuffers {
   DeviceBuffer q, k, v, dout, out, lse;
-  DeviceBuffer outAcc[2], lseAcc[2]; ///< own chunks: ping-pong merge state
-  int acc = 0;                       ///< which of the two holds the state
-  DeviceBuffer dqAcc, dkAcc, dvAcc;  ///< own chunks: f32 gradient sums
-  DeviceBuffer dq, dk, dv;
+  void *dq = nullptr, *dk = nullptr, *dv = nullptr;
+  DeviceBuffer dqOwn, dkOwn, dvOwn;
+  /// Own chunks: f32 state, the forward's ping-pong merge (out, lse) x 2
+  /// and the backward's gradient sums (dq, dk, dv) in one pool.
+  DeviceBuffer pool, lseAcc[2];
+  void *outAcc[2] = {nullptr, nullptr};
+  int acc = 0; ///< which of the two holds the merge state
+  void *dqAcc = nullptr, *dkAcc = nullptr, *dvAcc = nullptr;
 };
 
 struct Runner::Impl {
@@ -65,8 +71,9 @@ struct Runner::Impl {
   int64_t maxRows = 0; ///< rows of the longest chunk
 
   std::map<std::pair<int, int64_t>, ChunkBuffers> own; ///< (rank, chunk)
-  /// Per local rank and step parity: fetch slots, block outputs, give slots.
-  std::map<int, std::vector<ChunkBuffers>> fetchSlots[2], blockSlots[2], giveSlots[2];
+  /// Per local rank and step parity: receive slots per payload (numbered as
+  /// parallel::receiveSlot numbers them) and the blocks' outputs.
+  std::map<int, std::vector<ChunkBuffers>> slots[2][5], blockSlots[2];
   DeviceBuffer cuSeqlens; ///< i32 [chunks][B + 1]
   cudaEvent_t fetched[2]{}, computed[2]{}, given[2]{};
 
@@ -115,6 +122,10 @@ struct Runner::Impl {
     return out;
   }
 
+  std::vector<ChunkBuffers> &slotsOf(size_t t, int r, Payload what) {
+    return slots[t % 2][static_cast<int>(what)][r];
+  }
+
   void allocate() {
     for (int64_t c = 0; c < plan.chunks; ++c)
       maxRows = std::max(maxRows, rows(c));
@@ -132,51 +143,65 @@ struct Runner::Impl {
         b.dout = alloc(qBytes(n), what + " dout", total);
         b.out = alloc(qBytes(n), what + " out", total);
         b.lse = alloc(lseBytes(n), what + " lse", total);
-        for (int i = 0; i < 2; ++i) {
-          b.outAcc[i] = alloc(q32Bytes(n), what + " f32 out", total);
+        b.dqOwn = alloc(qBytes(n), what + " dq", total);
+        b.dkOwn = alloc(kvBytes(n), what + " dk", total);
+        b.dvOwn = alloc(kvBytes(n), what + " dv", total);
+        b.dq = b.dqOwn.data();
+        b.dk = b.dkOwn.data();
+        b.dv = b.dvOwn.data();
+        // Forward: out x 2 (q32 each); backward: dq, dk, dv sums.
+        const size_t q32 = q32Bytes(n), kv32 = kv32Bytes(n);
+        b.pool = alloc(std::max(2 * q32, q32 + 2 * kv32), what + " f32 sums", total);
+        char *pool = static_cast<char *>(b.pool.data());
+        b.outAcc[0] = pool;
+        b.outAcc[1] = pool + q32;
+        b.dqAcc = pool;
+        b.dkAcc = pool + q32;
+        b.dvAcc = pool + q32 + kv32;
+        for (int i = 0; i < 2; ++i)
           b.lseAcc[i] = alloc(lseBytes(n), what + " lse sum", total);
-        }
-        b.dqAcc = alloc(q32Bytes(n), what + " f32 dq", total);
-        b.dkAcc = alloc(kv32Bytes(n), what + " f32 dk", total);
-        b.dvAcc = alloc(kv32Bytes(n), what + " f32 dv", total);
-        b.dq = alloc(qBytes(n), what + " dq", total);
-        b.dk = alloc(kvBytes(n), what + " dk", total);
-        b.dv = alloc(kvBytes(n), what + " dv", total);
       }
-      int fetches = std::max(parallel::maxReceives(fwd, false), parallel::maxReceives(bwd, false));
-      int gives = std::max(parallel::maxReceives(fwd, true), parallel::maxReceives(bwd, true));
-      size_t most = 0;
+      auto most = [&](Payload p) {
+        return std::max(parallel::maxReceives(fwd, p), parallel::maxReceives(bwd, p));
+      };
+      size_t tasksPerStep = 0;
       for (const auto &step : plan.steps)
-        most = std::max(most, static_cast<size_t>(std::count_if(
-                                  step.begin(), step.end(),
-                                  [&](const BlockTask &b) { return b.rank == r; })));
+        tasksPerStep = std::max(tasksPerStep, static_cast<size_t>(std::count_if(
+                                                  step.begin(), step.end(),
+                                                  [&](const BlockTask &b) { return b.rank == r; })));
       for (int half = 0; half < 2; ++half) {
         const std::string what = "rank " + std::to_string(r) + " slot";
-        for (int i = 0; i < fetches; ++i) {
-          ChunkBuffers &b = fetchSlots[half][r].emplace_back();
-          b.q = alloc(qBytes(R), what + " q", total);
+        for (int i = 0; i < most(Payload::KeyValue); ++i) {
+          ChunkBuffers &b = slots[half][static_cast<int>(Payload::KeyValue)][r].emplace_back();
           b.k = alloc(kvBytes(R), what + " k", total);
           b.v = alloc(kvBytes(R), what + " v", total);
+        }
+        for (int i = 0; i < most(Payload::Query); ++i) {
+          ChunkBuffers &b = slots[half][static_cast<int>(Payload::Query)][r].emplace_back();
+          b.q = alloc(qBytes(R), what + " q", total);
           b.dout = alloc(qBytes(R), what + " dout", total);
           b.out = alloc(qBytes(R), what + " out", total);
           b.lse = alloc(lseBytes(R), what + " lse", total);
         }
-        for (size_t i = 0; i < most; ++i) {
-          ChunkBuffers &b = blockSlots[half][r].emplace_back();
-          b.out = alloc(qBytes(R), what + " block out", total);
-          b.lse = alloc(lseBytes(R), what + " block lse", total);
-          b.dq = alloc(qBytes(R), what + " block dq", total);
-          b.dk = alloc(kvBytes(R), what + " block dk", total);
-          b.dv = alloc(kvBytes(R), what + " block dv", total);
-        }
-        for (int i = 0; i < gives; ++i) {
-          ChunkBuffers &b = giveSlots[half][r].emplace_back();
-          b.out = alloc(qBytes(R), what + " given out", total);
-          b.lse = alloc(lseBytes(R), what + " given lse", total);
-          b.dq = alloc(qBytes(R), what + " given dq", total);
-          b.dk = alloc(kvBytes(R), what + " given dk", total);
-          b.dv = alloc(kvBytes(R), what + " given dv", total);
-        }
+        auto outputs = [&](ChunkBuffers &b, bool query, bool keys) {
+          if (query) {
+            b.out = alloc(qBytes(R), what + " out / dq", total);
+            b.dq = b.out.data();
+            b.lse = alloc(lseBytes(R), what + " lse", total);
+          }
+          if (keys) {
+            b.dkOwn = alloc(kvBytes(R), what + " dk", total);
+            b.dvOwn = alloc(kvBytes(R), what + " dv", total);
+            b.dk = b.dkOwn.data();
+            b.dv = b.dvOwn.data();
+          }
+        };
+        for (size_t i = 0; i < tasksPerStep; ++i)
+          outputs(blockSlots[half][r].emplace_back(), true, true);
+        for (Payload p : {Payload::Partial, Payload::GradQuery, Payload::GradKeyValue})
+          for (int i = 0; i < most(p); ++i)
+            outputs(slots[half][static_cast<int>(p)][r].emplace_back(),
+                    p != Payload::GradKeyValue, p == Payload::GradKeyValue);
       }
     }
     std::vector<int32_t> cuHost;
@@ -234,9 +259,9 @@ struct Runner::Impl {
 
   void merge(ChunkBuffers &own, int64_t n, void *outB, void *lseB, cudaStream_t st) {
     Executor::Call call;
-    call.arguments = {own.outAcc[own.acc].data(), own.lseAcc[own.acc].data(), outB, lseB};
+    call.arguments = {own.outAcc[own.acc], own.lseAcc[own.acc].data(), outB, lseB};
     call.argumentShapes = {qShape(n), {n, s.heads}, qShape(n), {n, s.heads}};
-    call.results = {own.outAcc[1 - own.acc].data(), own.lseAcc[1 - own.acc].data()};
+    call.results = {own.outAcc[1 - own.acc], own.lseAcc[1 - own.acc].data()};
     ex.run("merge_attention", call, st);
     own.acc = 1 - own.acc;
   }
@@ -268,23 +293,21 @@ struct Runner::Impl {
     if (slot < 0)
       throw RuntimeError("sequence parallelism: chunk " + std::to_string(chunk) +
                          " was not fetched to rank " + std::to_string(r));
-    return fetchSlots[t % 2].at(r)[static_cast<size_t>(slot)];
+    return slotsOf(t, r, what)[static_cast<size_t>(slot)];
   }
 
   std::vector<Span> parts(size_t t, const Transfer &x, bool sending, bool backward) {
     const int r = sending ? x.from : x.to;
     const int64_t n = x.what == Payload::GradKeyValue ? rows(x.keyChunk) : rows(x.chunk);
     ChunkBuffers *b = nullptr;
-    if (x.what == Payload::KeyValue || x.what == Payload::Query) {
-      b = sending ? &own.at({r, x.chunk})
-                  : &fetchSlots[t % 2].at(r)[static_cast<size_t>(
-                        parallel::receiveSlot((backward ? bwd : fwd)[t].fetch, x))];
-    } else if (sending) {
+    const bool fetch = x.what == Payload::KeyValue || x.what == Payload::Query;
+    if (fetch && sending)
+      b = &own.at({r, x.chunk});
+    else if (sending)
       b = &blockSlots[t % 2].at(r)[static_cast<size_t>(taskSlot(t, r, x.queryChunk, x.keyChunk))];
-    } else {
-      b = &giveSlots[t % 2].at(r)[static_cast<size_t>(
-          parallel::receiveSlot((backward ? bwd : fwd)[t].give, x))];
-    }
+    else
+      b = &slotsOf(t, r, x.what)[static_cast<size_t>(parallel::receiveSlot(
+          fetch ? (backward ? bwd : fwd)[t].fetch : (backward ? bwd : fwd)[t].give, x))];
     switch (x.what) {
     case Payload::KeyValue:
       return {{b->k.data(), kvBytes(n)}, {b->v.data(), kvBytes(n)}};
@@ -298,9 +321,9 @@ struct Runner::Impl {
     case Payload::Partial:
       return {{b->out.data(), qBytes(n)}, {b->lse.data(), lseBytes(n)}};
     case Payload::GradQuery:
-      return {{b->dq.data(), qBytes(n)}};
+      return {{b->dq, qBytes(n)}};
     case Payload::GradKeyValue:
-      return {{b->dk.data(), kvBytes(n)}, {b->dv.data(), kvBytes(n)}};
+      return {{b->dk, kvBytes(n)}, {b->dv, kvBytes(n)}};
     }
     return {};
   }
@@ -330,16 +353,15 @@ struct Runner::Impl {
           continue;
         }
         blockBackward(b.queryChunk, b.keyChunk, qb.dout.data(), qb.q.data(), kb.k.data(),
-                      kb.v.data(), qb.out.data(), qb.lse.data(), o.dq.data(), o.dk.data(),
-                      o.dv.data(), st);
+                      kb.v.data(), qb.out.data(), qb.lse.data(), o.dq, o.dk, o.dv, st);
         if (ownQ)
-          accumulate(own.at({r, b.queryChunk}).dqAcc.data(), o.dq.data(),
-                     rows(b.queryChunk) * s.heads * s.headDim, st);
+          accumulate(own.at({r, b.queryChunk}).dqAcc, o.dq, rows(b.queryChunk) * s.heads * s.headDim,
+                     st);
         if (ownK) {
           ChunkBuffers &k = own.at({r, b.keyChunk});
           const int64_t n = rows(b.keyChunk) * s.kvHeads * s.headDim;
-          accumulate(k.dkAcc.data(), o.dk.data(), n, st);
-          accumulate(k.dvAcc.data(), o.dv.data(), n, st);
+          accumulate(k.dkAcc, o.dk, n, st);
+          accumulate(k.dvAcc, o.dv, n, st);
         }
       }
     }
@@ -351,8 +373,7 @@ struct Runner::Impl {
       if (std::find(local.begin(), local.end(), x.to) == local.end())
         continue;
       // Slots are numbered over the whole list, as parts() numbers them.
-      ChunkBuffers &g =
-          giveSlots[t % 2].at(x.to)[static_cast<size_t>(parallel::receiveSlot(all, x))];
+      ChunkBuffers &g = slotsOf(t, x.to, x.what)[static_cast<size_t>(parallel::receiveSlot(all, x))];
       ChunkBuffers &o = own.at({x.to, x.chunk});
       const int64_t n = rows(x.chunk);
       switch (x.what) {
@@ -360,11 +381,11 @@ struct Runner::Impl {
         merge(o, n, g.out.data(), g.lse.data(), st);
         break;
       case Payload::GradQuery:
-        accumulate(o.dqAcc.data(), g.dq.data(), n * s.heads * s.headDim, st);
+        accumulate(o.dqAcc, g.dq, n * s.heads * s.headDim, st);
         break;
       case Payload::GradKeyValue:
-        accumulate(o.dkAcc.data(), g.dk.data(), n * s.kvHeads * s.headDim, st);
-        accumulate(o.dvAcc.data(), g.dv.data(), n * s.kvHeads * s.headDim, st);
+        accumulate(o.dkAcc, g.dk, n * s.kvHeads * s.headDim, st);
+        accumulate(o.dvAcc, g.dv, n * s.kvHeads * s.headDim, st);
         break;
       default:
         break;
@@ -377,16 +398,16 @@ struct Runner::Impl {
       const int64_t n = rows(key.second);
       if (!backward) {
         b.acc = 0;
-        check(cudaMemsetAsync(b.outAcc[0].data(), 0, q32Bytes(n), st), "cudaMemsetAsync");
+        check(cudaMemsetAsync(b.outAcc[0], 0, q32Bytes(n), st), "cudaMemsetAsync");
         // -inf: a row that has seen no key yet.
         if (CUresult e = cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(b.lseAcc[0].data()),
                                           0xFF800000u, static_cast<size_t>(n * s.heads), st);
             e != CUDA_SUCCESS)
           throw RuntimeError("cuMemsetD32Async (lse = -inf) failed");
       } else {
-        check(cudaMemsetAsync(b.dqAcc.data(), 0, q32Bytes(n), st), "cudaMemsetAsync");
-        check(cudaMemsetAsync(b.dkAcc.data(), 0, kv32Bytes(n), st), "cudaMemsetAsync");
-        check(cudaMemsetAsync(b.dvAcc.data(), 0, kv32Bytes(n), st), "cudaMemsetAsync");
+        check(cudaMemsetAsync(b.dqAcc, 0, q32Bytes(n), st), "cudaMemsetAsync");
+        check(cudaMemsetAsync(b.dkAcc, 0, kv32Bytes(n), st), "cudaMemsetAsync");
+        check(cudaMemsetAsync(b.dvAcc, 0, kv32Bytes(n), st), "cudaMemsetAsync");
       }
     }
   }
@@ -397,15 +418,15 @@ struct Runner::Impl {
       if (n == 0)
         continue;
       if (!backward) {
-        round(b.outAcc[b.acc].data(), b.out.data(), n * s.heads * s.headDim, st);
+        round(b.outAcc[b.acc], b.out.data(), n * s.heads * s.headDim, st);
         check(cudaMemcpyAsync(b.lse.data(), b.lseAcc[b.acc].data(), lseBytes(n),
                               cudaMemcpyDeviceToDevice, st),
               "cudaMemcpyAsync (lse)");
         continue;
       }
-      round(b.dqAcc.data(), b.dq.data(), n * s.heads * s.headDim, st);
-      round(b.dkAcc.data(), b.dk.data(), n * s.kvHeads * s.headDim, st);
-      round(b.dvAcc.data(), b.dv.data(), n * s.kvHeads * s.headDim, st);
+      round(b.dqAcc, b.dq, n * s.heads * s.headDim, st);
+      round(b.dkAcc, b.dk, n * s.kvHeads * s.headDim, st);
+      round(b.dvAcc, b.dv, n * s.kvHeads * s.headDim, st);
     }
   }
 
@@ -529,11 +550,11 @@ void *Runner::tensor(int rank, int64_t chunk, Tensor t) const {
   case Tensor::Lse:
     return b.lse.data();
   case Tensor::DQ:
-    return b.dq.data();
+    return b.dq;
   case Tensor::DK:
-    return b.dk.data();
+    return b.dk;
   case Tensor::DV:
-    return b.dv.data();
+    return b.dv;
   }
   return nullptr;
 }

@@ -51,12 +51,13 @@ struct StepTransfers {
 std::vector<StepTransfers> planTransfers(const SchedulePlan &plan, bool backward);
 
 /// The index of `t` among the transfers of `list` with the same receiver
-/// (its receive slot); -1 when it is not there.
+/// and payload (its receive slot of that payload's kind); -1 when it is not
+/// there.
 int receiveSlot(const std::vector<Transfer> &list, const Transfer &t);
 
-/// Over all steps, the most fetches (or gives, `gives`) one rank receives in
-/// one step: the receive slots a rank needs per step.
-int maxReceives(const std::vector<StepTransfers> &steps, bool gives);
+/// Over all steps, the most transfers of payload `what` one rank receives in
+/// one step: the receive slots of that kind a rank needs per step.
+int maxReceives(const std::vector<StepTransfers> &steps, Payload what);
 
 } // namespace ls2c::parallel
 
