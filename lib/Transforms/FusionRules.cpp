@@ -148,10 +148,16 @@ Operation *definingOpThroughViews(Value v) {
 }
 
 bool isArgumentConversion(Operation *op) {
-  if (!isa<ls2::CastOp>(op) || !isa<BlockArgument>(op->getOperand(0)))
+  auto arg = dyn_cast<BlockArgument>(op->getOperand(0));
+  if (!isa<ls2::CastOp>(op) || !arg)
     return false;
-  // Read once, by an op that is not a view: recomputing it in that reader
-  // costs nothing and saves the converted copy.
+  // Parameters keep their one converted copy (written once, read by every
+  // kernel of the layer). Another argument read once, by an op that is not
+  // a view, is converted in that reader: it costs nothing and saves a copy.
+  auto f = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  auto kind = f ? f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "ls2.kind") : StringAttr();
+  if (kind && kind.getValue() == "parameter")
+    return true;
   Value converted = op->getResult(0);
   return !converted.hasOneUse() || isView(*converted.getUsers().begin());
 }

@@ -53,10 +53,11 @@ bool isStridedView(mlir::Operation *op);
 bool isInPlaceConcat(mlir::Operation *op,
                      const llvm::DenseSet<mlir::Operation *> *clonable = nullptr);
 
-/// A cast of a whole function argument read by several ops or through
-/// views (the fp16/bf16 compute copy of the master workspace): one kernel
-/// writes it, and the ops that read it treat it like an argument. A cast
-/// with one reader that is not a view is fused into that reader instead.
+/// A cast of a whole function argument that is a parameter, or that
+/// several ops or views read (the fp16/bf16 compute copy of the master
+/// workspace): one kernel writes it, and the ops that read it treat it like
+/// an argument. A cast of any other argument with one reader that is not a
+/// view is fused into that reader instead.
 bool isArgumentConversion(mlir::Operation *op);
 
 /// The op that computes `v`, looking through views; null for a function
