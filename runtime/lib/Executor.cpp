@@ -597,7 +597,7 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
     }
     case Step::Kind::Attention: {
       const Attention &a = s.attention;
-      if (attentionOverride) {
+      auto callPointers = [&] {
         AttentionCallPointers p;
         p.q = pointer(a.q);
         p.k = pointer(a.k);
@@ -606,14 +606,21 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
         p.lse = pointer(a.lse);
         p.cuSeqlensQ = pointer(a.cuSeqlensQ);
         p.cuSeqlensK = pointer(a.cuSeqlensK);
+        if (a.dropoutRate > 0) {
+          p.seed = pointer(a.seed);
+          p.offset = pointer(a.offset);
+        }
         if (a.backward) {
           p.dout = pointer(a.dout);
           p.dq = pointer(a.dq);
           p.dk = pointer(a.dk);
           p.dv = pointer(a.dv);
         }
+        return p;
+      };
+      if (attentionOverride) {
         skipThrough = si + a.fallbackSteps;
-        attentionOverride(a, callShape(a), p, stream);
+        attentionOverride(a, callShape(a), callPointers(), stream);
         break;
       }
       if (how[si] == kKernels) {
@@ -622,24 +629,7 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
                                        "cuDNN (setAttentionBackend(AttentionBackend::Cudnn))");
         break; // its fallback launches follow
       }
-      AttentionCallPointers p;
-      p.q = pointer(a.q);
-      p.k = pointer(a.k);
-      p.v = pointer(a.v);
-      p.out = pointer(a.out);
-      p.lse = pointer(a.lse);
-      p.cuSeqlensQ = pointer(a.cuSeqlensQ);
-      p.cuSeqlensK = pointer(a.cuSeqlensK);
-      if (a.dropoutRate > 0) {
-        p.seed = pointer(a.seed);
-        p.offset = pointer(a.offset);
-      }
-      if (a.backward) {
-        p.dout = pointer(a.dout);
-        p.dq = pointer(a.dq);
-        p.dk = pointer(a.dk);
-        p.dv = pointer(a.dv);
-      }
+      const AttentionCallPointers p = callPointers();
       skipThrough = si + a.fallbackSteps;
       skipTimed = how[si] == kTune;
       if (how[si] == kCudnn) {

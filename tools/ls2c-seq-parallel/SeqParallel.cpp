@@ -156,11 +156,6 @@ Options parse(int argc, char **argv) {
   return o;
 }
 
-void cudaCheck(cudaError_t e, const char *what) {
-  if (e != cudaSuccess)
-    throw RuntimeError(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
 /// The communicator of this process's rank, or none (simulated ranks).
 struct World {
   int rank = 0, size = 1;
@@ -175,7 +170,7 @@ struct World {
       runtime::DeviceBuffer d(f.size() * 4, "all-reduce");
       d.upload(f.data(), f.size() * 4);
       comm->allReduce(d.data(), f.size(), runtime::DType::F32, runtime::Reduction::Sum, nullptr);
-      cudaCheck(cudaDeviceSynchronize(), "all-reduce");
+      seqpar::checkCuda(cudaDeviceSynchronize(), "all-reduce");
       d.download(f.data(), f.size() * 4);
       values.assign(f.begin(), f.end());
     }
@@ -235,21 +230,21 @@ void uploadRepeating(void *dst, size_t elements, runtime::DType dtype, std::mt19
   const size_t eb = runtime::dtypeBytes(dtype), bytes = elements * eb;
   std::vector<uint8_t> block =
       tools::encodeValues(randomValues(std::min<size_t>(elements, size_t(1) << 20), rng), dtype);
-  cudaCheck(cudaMemcpy(dst, block.data(), block.size(), cudaMemcpyHostToDevice), "upload");
+  seqpar::checkCuda(cudaMemcpy(dst, block.data(), block.size(), cudaMemcpyHostToDevice), "upload");
   for (size_t filled = block.size(); filled < bytes; filled *= 2)
-    cudaCheck(cudaMemcpy(static_cast<char *>(dst) + filled, dst, std::min(filled, bytes - filled),
+    seqpar::checkCuda(cudaMemcpy(static_cast<char *>(dst) + filled, dst, std::min(filled, bytes - filled),
                          cudaMemcpyDeviceToDevice),
               "fill");
 }
 
 void upload(void *dst, const std::vector<double> &values, runtime::DType dtype) {
   std::vector<uint8_t> bytes = tools::encodeValues(values, dtype);
-  cudaCheck(cudaMemcpy(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "upload");
+  seqpar::checkCuda(cudaMemcpy(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "upload");
 }
 
 std::vector<double> download(const void *src, size_t elements, runtime::DType dtype) {
   std::vector<uint8_t> bytes(elements * runtime::dtypeBytes(dtype));
-  cudaCheck(cudaMemcpy(bytes.data(), src, bytes.size(), cudaMemcpyDeviceToHost), "download");
+  seqpar::checkCuda(cudaMemcpy(bytes.data(), src, bytes.size(), cudaMemcpyDeviceToHost), "download");
   return tools::decodeValues(bytes, dtype);
 }
 
@@ -370,7 +365,7 @@ int run(const Options &o) {
   if (distributed) {
 #if LS2C_HAVE_NCCL
     runtime::DistributedEnv env = runtime::parseDistributedEnv();
-    cudaCheck(cudaSetDevice(env.localRank), "cudaSetDevice (LOCAL_RANK)");
+    seqpar::checkCuda(cudaSetDevice(env.localRank), "cudaSetDevice (LOCAL_RANK)");
     world.comm = std::make_unique<runtime::NcclCommunicator>(
         runtime::NcclCommunicator::fromEnvironment(env));
     world.rank = env.rank;
@@ -480,8 +475,8 @@ int run(const Options &o) {
     }
 
   cudaStream_t compute = nullptr, comm = nullptr;
-  cudaCheck(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), "cudaStreamCreate");
-  cudaCheck(cudaStreamCreateWithFlags(&comm, cudaStreamNonBlocking), "cudaStreamCreate");
+  seqpar::checkCuda(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), "cudaStreamCreate");
+  seqpar::checkCuda(cudaStreamCreateWithFlags(&comm, cudaStreamNonBlocking), "cudaStreamCreate");
   auto once = [&]() {
     runner->forward(compute, comm);
     runner->backward(compute, comm);
@@ -491,7 +486,7 @@ int run(const Options &o) {
   std::string checkJson;
   if (o.check) {
     once();
-    cudaCheck(cudaStreamSynchronize(compute), "sequence-parallel attention");
+    seqpar::checkCuda(cudaStreamSynchronize(compute), "sequence-parallel attention");
     // Full attention over the whole sequences, same bundle, this GPU.
     const int64_t bound = executor.function("attention_block_causal").arguments[0].maxShape[0];
     if (tokens > bound)
@@ -531,7 +526,7 @@ int run(const Options &o) {
                         {o.batch + 1}};
     g.results = {gq.data(), gk.data(), gv.data()};
     executor.run("attention_block_grad_causal", g, compute);
-    cudaCheck(cudaStreamSynchronize(compute), "full attention");
+    seqpar::checkCuda(cudaStreamSynchronize(compute), "full attention");
     std::vector<double> full[5] = {
         download(out.data(), static_cast<size_t>(tokens * qw), shape.dtype),
         download(lse.data(), static_cast<size_t>(tokens * shape.heads), runtime::DType::F32),
@@ -648,19 +643,19 @@ int run(const Options &o) {
   if (o.time > 0) {
     cudaEvent_t ev[3];
     for (cudaEvent_t &e : ev)
-      cudaCheck(cudaEventCreate(&e), "cudaEventCreate");
+      seqpar::checkCuda(cudaEventCreate(&e), "cudaEventCreate");
     std::vector<double> fwd, bwd;
     for (int i = 0; i < o.warmup + o.time; ++i) {
       world.barrier();
-      cudaCheck(cudaEventRecord(ev[0], compute), "cudaEventRecord");
+      seqpar::checkCuda(cudaEventRecord(ev[0], compute), "cudaEventRecord");
       runner->forward(compute, comm);
-      cudaCheck(cudaEventRecord(ev[1], compute), "cudaEventRecord");
+      seqpar::checkCuda(cudaEventRecord(ev[1], compute), "cudaEventRecord");
       runner->backward(compute, comm);
-      cudaCheck(cudaEventRecord(ev[2], compute), "cudaEventRecord");
-      cudaCheck(cudaEventSynchronize(ev[2]), "sequence-parallel attention");
+      seqpar::checkCuda(cudaEventRecord(ev[2], compute), "cudaEventRecord");
+      seqpar::checkCuda(cudaEventSynchronize(ev[2]), "sequence-parallel attention");
       float a = 0, b = 0;
-      cudaCheck(cudaEventElapsedTime(&a, ev[0], ev[1]), "cudaEventElapsedTime");
-      cudaCheck(cudaEventElapsedTime(&b, ev[1], ev[2]), "cudaEventElapsedTime");
+      seqpar::checkCuda(cudaEventElapsedTime(&a, ev[0], ev[1]), "cudaEventElapsedTime");
+      seqpar::checkCuda(cudaEventElapsedTime(&b, ev[1], ev[2]), "cudaEventElapsedTime");
       if (i >= o.warmup) {
         fwd.push_back(a);
         bwd.push_back(b);
@@ -684,7 +679,7 @@ int run(const Options &o) {
                             shape.headDim * (shape.causal ? 0.5 : 1.0);
     const double tflops = fwdFlops * 3.5 / (step * 1e-3) / P / 1e12;
     size_t freeB = 0, totalB = 0;
-    cudaCheck(cudaMemGetInfo(&freeB, &totalB), "cudaMemGetInfo");
+    seqpar::checkCuda(cudaMemGetInfo(&freeB, &totalB), "cudaMemGetInfo");
     const double usedGiB = double(totalB - freeB) / 1073741824.0;
     std::vector<double> used(static_cast<size_t>(world.size), 0.0);
     used[static_cast<size_t>(world.rank)] = usedGiB;

@@ -16,12 +16,12 @@ using runtime::DeviceBuffer;
 using runtime::Executor;
 using runtime::RuntimeError;
 
-namespace {
-
-void check(cudaError_t e, const char *what) {
+void checkCuda(cudaError_t e, const char *what) {
   if (e != cudaSuccess)
     throw RuntimeError(std::string(what) + ": " + cudaGetErrorString(e));
 }
+
+namespace {
 
 /// A buffer of `bytes` (at least 1), its name in an out-of-memory error.
 DeviceBuffer alloc(size_t bytes, const std::string &what, size_t &total) {
@@ -37,7 +37,7 @@ void CopyTransport::exchange(const std::vector<Transfer> &list, const Parts &par
     std::vector<Span> from = parts(t, true), to = parts(t, false);
     for (size_t i = 0; i < from.size(); ++i)
       if (from[i].bytes)
-        check(cudaMemcpyAsync(to[i].ptr, from[i].ptr, from[i].bytes, cudaMemcpyDeviceToDevice,
+        checkCuda(cudaMemcpyAsync(to[i].ptr, from[i].ptr, from[i].bytes, cudaMemcpyDeviceToDevice,
                               stream),
               "cudaMemcpyAsync (a simulated rank's transfer)");
   }
@@ -213,9 +213,9 @@ struct Runner::Impl {
     cuSeqlens = alloc(cuHost.size() * 4, "cu_seqlens", total);
     cuSeqlens.upload(cuHost.data(), cuHost.size() * 4);
     for (int i = 0; i < 2; ++i) {
-      check(cudaEventCreateWithFlags(&fetched[i], cudaEventDisableTiming), "cudaEventCreate");
-      check(cudaEventCreateWithFlags(&computed[i], cudaEventDisableTiming), "cudaEventCreate");
-      check(cudaEventCreateWithFlags(&given[i], cudaEventDisableTiming), "cudaEventCreate");
+      checkCuda(cudaEventCreateWithFlags(&fetched[i], cudaEventDisableTiming), "cudaEventCreate");
+      checkCuda(cudaEventCreateWithFlags(&computed[i], cudaEventDisableTiming), "cudaEventCreate");
+      checkCuda(cudaEventCreateWithFlags(&given[i], cudaEventDisableTiming), "cudaEventCreate");
     }
   }
 
@@ -398,16 +398,16 @@ struct Runner::Impl {
       const int64_t n = rows(key.second);
       if (!backward) {
         b.acc = 0;
-        check(cudaMemsetAsync(b.outAcc[0], 0, q32Bytes(n), st), "cudaMemsetAsync");
+        checkCuda(cudaMemsetAsync(b.outAcc[0], 0, q32Bytes(n), st), "cudaMemsetAsync");
         // -inf: a row that has seen no key yet.
         if (CUresult e = cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(b.lseAcc[0].data()),
                                           0xFF800000u, static_cast<size_t>(n * s.heads), st);
             e != CUDA_SUCCESS)
           throw RuntimeError("cuMemsetD32Async (lse = -inf) failed");
       } else {
-        check(cudaMemsetAsync(b.dqAcc, 0, q32Bytes(n), st), "cudaMemsetAsync");
-        check(cudaMemsetAsync(b.dkAcc, 0, kv32Bytes(n), st), "cudaMemsetAsync");
-        check(cudaMemsetAsync(b.dvAcc, 0, kv32Bytes(n), st), "cudaMemsetAsync");
+        checkCuda(cudaMemsetAsync(b.dqAcc, 0, q32Bytes(n), st), "cudaMemsetAsync");
+        checkCuda(cudaMemsetAsync(b.dkAcc, 0, kv32Bytes(n), st), "cudaMemsetAsync");
+        checkCuda(cudaMemsetAsync(b.dvAcc, 0, kv32Bytes(n), st), "cudaMemsetAsync");
       }
     }
   }
@@ -419,7 +419,7 @@ struct Runner::Impl {
         continue;
       if (!backward) {
         round(b.outAcc[b.acc], b.out.data(), n * s.heads * s.headDim, st);
-        check(cudaMemcpyAsync(b.lse.data(), b.lseAcc[b.acc].data(), lseBytes(n),
+        checkCuda(cudaMemcpyAsync(b.lse.data(), b.lseAcc[b.acc].data(), lseBytes(n),
                               cudaMemcpyDeviceToDevice, st),
               "cudaMemcpyAsync (lse)");
         continue;
@@ -446,29 +446,29 @@ struct Runner::Impl {
     }
     // The communication stream may fetch only after the inputs are set
     // (backward: after the forward's results) on the compute stream.
-    check(cudaEventRecord(computed[1], compute), "cudaEventRecord");
-    check(cudaStreamWaitEvent(comm, computed[1]), "cudaStreamWaitEvent");
+    checkCuda(cudaEventRecord(computed[1], compute), "cudaEventRecord");
+    checkCuda(cudaStreamWaitEvent(comm, computed[1]), "cudaStreamWaitEvent");
     exchange(0, steps[0].fetch, backward, comm);
-    check(cudaEventRecord(fetched[0], comm), "cudaEventRecord");
+    checkCuda(cudaEventRecord(fetched[0], comm), "cudaEventRecord");
     for (size_t t = 0; t < T; ++t) {
       if (t + 1 < T) {
         // Slots of parity t + 1 were read by step t - 1's blocks, done
         // before computed[(t - 1) % 2] (recorded just below, last round).
         exchange(t + 1, steps[t + 1].fetch, backward, comm);
-        check(cudaEventRecord(fetched[(t + 1) % 2], comm), "cudaEventRecord");
+        checkCuda(cudaEventRecord(fetched[(t + 1) % 2], comm), "cudaEventRecord");
       }
-      check(cudaStreamWaitEvent(compute, fetched[t % 2]), "cudaStreamWaitEvent");
+      checkCuda(cudaStreamWaitEvent(compute, fetched[t % 2]), "cudaStreamWaitEvent");
       this->compute(t, backward, compute);
-      check(cudaEventRecord(computed[t % 2], compute), "cudaEventRecord");
+      checkCuda(cudaEventRecord(computed[t % 2], compute), "cudaEventRecord");
       if (t > 0) {
-        check(cudaStreamWaitEvent(compute, given[(t - 1) % 2]), "cudaStreamWaitEvent");
+        checkCuda(cudaStreamWaitEvent(compute, given[(t - 1) % 2]), "cudaStreamWaitEvent");
         absorb(t - 1, backward, compute);
       }
-      check(cudaStreamWaitEvent(comm, computed[t % 2]), "cudaStreamWaitEvent");
+      checkCuda(cudaStreamWaitEvent(comm, computed[t % 2]), "cudaStreamWaitEvent");
       exchange(t, steps[t].give, backward, comm);
-      check(cudaEventRecord(given[t % 2], comm), "cudaEventRecord");
+      checkCuda(cudaEventRecord(given[t % 2], comm), "cudaEventRecord");
     }
-    check(cudaStreamWaitEvent(compute, given[(T - 1) % 2]), "cudaStreamWaitEvent");
+    checkCuda(cudaStreamWaitEvent(compute, given[(T - 1) % 2]), "cudaStreamWaitEvent");
     absorb(T - 1, backward, compute);
     finish(backward, compute);
   }

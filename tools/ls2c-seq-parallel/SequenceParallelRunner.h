@@ -49,6 +49,9 @@ struct Span {
 
 class Runner;
 
+/// Throws runtime::RuntimeError "what: CUDA's message" when `e` is an error.
+void checkCuda(cudaError_t e, const char *what);
+
 /// Moves a step's transfers between ranks. `parts(t, sending)` gives a
 /// transfer's spans on its sender (sending) or receiver, in one order.
 class Transport {

@@ -29,18 +29,13 @@ using tools::DeviceTensor;
 
 namespace {
 
-void check(cudaError_t e, const char *what) {
-  if (e != cudaSuccess)
-    throw RuntimeError(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
 /// `rows` rows of `width` elements of `eb` bytes from a strided source to
 /// a strided destination (strides in elements).
 void copyRows(void *dst, int64_t dstStride, const void *src, int64_t srcStride, int64_t rows,
               int64_t width, size_t eb, cudaStream_t st) {
   if (rows == 0)
     return;
-  check(cudaMemcpy2DAsync(dst, static_cast<size_t>(dstStride) * eb, src,
+  checkCuda(cudaMemcpy2DAsync(dst, static_cast<size_t>(dstStride) * eb, src,
                           static_cast<size_t>(srcStride) * eb, static_cast<size_t>(width) * eb,
                           static_cast<size_t>(rows), cudaMemcpyDeviceToDevice, st),
         "cudaMemcpy2DAsync (attention operands)");
@@ -193,8 +188,8 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, Executor &spExecu
     auto m = std::make_unique<Member>();
     m->rank = rank;
     m->ex = std::make_unique<Executor>(program);
-    check(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    check(cudaEventCreateWithFlags(&m->ready, cudaEventDisableTiming), "cudaEventCreate");
+    checkCuda(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    checkCuda(cudaEventCreateWithFlags(&m->ready, cudaEventDisableTiming), "cudaEventCreate");
     std::vector<double> ids, labels, positions, cu = {0.0};
     int64_t valid = 0;
     auto take = [&](int64_t lo, int64_t hi) {
@@ -313,9 +308,9 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, Executor &spExecu
   Meeting meeting(static_cast<int>(members.size()));
   cudaStream_t spStream = nullptr, comm = nullptr;
   cudaEvent_t done = nullptr;
-  check(cudaStreamCreateWithFlags(&spStream, cudaStreamNonBlocking), "cudaStreamCreate");
-  check(cudaStreamCreateWithFlags(&comm, cudaStreamNonBlocking), "cudaStreamCreate");
-  check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
+  checkCuda(cudaStreamCreateWithFlags(&spStream, cudaStreamNonBlocking), "cudaStreamCreate");
+  checkCuda(cudaStreamCreateWithFlags(&comm, cudaStreamNonBlocking), "cudaStreamCreate");
+  checkCuda(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
   for (auto &mp : members) {
     Member *m = mp.get();
     m->ex->setAttentionOverride([&, m](const Attention &a, const AttentionCallShape &cs,
@@ -329,24 +324,24 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, Executor &spExecu
         copyOut(*m, a, p, st);
         return;
       }
-      check(cudaEventRecord(m->ready, st), "cudaEventRecord");
+      checkCuda(cudaEventRecord(m->ready, st), "cudaEventRecord");
       meeting.arrive(m->rank, {&a, p}, [&](std::vector<Meeting::Arrival> &all) {
         for (size_t i = 0; i < members.size(); ++i) {
-          check(cudaStreamWaitEvent(spStream, members[i]->ready), "cudaStreamWaitEvent");
+          checkCuda(cudaStreamWaitEvent(spStream, members[i]->ready), "cudaStreamWaitEvent");
           copyIn(*members[i], *all[i].step, all[i].pointers, spStream);
         }
         a.backward ? runner->backward(spStream, nullptr) : runner->forward(spStream, nullptr);
         for (size_t i = 0; i < members.size(); ++i)
           copyOut(*members[i], *all[i].step, all[i].pointers, spStream);
-        check(cudaEventRecord(done, spStream), "cudaEventRecord");
+        checkCuda(cudaEventRecord(done, spStream), "cudaEventRecord");
       });
-      check(cudaStreamWaitEvent(st, done), "cudaStreamWaitEvent");
+      checkCuda(cudaStreamWaitEvent(st, done), "cudaStreamWaitEvent");
     });
   }
 
   // One step of every member: gradients zeroed, @accumulate_gradients.
   auto step = [&](Member &m) {
-    check(cudaMemsetAsync(m.state.at("gradients").buffer.data(), 0, master.size() * 4, m.stream),
+    checkCuda(cudaMemsetAsync(m.state.at("gradients").buffer.data(), 0, master.size() * 4, m.stream),
           "cudaMemsetAsync");
     Executor::Call call = tools::bindArguments(acc, m.state, m.inputs);
     tools::bindResults(acc, call, m.state, m.spare, m.outputs);
@@ -378,7 +373,7 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, Executor &spExecu
       if (gradientSum)
         gradientSum(static_cast<float *>(m->state.at("gradients").buffer.data()), master.size(),
                     m->stream);
-      check(cudaStreamSynchronize(m->stream), "train step");
+      checkCuda(cudaStreamSynchronize(m->stream), "train step");
     }
   };
 
@@ -400,7 +395,7 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, Executor &spExecu
     // Real ranks: the all-reduce summed them already; every rank holds the sum.
     std::unique_ptr<Member> full = makeMember(-1);
     step(*full);
-    check(cudaStreamSynchronize(full->stream), "reference step");
+    checkCuda(cudaStreamSynchronize(full->stream), "reference step");
     report.fullLoss = tools::downloadTensor(full->outputs.at("loss"))[0];
     std::vector<double> ref = tools::downloadTensor(full->state.at("gradients"));
     double d = 0, r = 0;
@@ -414,17 +409,17 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, Executor &spExecu
 
   if (o.time > 0) {
     cudaEvent_t start, stop;
-    check(cudaEventCreate(&start), "cudaEventCreate");
-    check(cudaEventCreate(&stop), "cudaEventCreate");
+    checkCuda(cudaEventCreate(&start), "cudaEventCreate");
+    checkCuda(cudaEventCreate(&stop), "cudaEventCreate");
     std::vector<double> ms;
     for (int i = 0; i < o.warmup + o.time; ++i) {
       rankSum({0.0}); // every rank starts together
-      check(cudaEventRecord(start, members[0]->stream), "cudaEventRecord");
+      checkCuda(cudaEventRecord(start, members[0]->stream), "cudaEventRecord");
       stepAll();
-      check(cudaEventRecord(stop, members[0]->stream), "cudaEventRecord");
-      check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+      checkCuda(cudaEventRecord(stop, members[0]->stream), "cudaEventRecord");
+      checkCuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
       float t = 0;
-      check(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime");
+      checkCuda(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime");
       if (i >= o.warmup)
         ms.push_back(t);
     }
@@ -437,7 +432,7 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, Executor &spExecu
     report.stepMs = *std::max_element(all.begin(), all.end());
   }
   size_t freeB = 0, totalB = 0;
-  check(cudaMemGetInfo(&freeB, &totalB), "cudaMemGetInfo");
+  checkCuda(cudaMemGetInfo(&freeB, &totalB), "cudaMemGetInfo");
   report.maxMemoryGiB = double(totalB - freeB) / 1073741824.0;
   for (auto &m : members)
     m->ex->setAttentionOverride({});
