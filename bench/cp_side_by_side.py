@@ -521,7 +521,9 @@ class Session:
             cmds = [ls2c_cmd(a, seq, variant, probe)] * ranks
         logs = None
         if a.logs:
-            name = os.path.join(a.logs, f"{system}-{variant}-P{ranks}-S{seq}{'-probe' if probe else ''}")
+            # No ':' in file names ("zigzag:cudnn"): copying tools refuse them.
+            name = os.path.join(a.logs, f"{system}-{variant.replace(':', '-')}-P{ranks}-S{seq}"
+                                        f"{'-probe' if probe else ''}")
             logs = [name + ".log"] if len(cmds) == 1 else [f"{name}.rank{r}.log" for r in range(ranks)]
         run = launch(cmds, envs, timeout, MARKERS[system], logs)
         command = " ".join(shlex.quote(c) for c in cmds[0])
