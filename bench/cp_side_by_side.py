@@ -76,7 +76,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -86,7 +85,7 @@ sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from bench_cli import Parser, fail, run_mode  # noqa: E402 (after the path)
-from ddp_side_by_side import descendants, free_port, gpu_count  # noqa: E402 (no torch at import)
+from ddp_side_by_side import free_port, gpu_count, stop_process_groups  # noqa: E402 (no torch at import)
 
 SYSTEMS = ("torch-cp", "ls2c")
 MARKERS = {"torch-cp": "CP_RESULT", "ls2c": "SP_RESULT"}
@@ -226,25 +225,8 @@ def print_tables(runs, max_length):
 # ---------------------------------------------------------------------------- processes
 
 def stop(procs):
-    """SIGTERM to each process's group (torchrun stops its workers), SIGKILL after 10 s to the groups
-    still there and to every descendant found first (torchrun's workers live in sessions of their
-    own)."""
-    tree = [q for p in procs for q in descendants(p.pid)]
-    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-        for p in procs:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, sig)
-                except ProcessLookupError:
-                    pass
-        t0 = time.monotonic()
-        while any(p.poll() is None for p in procs) and time.monotonic() - t0 < wait:
-            time.sleep(0.1)
-    for pid in tree:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    """Stops a run's processes: SIGTERM, then SIGKILL after 10 s (ddp_side_by_side's helper)."""
+    stop_process_groups(procs, term_wait=10.0, kill_wait=5.0)
 
 
 class Launch:

@@ -161,6 +161,28 @@ def gpu_count():
     return n
 
 
+def stop_process_groups(procs, term_wait, kill_wait):
+    """SIGTERM to each process's group (torchrun stops its workers on it), SIGKILL to the groups
+    still there after `term_wait` seconds, then to every descendant found before (torchrun puts its
+    workers in sessions of their own)."""
+    tree = [q for p in procs for q in descendants(p.pid)]
+    for sig, wait in ((signal.SIGTERM, term_wait), (signal.SIGKILL, kill_wait)):
+        for p in procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, sig)
+                except ProcessLookupError:
+                    pass
+        t0 = time.monotonic()
+        while any(p.poll() is None for p in procs) and time.monotonic() - t0 < wait:
+            time.sleep(0.1)
+    for pid in tree:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 def descendants(pid):
     """Process ids below `pid` (children, theirs, ...) from /proc; [] where /proc is absent."""
     parent = {}
@@ -209,24 +231,7 @@ class Group:
             self.lines[i].append((time.monotonic() - self.start, line.rstrip("\n")))
 
     def _stop(self):
-        # torchrun puts its workers in sessions of their own and stops them on SIGTERM; the
-        # descendants found now get SIGKILL after, in case it could not.
-        tree = [q for p in self.procs for q in descendants(p.pid)]
-        for sig, wait in ((signal.SIGTERM, 45), (signal.SIGKILL, 10)):
-            for p in self.procs:
-                if p.poll() is None:
-                    try:
-                        os.killpg(p.pid, sig)
-                    except ProcessLookupError:
-                        pass
-            t0 = time.monotonic()
-            while any(p.poll() is None for p in self.procs) and time.monotonic() - t0 < wait:
-                time.sleep(0.1)
-        for pid in tree:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        stop_process_groups(self.procs, term_wait=45, kill_wait=10)
 
     def wait(self, timeout, grace=30.0):
         """None when every process ended by itself, else why they were stopped."""
