@@ -4,7 +4,7 @@ schedules) beside PyTorch's context parallelism (ring attention), on one attenti
 and backward spread over P GPUs of one host.
 
     run --ls2c BIN --bundle FILE [--gpus 1,2] [--seq 32768,65536,131072] [--batch 1] [--heads 16]
-        [--head-dim 128] [--causal | --no-causal] [--schedules distattn,zigzag]
+        [--head-dim 128] [--causal | --no-causal] [--schedules distattn,zigzag[:BACKEND]]
         [--torch-backends flash] [--rotate alltoall] [--warmup 3] [--iters 10] [--budget 540]
         [--run-timeout 300] [--max-length] [--json F] [--logs DIR]
         [--torch-script bench/cp_torch.py] [--torchrun CMD] [--skip-ls2c] [--skip-torch]
@@ -17,9 +17,11 @@ of --seq (tokens per sequence, whole; each rank holds S / P), in that order:
       TORCHRUN --standalone --nproc-per-node P bench/cp_torch.py --seq S --batch B --heads H
           --head-dim D --causal|--no-causal --backend BE --rotate R --warmup W --iters N
       (cp_torch.py's docstring says what it times); rank 0's line `CP_RESULT {json}`.
-  ls2c, once per schedule of --schedules: P processes started here, one per rank (as
+  ls2c, once per schedule of --schedules (distattn or zigzag, each optionally :kernels, :cudnn or
+      :auto, the blocks' attention backend): P processes started here, one per rank (as
       ddp_side_by_side.py starts ls2c-gpu-step), each
           BIN BUNDLE --batch B --seq S --schedule SCH --time N --warmup W --json-line
+              [--attention BACKEND]
       with RANK=r, WORLD_SIZE=P, LOCAL_RANK=r, LOCAL_WORLD_SIZE=P, MASTER_ADDR=127.0.0.1 and a
       MASTER_PORT free when the run starts (the OS's pick for a socket bound to port 0); P = 1:
       BIN alone, none of these variables set (removed if this script's environment has them).
@@ -558,7 +560,7 @@ def check(args):
     args.gpus = sorted(set(parse_list("--gpus", args.gpus)))
     args.seq = sorted(set(parse_list("--seq", args.seq)))
     args.schedules = [s.strip() for s in args.schedules.split(",")]
-    if not all(re.fullmatch(r"[A-Za-z0-9_-]+(:(kernels|cudnn|auto))?", s) for s in args.schedules):
+    if not all(re.fullmatch(r"(distattn|zigzag)(:(kernels|cudnn|auto))?", s) for s in args.schedules):
         fail(f"--schedules {','.join(args.schedules)!r}: expected names like distattn,zigzag, each "
              "optionally with :kernels, :cudnn or :auto (the blocks' attention backend)")
     args.torch_backends = [s.strip() for s in args.torch_backends.split(",")]

@@ -9,7 +9,7 @@
 #   bench/models/{gpt-1.3b-sp,sp-gqa-bf16,sp-f32,sp-encoder-fp16}.json for sm_90, and the train
 #   step of sp-gqa-bf16 (--train).
 # There (carry [".gpu-sp"]):
-#   scripts/gpu-sp.sh check [nccl] simulated ranks on GPU 0 (P = 1..8, both schedules, causal
+#   scripts/gpu-sp.sh check [nccl] simulated ranks on GPU 0 (P = 1-5 and 8, both schedules, causal
 #                                  and not, GQA, lengths not divisible by P, float64 on small
 #                                  shapes) and, with 2+ GPUs, real NCCL ranks; one line each;
 #                                  exit 1 if any check fails; `nccl`: the real ranks' only
@@ -17,7 +17,7 @@
 #                                  ranks, timed
 #   scripts/gpu-sp.sh bench [ARGS] bench/cp_side_by_side.py run with the 1.3B-shaped bundle
 #                                  (ARGS: its options, e.g. --gpus 1,2 --seq 32768,65536)
-# Both write their logs and JSON under $OUT (else .gpu-sp-results).
+# All three write their logs and JSON under $OUT (else .gpu-sp-results).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 G=.gpu-sp
@@ -93,7 +93,7 @@ check() {
     for p in 2 3 8; do
       one "fp64 $s P=$p gqa-bf16 2x600" "$sp" "$G/sp-gqa-bf16.ls2b" --simulate-ranks $p --schedule $s --batch 2 --seq 600 --fp64-reference
     done
-    one "fp64 $s P=3 encoder-fp16 2x700" "$sp" "$G/sp-encoder-fp16.ls2b" --simulate-ranks 3 --schedule $s --batch 2 --seq 500 --fp64-reference
+    one "fp64 $s P=3 encoder-fp16 2x500" "$sp" "$G/sp-encoder-fp16.ls2b" --simulate-ranks 3 --schedule $s --batch 2 --seq 500 --fp64-reference
     one "fp64 $s P=8 gqa-bf16 1x5 (empty chunks)" "$sp" "$G/sp-gqa-bf16.ls2b" --simulate-ranks 8 --schedule $s --seq 5 --fp64-reference
     # Long: against full attention on the GPU.
     one "full $s P=4 1.3b 1x32768" "$sp" "$G/gpt-1.3b-sp.ls2b" --simulate-ranks 4 --schedule $s --seq 32768 --check
@@ -131,6 +131,8 @@ train-time)
   # train-time P SEQ [ARGS...]: the GQA model's train step (--train) timed on P real ranks
   # (one process per GPU; P = 1 runs the one process).
   [ $# -ge 3 ] || usage
+  [[ $2 =~ ^[1-9][0-9]*$ && $3 =~ ^[1-9][0-9]*$ ]] ||
+    { echo "train-time P SEQ: P ($2) and SEQ ($3) must be integers >= 1" >&2; exit 2; }
   gpu_env
   p=$2 seq=$3
   shift 3

@@ -44,7 +44,7 @@ std::string output(const std::string &name) {
 
 const std::vector<std::string> &sequenceParallelFunctions() {
   static const std::vector<std::string> names = {
-      "attention_block_causal", "attention_block", "attention_block_grad_causal",
+      "attention_block_diagonal", "attention_block", "attention_block_grad_diagonal",
       "attention_block_grad",   "merge_attention", "accumulate",
       "round"};
   return names;
@@ -84,14 +84,14 @@ mlir::OwningOpRef<mlir::ModuleOp> buildSequenceParallelModule(mlir::MLIRContext 
   const std::string mask = causal ? " {causal}" : "";
 
   std::string text = "module attributes {ls2.differentiated} {\n";
-  text += "func.func @attention_block_causal(" + qkv + ", " + cuArg + ") -> " + fwdResults +
+  text += "func.func @attention_block_diagonal(" + qkv + ", " + cuArg + ") -> " + fwdResults +
           " {\n  %o, %l = ls2.attention %q, %k, %v, %cu_seqlens, %cu_seqlens" + mask + " : " +
           attnTypes + " -> " + q + ", " + lse + "\n  return %o, %l : " + q + ", " + lse + "\n}\n";
   text += "func.func @attention_block(" + qkv + ", " + cuNamed("cu_seqlens_q") + ", " +
           cuNamed("cu_seqlens_k") + ") -> " + fwdResults +
           " {\n  %o, %l = ls2.attention %q, %k, %v, %cu_seqlens_q, %cu_seqlens_k : " + attnTypes +
           " -> " + q + ", " + lse + "\n  return %o, %l : " + q + ", " + lse + "\n}\n";
-  text += "func.func @attention_block_grad_causal(" + gradArgs + ", " + cuArg + ") -> " +
+  text += "func.func @attention_block_grad_diagonal(" + gradArgs + ", " + cuArg + ") -> " +
           gradResults +
           " {\n  %dq, %dk, %dv = ls2.attention_grad %dout, %q, %k, %v, %out, %lse, "
           "%cu_seqlens, %cu_seqlens" +

@@ -46,7 +46,8 @@ bool isElementwise(Operation *op) {
 /// Inside a loop fusion's body: does every use of `v` (rank 1, its element
 /// j = argument element j + shift) end in yield operand `output`, at
 /// result element j + shift - lo, i.e. only where that element is written?
-bool readsOwnIndex(Value v, int64_t shift, unsigned output, int64_t lo, int depth = 0) {
+bool readsOwnIndex(Value v, int64_t shift, unsigned output, int64_t lo, int depth = 0,
+                   bool concats = true) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
   if (!type || type.getRank() != 1 || depth > 64)
     return false;
@@ -59,11 +60,11 @@ bool readsOwnIndex(Value v, int64_t shift, unsigned output, int64_t lo, int dept
     }
     if (isElementwise(u)) {
       for (Value r : u->getResults())
-        if (!readsOwnIndex(r, shift, output, lo, depth + 1))
+        if (!readsOwnIndex(r, shift, output, lo, depth + 1, concats))
           return false;
       continue;
     }
-    if (auto concat = dyn_cast<ls2::ConcatOp>(u); concat && concat.getAxis() == 0) {
+    if (auto concat = dyn_cast<ls2::ConcatOp>(u); concats && concat && concat.getAxis() == 0) {
       int64_t position = 0;
       for (unsigned k = 0; k < use.getOperandNumber(); ++k)
         position += numel(concat.getInputs()[k]);
@@ -134,7 +135,9 @@ std::optional<std::vector<Writer>> writersOf(Value v) {
 
 /// A result of dynamic length: only when one loop fusion writes all of it
 /// and is the argument's only reader, reading each element for its own
-/// index (sequence parallelism's gradient accumulators).
+/// index through elementwise ops alone (sequence parallelism's gradient
+/// accumulators): no concat, whose offsets would be unknown, so the result
+/// has the argument's length.
 bool mayOverwriteDynamic(BlockArgument arg, Value result) {
   auto writer = result.getDefiningOp<ls2::FusionOp>();
   if (!writer || writer.getKind() != ls2::FusionKind::Loop)
@@ -144,7 +147,8 @@ bool mayOverwriteDynamic(BlockArgument arg, Value result) {
     if (isa<ls2::DimOp>(use.getOwner()))
       continue;
     if (use.getOwner() != writer.getOperation() ||
-        !readsOwnIndex(writer.getBody().front().getArgument(use.getOperandNumber()), 0, output, 0))
+        !readsOwnIndex(writer.getBody().front().getArgument(use.getOperandNumber()), 0, output, 0,
+                       0, /*concats=*/false))
       return false;
   }
   return true;

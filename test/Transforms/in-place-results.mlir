@@ -103,3 +103,18 @@ func.func @accumulate_dynamic_read_later(%acc: tensor<?xf32> {ls2.kind = "input"
   %t = ls2.reduce_sum %acc [0] : tensor<?xf32> -> tensor<f32>
   return %s, %t : tensor<?xf32>, tensor<f32>
 }
+
+// -----
+
+// A dynamic accumulator concatenated with more elements: the result is
+// longer than the argument, so never in place.
+// CHECK-LABEL: func.func @accumulate_dynamic_concat
+// CHECK-NOT: in_place_of
+// CHECK: return
+func.func @accumulate_dynamic_concat(%acc: tensor<?xf32> {ls2.kind = "input", ls2.name = "acc", ls2.max_shape = array<i64: 64>},
+                                     %x: tensor<?xf32> {ls2.kind = "input", ls2.name = "x", ls2.max_shape = array<i64: 64>})
+    -> (tensor<?xf32> {ls2.kind = "output", ls2.name = "acc"}) {
+  %n = ls2.neg %acc : tensor<?xf32>
+  %c = ls2.concat %n, %x {axis = 0 : i64} : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  return %c : tensor<?xf32>
+}

@@ -38,6 +38,7 @@
 #include "../common/DeviceTensors.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -77,16 +78,22 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-int64_t positive(const std::string &flag, const std::string &value) {
+/// An integer in [low, high], else a UsageError naming the flag and the rule.
+int64_t integer(const std::string &flag, const std::string &value, int64_t low, int64_t high) {
   try {
     size_t used = 0;
     long long v = std::stoll(value, &used);
-    if (used == value.size() && v >= 1)
+    if (used == value.size() && v >= low && v <= high)
       return v;
   } catch (const std::exception &) {
   }
-  throw UsageError(flag + " " + value + ": must be an integer >= 1");
+  throw UsageError(flag + " " + value + ": must be an integer from " + std::to_string(low) +
+                   " to " + std::to_string(high));
 }
+
+// Token counts travel as int32 (cu_seqlens); counts of ranks, runs and
+// seeds have their own sane limits.
+constexpr int64_t kMaxTokens = 2147483647, kMaxCount = 1 << 20;
 
 Options parse(int argc, char **argv) {
   Options o;
@@ -98,18 +105,17 @@ Options parse(int argc, char **argv) {
       return argv[++i];
     };
     if (a == "--seq")
-      o.seq = positive(a, value());
+      o.seq = integer(a, value(), 1, kMaxTokens);
     else if (a == "--batch")
-      o.batch = positive(a, value());
+      o.batch = integer(a, value(), 1, kMaxTokens);
     else if (a == "--simulate-ranks")
-      o.simulate = static_cast<int>(positive(a, value()));
+      o.simulate = static_cast<int>(integer(a, value(), 1, 4096));
     else if (a == "--time")
-      o.time = static_cast<int>(positive(a, value()));
-    else if (a == "--warmup") {
-      std::string v = value();
-      o.warmup = v == "0" ? 0 : static_cast<int>(positive(a, v));
-    } else if (a == "--seed")
-      o.seed = static_cast<uint64_t>(positive(a, value()));
+      o.time = static_cast<int>(integer(a, value(), 1, kMaxCount));
+    else if (a == "--warmup")
+      o.warmup = static_cast<int>(integer(a, value(), 0, kMaxCount));
+    else if (a == "--seed")
+      o.seed = static_cast<uint64_t>(integer(a, value(), 0, INT64_MAX));
     else if (a == "--train")
       o.train = value();
     else if (a == "--check")
@@ -150,6 +156,12 @@ Options parse(int argc, char **argv) {
     throw UsageError("no bundle given");
   if (o.seq == 0)
     throw UsageError("--seq is required");
+  if (o.batch > kMaxTokens / o.seq)
+    throw UsageError("--batch " + std::to_string(o.batch) + " x --seq " + std::to_string(o.seq) +
+                     ": more than " + std::to_string(kMaxTokens) +
+                     " tokens (cu_seqlens are int32)");
+  if (!o.train.empty() && o.seq < 2)
+    throw UsageError("--train needs --seq >= 2 (next-token labels)");
   if (!o.train.empty() && o.fp64)
     throw UsageError("--fp64-reference checks one attention; --train checks against the "
                      "whole-sequence step (--check)");
@@ -265,6 +277,13 @@ struct ErrorSums {
 
 const char *kTensorNames[] = {"out", "lse", "dq", "dk", "dv"};
 
+/// The functions of a --program=sequence-parallel bundle
+/// (SequenceParallelModule.h; the tool links no MLIR, so they are named here).
+const char *kSequenceParallelFunctions[] = {
+    "attention_block_diagonal", "attention_block", "attention_block_grad_diagonal",
+    "attention_block_grad",     "merge_attention", "accumulate",
+    "round"};
+
 struct Timing {
   double forwardMs = 0, backwardMs = 0;
 };
@@ -351,7 +370,25 @@ int run(const Options &o) {
     throw UsageError("--simulate-ranks runs all ranks in one process; under torchrun "
                      "(WORLD_SIZE " + std::string(ws) + ") leave it out");
   runtime::Program program = runtime::readBundle(o.bundle);
+  for (const char *fn : kSequenceParallelFunctions)
+    if (std::none_of(program.functions.begin(), program.functions.end(),
+                     [&](const runtime::Function &f) { return f.name == fn; }))
+      throw UsageError(o.bundle + ": not a sequence-parallel bundle (no @" + fn +
+                       "); compile it with ls2c compile MODEL.json --program=sequence-parallel "
+                       "--arch=sm_90 -o " + o.bundle);
   const ModelDescription desc = parseModelDescription(program.description, o.bundle);
+  if (o.fp64) {
+    // Float64 attention on the CPU costs about 4 B S^2 H D multiply-adds;
+    // 2^34 is minutes on one core.
+    const double work = 4.0 * double(o.batch) * double(o.seq) * double(o.seq) *
+                        double(desc.heads) * double(desc.headDim());
+    if (work > 17179869184.0)
+      throw UsageError("--fp64-reference: " + std::to_string(o.batch) + " x " +
+                       std::to_string(o.seq) + " tokens would take about " +
+                       std::to_string(static_cast<long long>(work)) +
+                       " float64 multiply-adds on the CPU, over the 2^34 allowed; use --check "
+                       "(full attention on the GPU) for long sequences");
+  }
   seqpar::Shape shape;
   shape.batch = o.batch;
   shape.seq = o.seq;
@@ -473,6 +510,9 @@ int run(const Options &o) {
       put(Runner::Tensor::V, v, kvw);
       put(Runner::Tensor::DOut, dout, qw);
     }
+  // The uploads and fills ran on the legacy stream, which the non-blocking
+  // streams below do not wait for.
+  seqpar::checkCuda(cudaDeviceSynchronize(), "uploading the inputs");
 
   cudaStream_t compute = nullptr, comm = nullptr;
   seqpar::checkCuda(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -488,7 +528,7 @@ int run(const Options &o) {
     once();
     seqpar::checkCuda(cudaStreamSynchronize(compute), "sequence-parallel attention");
     // Full attention over the whole sequences, same bundle, this GPU.
-    const int64_t bound = executor.function("attention_block_causal").arguments[0].maxShape[0];
+    const int64_t bound = executor.function("attention_block_diagonal").arguments[0].maxShape[0];
     if (tokens > bound)
       throw UsageError("--check runs full attention over " + std::to_string(tokens) +
                        " tokens; the bundle is bounded at " + std::to_string(bound));
@@ -517,7 +557,7 @@ int run(const Options &o) {
                         {tokens, shape.kvHeads, shape.headDim},
                         {o.batch + 1}};
     f.results = {out.data(), lse.data()};
-    executor.run("attention_block_causal", f, compute);
+    executor.run("attention_block_diagonal", f, compute);
     runtime::Executor::Call g;
     g.arguments = {ddo->data(), dq->data(), dk->data(), dv->data(), out.data(), lse.data(),
                    cu.data()};
@@ -525,7 +565,7 @@ int run(const Options &o) {
                         f.argumentShapes[1], f.argumentShapes[0], {tokens, shape.heads},
                         {o.batch + 1}};
     g.results = {gq.data(), gk.data(), gv.data()};
-    executor.run("attention_block_grad_causal", g, compute);
+    executor.run("attention_block_grad_diagonal", g, compute);
     seqpar::checkCuda(cudaStreamSynchronize(compute), "full attention");
     std::vector<double> full[5] = {
         download(out.data(), static_cast<size_t>(tokens * qw), shape.dtype),
@@ -677,7 +717,8 @@ int run(const Options &o) {
     // Attention FLOPs: forward 4 B S^2 H D (half when causal), backward 2.5x.
     const double fwdFlops = 4.0 * o.batch * double(o.seq) * double(o.seq) * shape.heads *
                             shape.headDim * (shape.causal ? 0.5 : 1.0);
-    const double tflops = fwdFlops * 3.5 / (step * 1e-3) / P / 1e12;
+    // Per GPU: simulated ranks all run on one.
+    const double tflops = fwdFlops * 3.5 / (step * 1e-3) / world.size / 1e12;
     size_t freeB = 0, totalB = 0;
     seqpar::checkCuda(cudaMemGetInfo(&freeB, &totalB), "cudaMemGetInfo");
     const double usedGiB = double(totalB - freeB) / 1073741824.0;

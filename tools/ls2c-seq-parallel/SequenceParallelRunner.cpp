@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 #include <string>
 
 namespace ls2c::seqpar {
@@ -233,7 +234,7 @@ struct Runner::Impl {
       call.arguments = {q, k, v, cu(qc)};
       call.argumentShapes = {qShape(nq), kvShape(nk), kvShape(nk), cuShape()};
       call.results = {out, lse};
-      ex.run("attention_block_causal", call, st);
+      ex.run("attention_block_diagonal", call, st);
       return;
     }
     call.arguments = {q, k, v, cu(qc), cu(kc)};
@@ -254,7 +255,7 @@ struct Runner::Impl {
       call.argumentShapes.push_back(cuShape());
     }
     call.results = {dq, dk, dv};
-    ex.run(qc == kc ? "attention_block_grad_causal" : "attention_block_grad", call, st);
+    ex.run(qc == kc ? "attention_block_grad_diagonal" : "attention_block_grad", call, st);
   }
 
   void merge(ChunkBuffers &own, int64_t n, void *outB, void *lseB, cudaStream_t st) {
@@ -488,7 +489,7 @@ Runner::Runner(Executor &executor, parallel::SchedulePlan plan, Shape shape,
     const runtime::TensorSpec &a = f.arguments[arg];
     std::vector<int64_t> have(a.maxShape.begin() + 1, a.maxShape.end());
     if (have != inner || a.dtype != dtype)
-      throw RuntimeError("the bundle's @" + fn + " argument " + a.name +
+      throw std::invalid_argument("the bundle's @" + fn + " argument " + a.name +
                          " does not take this shape or dtype (compiled for another model: "
                          "heads, kv_heads, head dim or dtype differ)");
   };
@@ -496,9 +497,9 @@ Runner::Runner(Executor &executor, parallel::SchedulePlan plan, Shape shape,
   want("attention_block", 1, {shape.kvHeads, shape.headDim}, shape.dtype);
   const runtime::Function &acc = executor.function("accumulate");
   if (acc.results.size() != 1 || acc.results[0].inPlaceOf != 0)
-    throw RuntimeError("the bundle's @accumulate is not written in place (recompile it with this "
+    throw std::invalid_argument("the bundle's @accumulate is not written in place (recompile it with this "
                        "ls2c: --program=sequence-parallel)");
-  for (const char *fn : {"attention_block_causal", "attention_block_grad_causal",
+  for (const char *fn : {"attention_block_diagonal", "attention_block_grad_diagonal",
                                 "attention_block_grad", "merge_attention", "round"})
     executor.function(fn);
   const int64_t bound = executor.function("attention_block").arguments[0].maxShape[0];
@@ -507,7 +508,7 @@ Runner::Runner(Executor &executor, parallel::SchedulePlan plan, Shape shape,
   // A full-sequence reference call needs batch x seq rows; the blocks need a
   // chunk's.
   if (shape.batch * m.plan.chunkLen > bound)
-    throw RuntimeError("a chunk of " + std::to_string(shape.batch * m.plan.chunkLen) +
+    throw std::invalid_argument("a chunk of " + std::to_string(shape.batch * m.plan.chunkLen) +
                        " tokens exceeds the bundle's bound of " + std::to_string(bound) +
                        " (max_batch_tokens): compile a model with a larger bound");
   m.allocate();

@@ -15,9 +15,9 @@
 //
 // Streams: with a Transport that overlaps (NCCL), step t + 1's fetches run
 // on the communication stream while step t's blocks run on the compute
-// stream (receive slots double-buffered by step parity), gives go out as
-// soon as their blocks finish and are absorbed after the next step's
-// blocks; events order everything, the host never waits. Simulated ranks
+// stream (receive slots double-buffered by step parity), a step's gives go
+// out when its blocks (and merges) finish and are absorbed after the next
+// step's blocks; events order everything, the host never waits. Simulated ranks
 // (CopyTransport) run step by step on one stream.
 //
 //===----------------------------------------------------------------------===//
@@ -78,7 +78,8 @@ class Runner {
 public:
   /// `executor` holds the bundle (its functions are checked against
   /// sequenceParallelFunctions' signatures: shape's heads, kv heads, head
-  /// dim and dtype; throws runtime::RuntimeError naming the mismatch).
+  /// dim and dtype, and a chunk against its token bound; throws
+  /// std::invalid_argument naming the mismatch).
   /// `localRanks`: the ranks this process runs (all of them when
   /// simulated, its own with NCCL). Allocates every buffer up front;
   /// throws runtime::RuntimeError when the device has too little.

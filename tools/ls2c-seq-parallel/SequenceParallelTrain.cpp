@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
 namespace ls2c::seqpar {
@@ -145,27 +146,33 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, Executor &spExecu
   runtime::Program program = runtime::readBundle(o.bundle);
   const ModelDescription desc = parseModelDescription(program.description, o.bundle);
   if (desc.architecture != Architecture::Decoder)
-    throw RuntimeError(o.bundle + ": --train takes a decoder (GPT) bundle");
+    throw std::invalid_argument(o.bundle + ": --train takes a decoder (GPT) bundle");
   if (desc.attention_dropout > 0)
-    throw RuntimeError(o.bundle + ": attention_dropout " + std::to_string(desc.attention_dropout) +
+    throw std::invalid_argument(o.bundle + ": attention_dropout " +
+                                std::to_string(desc.attention_dropout) +
                        " > 0: the blocks of a sequence-parallel attention would draw another "
                        "mask than one attention does; train with attention_dropout 0");
+  const ls2c::DType dtype = shape.dtype == runtime::DType::F16    ? ls2c::DType::F16
+                            : shape.dtype == runtime::DType::BF16 ? ls2c::DType::BF16
+                                                                  : ls2c::DType::F32;
   if (desc.heads != shape.heads || desc.kv_heads != shape.kvHeads ||
-      desc.headDim() != shape.headDim)
-    throw RuntimeError(o.bundle + ": its attention (heads, kv_heads, head dim) is not the "
-                       "sequence-parallel bundle's");
+      desc.headDim() != shape.headDim || desc.dtype != dtype || !shape.causal)
+    throw std::invalid_argument(o.bundle + ": its attention (heads, kv_heads, head dim, dtype, "
+                                "causal mask) is not the sequence-parallel bundle's: compile both "
+                                "from one description");
   const runtime::Function *found = nullptr;
   for (const runtime::Function &f : program.functions)
     if (f.name == "accumulate_gradients")
       found = &f;
   if (!found)
-    throw RuntimeError(o.bundle + ": no @accumulate_gradients (compile it with --arch)");
+    throw std::invalid_argument(o.bundle +
+                                ": no @accumulate_gradients (compile the model with --arch)");
   const runtime::Function &acc = *found;
   size_t forwardSteps = 0;
   for (const runtime::Step &s : acc.steps)
     forwardSteps += s.kind == runtime::Step::Kind::Attention && !s.attention.backward;
   if (forwardSteps != static_cast<size_t>(desc.decoder_layers))
-    throw RuntimeError(o.bundle + ": " + std::to_string(forwardSteps) + " of its " +
+    throw std::invalid_argument(o.bundle + ": " + std::to_string(forwardSteps) + " of its " +
                        std::to_string(desc.decoder_layers) +
                        " attentions have an Attention step (fp16/bf16, head dim a multiple of "
                        "8): the others could not be routed across ranks");
@@ -173,6 +180,16 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, Executor &spExecu
   for (const runtime::TensorSpec &a : acc.arguments)
     if (a.name == "input_ids")
       bound = a.maxShape[0];
+
+  if (o.batch * o.seq > bound && o.check)
+    throw std::invalid_argument(o.bundle + ": --check runs the whole " +
+                                std::to_string(o.batch * o.seq) +
+                                " tokens on one GPU, over its max_batch_tokens " +
+                                std::to_string(bound));
+  if (o.batch * plan.chunkLen * (plan.chunks / plan.ranks) > bound)
+    throw std::invalid_argument(o.bundle + ": a rank's " +
+                                std::to_string(o.batch * plan.chunkLen * (plan.chunks / plan.ranks)) +
+                                " tokens exceed its max_batch_tokens " + std::to_string(bound));
 
   // Parameters (the description's initialization), tokens, each member's share.
   const ParameterLayout layout = buildParameterLayout(desc);
@@ -216,7 +233,7 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, Executor &spExecu
     }
     m->rows = static_cast<int64_t>(ids.size());
     if (m->rows > bound)
-      throw RuntimeError(o.bundle + ": " + std::to_string(m->rows) + " tokens on " +
+      throw std::invalid_argument(o.bundle + ": " + std::to_string(m->rows) + " tokens on " +
                          (rank < 0 ? std::string("the reference") : "rank " + std::to_string(rank)) +
                          " exceed its max_batch_tokens " + std::to_string(bound));
     m->weight = rank < 0 ? 1.0 : static_cast<double>(valid) / static_cast<double>(labelTokens);
@@ -302,6 +319,8 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, Executor &spExecu
       local.push_back(r);
   for (int r : local)
     members.push_back(makeMember(r));
+  // The uploads ran on the legacy stream; the members' streams do not wait for it.
+  checkCuda(cudaDeviceSynchronize(), "uploading the inputs");
   Runner theRunner(spExecutor, plan, shape, local, transport);
   runner = &theRunner;
 
@@ -394,6 +413,7 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, Executor &spExecu
     }
     // Real ranks: the all-reduce summed them already; every rank holds the sum.
     std::unique_ptr<Member> full = makeMember(-1);
+    checkCuda(cudaDeviceSynchronize(), "uploading the inputs");
     step(*full);
     checkCuda(cudaStreamSynchronize(full->stream), "reference step");
     report.fullLoss = tools::downloadTensor(full->outputs.at("loss"))[0];

@@ -57,7 +57,7 @@ struct CompileOptions {
 
 /// Parses the options; returns an error message or "".
 std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
-  bool stageGiven = false, emitGiven = false;
+  bool stageGiven = false, emitGiven = false, programGiven = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &a = args[i];
     if (a.rfind("--emit=", 0) == 0) {
@@ -68,8 +68,14 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
     } else if (a.rfind("--stage=", 0) == 0) {
       o.stage = a.substr(8);
       stageGiven = true;
-    } else if (a.rfind("--program=", 0) == 0) {
-      o.program = a.substr(10);
+    } else if (a.rfind("--program=", 0) == 0 || a == "--program") {
+      if (a == "--program" && i + 1 == args.size())
+        return "--program needs a value (train, sequence-parallel)";
+      std::string program = a == "--program" ? args[++i] : a.substr(10);
+      if (programGiven && program != o.program)
+        return "--program given twice ('" + o.program + "' and '" + program + "')";
+      programGiven = true;
+      o.program = program;
       if (o.program != "train" && o.program != "sequence-parallel")
         return "--program=" + o.program + " is not a program (allowed: train, sequence-parallel)";
     } else if (a == "--stats") {
@@ -156,6 +162,9 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
       return "-o " + *o.output + ": the directory '" + parent.string() + "' does not exist";
     return "";
   }
+  if (o.program == "sequence-parallel" && o.stage == "forward")
+    return "--stage=forward: the sequence-parallel program has no frontend stage (its "
+           "functions start complete: train-step, fused or planned)";
   if (o.stats && o.program != "train")
     return "--stats reports a train step's memory; it takes no --program=" + o.program;
   if (o.emit.empty() && !o.stats && !o.fusionReport)

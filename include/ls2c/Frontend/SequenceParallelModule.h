@@ -3,16 +3,18 @@
 // Issue 10: the pieces a rank runs in sequence-parallel attention (DistAttn
 // and the zigzag ring, ls2c/Parallel/SequenceParallel.h), compiled from a
 // model description's self-attention (heads, kv_heads, head dim, compute
-// dtype E; causal for decoders, bidirectional otherwise). Token dims are
+// dtype E; causal for decoders, bidirectional otherwise: an encoder-decoder
+// gets its encoder's self-attention, a ViT its encoder's). Token dims are
 // dynamic, bounded by max_batch_tokens; cu_seqlens are i32 [batch + 1].
 //
-//   @attention_block_causal(q [Tq,H,D], k, v [Tq,Hkv,D], cu_seqlens)
+//   @attention_block_diagonal(q [Tq,H,D], k, v [Tq,Hkv,D], cu_seqlens)
 //       -> (out [Tq,H,D] E, lse [Tq,H] f32)
-//     a diagonal block: a chunk's queries against its own keys, causal;
+//     a diagonal block: a chunk's queries against its own keys (causal for
+//     decoders);
 //   @attention_block(q [Tq,H,D], k, v [Tk,Hkv,D], cu_seqlens_q, cu_seqlens_k)
 //       -> (out, lse)
 //     every other visible block (no mask; Tk may differ from Tq);
-//   @attention_block_grad_causal / @attention_block_grad(dout, q, k, v, out,
+//   @attention_block_grad_diagonal / @attention_block_grad(dout, q, k, v, out,
 //       lse, cu_seqlens[_q, cu_seqlens_k]) -> (dq, dk, dv)
 //     a block's gradients from the MERGED out and lse of its query rows
 //     (so P_ij = exp(s_ij - lse_i) and D_i = dout_i . out_i are the whole

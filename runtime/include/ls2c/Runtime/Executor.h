@@ -135,8 +135,10 @@ public:
   /// attention the compiler gave no Attention step (fp32 programs, shapes
   /// outside Attention steps' rules, ProgramBuilder.cpp) still runs its
   /// kernels: a caller that must see every attention counts the steps.
-  /// Setting it turns CUDA graphs off (the hook may wait on other ranks);
-  /// an empty function clears it.
+  /// The pointers include the dropout seed and offset when the step has
+  /// dropout. Setting it turns CUDA graphs off (the hook may wait on other
+  /// ranks); an empty function clears it and leaves graphs off
+  /// (setGraphs(true) turns them back on).
   using AttentionOverride =
       std::function<void(const Attention &step, const AttentionCallShape &shape,
                          const AttentionCallPointers &pointers, cudaStream_t stream)>;
