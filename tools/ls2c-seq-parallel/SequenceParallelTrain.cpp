@@ -150,8 +150,9 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, Executor &spExecu
   if (desc.attention_dropout > 0)
     throw std::invalid_argument(o.bundle + ": attention_dropout " +
                                 std::to_string(desc.attention_dropout) +
-                       " > 0: the blocks of a sequence-parallel attention would draw another "
-                       "mask than one attention does; train with attention_dropout 0");
+                                " > 0: the blocks of a sequence-parallel attention would draw "
+                                "another mask than one attention does; train with "
+                                "attention_dropout 0");
   const ls2c::DType dtype = shape.dtype == runtime::DType::F16    ? ls2c::DType::F16
                             : shape.dtype == runtime::DType::BF16 ? ls2c::DType::BF16
                                                                   : ls2c::DType::F32;
@@ -173,9 +174,9 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, Executor &spExecu
     forwardSteps += s.kind == runtime::Step::Kind::Attention && !s.attention.backward;
   if (forwardSteps != static_cast<size_t>(desc.decoder_layers))
     throw std::invalid_argument(o.bundle + ": " + std::to_string(forwardSteps) + " of its " +
-                       std::to_string(desc.decoder_layers) +
-                       " attentions have an Attention step (fp16/bf16, head dim a multiple of "
-                       "8): the others could not be routed across ranks");
+                                std::to_string(desc.decoder_layers) +
+                                " attentions have an Attention step (fp16/bf16, head dim a "
+                                "multiple of 8): the others could not be routed across ranks");
   int64_t bound = 0;
   for (const runtime::TensorSpec &a : acc.arguments)
     if (a.name == "input_ids")
@@ -233,9 +234,10 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, Executor &spExecu
     }
     m->rows = static_cast<int64_t>(ids.size());
     if (m->rows > bound)
-      throw std::invalid_argument(o.bundle + ": " + std::to_string(m->rows) + " tokens on " +
-                         (rank < 0 ? std::string("the reference") : "rank " + std::to_string(rank)) +
-                         " exceed its max_batch_tokens " + std::to_string(bound));
+      throw std::invalid_argument(
+          o.bundle + ": " + std::to_string(m->rows) + " tokens on " +
+          (rank < 0 ? std::string("the reference") : "rank " + std::to_string(rank)) +
+          " exceed its max_batch_tokens " + std::to_string(bound));
     m->weight = rank < 0 ? 1.0 : static_cast<double>(valid) / static_cast<double>(labelTokens);
     const int64_t n = m->rows;
     m->inputs["input_ids"] = tools::uploadTensor(ids, {n}, DType::I32, ids.size() * 4 + 4, "ids");
