@@ -62,12 +62,10 @@ mlir::OwningOpRef<mlir::ModuleOp> buildSequenceParallelModule(mlir::MLIRContext 
   const std::string q = tensor({h, d}, e), kv = tensor({hkv, d}, e), lse = tensor({h}, "f32");
   const std::string q32 = tensor({h, d}, "f32"), cu = "tensor<?xi32>";
   const std::string flat = tensor({}, "f32"), flatE = tensor({}, e);
-  const std::string cuArg = [&](const std::string &name) {
-    return "%" + name + ": " + cu + " " + input(name, tokens + 1, {});
-  }("cu_seqlens");
   auto cuNamed = [&](const std::string &name) {
     return "%" + name + ": " + cu + " " + input(name, tokens + 1, {});
   };
+  const std::string cuArg = cuNamed("cu_seqlens");
   const std::string qkv = "%q: " + q + " " + input("q", tokens, {h, d}) + ", %k: " + kv + " " +
                           input("k", tokens, {hkv, d}) + ", %v: " + kv + " " +
                           input("v", tokens, {hkv, d});
