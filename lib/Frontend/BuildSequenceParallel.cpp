@@ -42,14 +42,6 @@ std::string output(const std::string &name) {
 
 } // namespace
 
-const std::vector<std::string> &sequenceParallelFunctions() {
-  static const std::vector<std::string> names = {
-      "attention_block_diagonal", "attention_block", "attention_block_grad_diagonal",
-      "attention_block_grad",   "merge_attention", "accumulate",
-      "round"};
-  return names;
-}
-
 mlir::OwningOpRef<mlir::ModuleOp> buildSequenceParallelModule(mlir::MLIRContext &context,
                                                               const ModelDescription &desc) {
   loadFrontendDialects(context);

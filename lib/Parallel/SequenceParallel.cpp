@@ -158,6 +158,14 @@ int SchedulePlan::ownerOf(int64_t chunk) const {
   return static_cast<int>(chunk < ranks ? chunk : 2 * ranks - 1 - chunk);
 }
 
+std::vector<int64_t> SchedulePlan::chunksOf(int rank) const {
+  std::vector<int64_t> out;
+  for (int64_t c = 0; c < chunks; ++c)
+    if (ownerOf(c) == rank)
+      out.push_back(c);
+  return out;
+}
+
 SchedulePlan planSchedule(Schedule schedule, int ranks, int64_t tokens, bool causal) {
   if (ranks < 1)
     throw std::invalid_argument("ranks must be >= 1, got " + std::to_string(ranks));
@@ -167,6 +175,7 @@ SchedulePlan planSchedule(Schedule schedule, int ranks, int64_t tokens, bool cau
   p.schedule = schedule;
   p.ranks = ranks;
   p.chunks = schedule == Schedule::DistAttn ? ranks : 2 * ranks;
+  p.tokens = tokens;
   p.chunkLen = (tokens + p.chunks - 1) / p.chunks;
   const int P = ranks;
   if (schedule == Schedule::ZigzagRing) {

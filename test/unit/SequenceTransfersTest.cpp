@@ -129,3 +129,31 @@ TEST(SequenceTransfers, ZigzagFetchesEachKeyChunkOnce) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(SchedulePlanChunks, RangesTileTheSequenceAndEachRankOwnsItsChunks) {
+  for (Schedule s : {Schedule::DistAttn, Schedule::ZigzagRing})
+    for (int P = 1; P <= 8; ++P)
+      for (int64_t S : {int64_t(5), int64_t(1000), int64_t(1001)}) {
+        SchedulePlan plan = planSchedule(s, P, S, true);
+        EXPECT_EQ(plan.tokens, S);
+        int64_t next = 0;
+        for (int64_t c = 0; c < plan.chunks; ++c) {
+          EXPECT_EQ(plan.chunkBegin(c), next);
+          EXPECT_GE(plan.chunkEnd(c), plan.chunkBegin(c));
+          EXPECT_LE(plan.chunkEnd(c) - plan.chunkBegin(c), plan.chunkLen);
+          next = plan.chunkEnd(c);
+        }
+        EXPECT_EQ(next, S);
+        int64_t owned = 0;
+        for (int r = 0; r < P; ++r)
+          for (int64_t c : plan.chunksOf(r)) {
+            EXPECT_EQ(plan.ownerOf(c), r);
+            ++owned;
+          }
+        EXPECT_EQ(owned, plan.chunks);
+      }
+}
+
+} // namespace

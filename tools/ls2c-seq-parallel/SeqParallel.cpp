@@ -29,6 +29,7 @@
 
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Parallel/SequenceParallel.h"
+#include "ls2c/Parallel/SequenceParallelFunctions.h"
 #include "ls2c/Runtime/Bundle.h"
 #include "ls2c/Runtime/Rendezvous.h"
 #if LS2C_HAVE_NCCL
@@ -277,12 +278,6 @@ struct ErrorSums {
 
 const char *kTensorNames[] = {"out", "lse", "dq", "dk", "dv"};
 
-/// The functions of a --program=sequence-parallel bundle
-/// (SequenceParallelModule.h; the tool links no MLIR, so they are named here).
-const char *kSequenceParallelFunctions[] = {
-    "attention_block_diagonal", "attention_block", "attention_block_grad_diagonal",
-    "attention_block_grad",     "merge_attention", "accumulate",
-    "round"};
 
 struct Timing {
   double forwardMs = 0, backwardMs = 0;
@@ -370,7 +365,7 @@ int run(const Options &o) {
     throw UsageError("--simulate-ranks runs all ranks in one process; under torchrun "
                      "(WORLD_SIZE " + std::string(ws) + ") leave it out");
   runtime::Program program = runtime::readBundle(o.bundle);
-  for (const char *fn : kSequenceParallelFunctions)
+  for (const std::string &fn : parallel::sequenceParallelFunctions())
     if (std::none_of(program.functions.begin(), program.functions.end(),
                      [&](const runtime::Function &f) { return f.name == fn; }))
       throw UsageError(o.bundle + ": not a sequence-parallel bundle (no @" + fn +
@@ -490,9 +485,8 @@ int run(const Options &o) {
     dout = randomValues(static_cast<size_t>(tokens * qw), rng);
   }
   for (int r : local)
-    for (int64_t c : runner->ownedChunks(r)) {
-      const int64_t lo = std::min(o.seq, c * plan.chunkLen);
-      const int64_t hi = std::min(o.seq, (c + 1) * plan.chunkLen);
+    for (int64_t c : plan.chunksOf(r)) {
+      const int64_t lo = plan.chunkBegin(c), hi = plan.chunkEnd(c);
       const int64_t rows = runner->chunkRows(c);
       if (rows == 0)
         continue;
@@ -610,12 +604,11 @@ int run(const Options &o) {
                                      Runner::Tensor::DK, Runner::Tensor::DV};
     const int64_t widths[5] = {qw, shape.heads, qw, kvw, kvw};
     for (int r : local)
-      for (int64_t c : runner->ownedChunks(r)) {
+      for (int64_t c : plan.chunksOf(r)) {
         const int64_t rows = runner->chunkRows(c);
         if (rows == 0)
           continue;
-        const int64_t lo = std::min(o.seq, c * plan.chunkLen);
-        const int64_t hi = std::min(o.seq, (c + 1) * plan.chunkLen);
+        const int64_t lo = plan.chunkBegin(c), hi = plan.chunkEnd(c);
         for (size_t i = 0; i < 5; ++i) {
           runtime::DType dt = i == 1 ? runtime::DType::F32 : shape.dtype;
           std::vector<double> got =

@@ -81,11 +81,7 @@ struct Runner::Impl {
   Impl(Executor &e, parallel::SchedulePlan p, Shape shape, std::vector<int> ranks, Transport &t)
       : ex(e), plan(std::move(p)), s(shape), local(std::move(ranks)), transport(t) {}
 
-  int64_t rows(int64_t c) const {
-    int64_t len = std::max<int64_t>(0, std::min(s.seq, (c + 1) * plan.chunkLen) -
-                                           std::min(s.seq, c * plan.chunkLen));
-    return s.batch * len;
-  }
+  int64_t rows(int64_t c) const { return s.batch * (plan.chunkEnd(c) - plan.chunkBegin(c)); }
   size_t qBytes(int64_t r) const { return static_cast<size_t>(r * s.heads * s.headDim) * eb; }
   size_t kvBytes(int64_t r) const { return static_cast<size_t>(r * s.kvHeads * s.headDim) * eb; }
   size_t lseBytes(int64_t r) const { return static_cast<size_t>(r * s.heads) * 4; }
@@ -132,9 +128,7 @@ struct Runner::Impl {
       maxRows = std::max(maxRows, rows(c));
     const int64_t R = maxRows;
     for (int r : local) {
-      for (int64_t c = 0; c < plan.chunks; ++c) {
-        if (plan.ownerOf(c) != r)
-          continue;
+      for (int64_t c : plan.chunksOf(r)) {
         ChunkBuffers &b = own[{r, c}];
         const int64_t n = rows(c);
         const std::string what = "rank " + std::to_string(r) + " chunk " + std::to_string(c);
@@ -481,6 +475,10 @@ Runner::Runner(Executor &executor, parallel::SchedulePlan plan, Shape shape,
                                   transport)) {
   Impl &m = *impl;
   m.eb = runtime::dtypeBytes(shape.dtype);
+  if (m.plan.tokens != shape.seq)
+    throw std::invalid_argument("the plan splits " + std::to_string(m.plan.tokens) +
+                                " tokens, the shape has sequences of " +
+                                std::to_string(shape.seq));
   auto want = [&](const std::string &fn, size_t arg, const std::vector<int64_t> &inner,
                   runtime::DType dtype) {
     const runtime::Function &f = executor.function(fn);
@@ -499,9 +497,6 @@ Runner::Runner(Executor &executor, parallel::SchedulePlan plan, Shape shape,
   if (acc.results.size() != 1 || acc.results[0].inPlaceOf != 0)
     throw std::invalid_argument("the bundle's @accumulate is not written in place (recompile it with this "
                        "ls2c: --program=sequence-parallel)");
-  for (const char *fn : {"attention_block_diagonal", "attention_block_grad_diagonal",
-                                "attention_block_grad", "merge_attention", "round"})
-    executor.function(fn);
   const int64_t bound = executor.function("attention_block").arguments[0].maxShape[0];
   m.fwd = parallel::planTransfers(m.plan, false);
   m.bwd = parallel::planTransfers(m.plan, true);
@@ -527,14 +522,6 @@ Runner::~Runner() {
 
 int64_t Runner::chunkRows(int64_t c) const { return impl->rows(c); }
 
-std::vector<int64_t> Runner::ownedChunks(int rank) const {
-  std::vector<int64_t> out;
-  for (int64_t c = 0; c < impl->plan.chunks; ++c)
-    if (impl->plan.ownerOf(c) == rank)
-      out.push_back(c);
-  return out;
-}
-
 void *Runner::tensor(int rank, int64_t chunk, Tensor t) const {
   ChunkBuffers &b = impl->own.at({rank, chunk});
   switch (t) {
@@ -558,21 +545,6 @@ void *Runner::tensor(int rank, int64_t chunk, Tensor t) const {
     return b.dv;
   }
   return nullptr;
-}
-
-size_t Runner::tensorBytes(int64_t chunk, Tensor t) const {
-  const int64_t n = impl->rows(chunk);
-  switch (t) {
-  case Tensor::K:
-  case Tensor::V:
-  case Tensor::DK:
-  case Tensor::DV:
-    return impl->kvBytes(n);
-  case Tensor::Lse:
-    return impl->lseBytes(n);
-  default:
-    return impl->qBytes(n);
-  }
 }
 
 void Runner::forward(cudaStream_t compute, cudaStream_t comm) { impl->run(false, compute, comm); }

@@ -8,7 +8,7 @@
 // their lse in f32; dq, dk, dv partial sums accumulated in f32). No MLIR.
 //
 // Layout: a batch of B sequences of S tokens each; chunk c of the plan holds
-// tokens [c L, min(S, (c+1) L)) of every sequence (L = plan.chunkLen), packed
+// tokens [plan.chunkBegin(c), plan.chunkEnd(c)) of every sequence, packed
 // [B * len_c, heads, headDim] in the compute dtype, sequence b at rows
 // [b len_c, (b+1) len_c); lse is f32 [B * len_c, heads]. A chunk of length 0
 // (all padding) takes part in nothing.
@@ -76,10 +76,12 @@ public:
 
 class Runner {
 public:
-  /// `executor` holds the bundle (its functions are checked against
-  /// sequenceParallelFunctions' signatures: shape's heads, kv heads, head
-  /// dim and dtype, and a chunk against its token bound; throws
-  /// std::invalid_argument naming the mismatch).
+  /// `executor` holds a sequence-parallel bundle (the caller checks that it
+  /// has sequenceParallelFunctions()); its blocks are checked against the
+  /// shape's heads, kv heads, head dim and dtype, @accumulate for in-place
+  /// writes, a chunk against its token bound and the plan against the
+  /// shape's sequence length (throws std::invalid_argument naming the
+  /// mismatch).
   /// `localRanks`: the ranks this process runs (all of them when
   /// simulated, its own with NCCL). Allocates every buffer up front;
   /// throws runtime::RuntimeError when the device has too little.
@@ -89,15 +91,12 @@ public:
 
   /// Rows of chunk c (B * len_c).
   int64_t chunkRows(int64_t c) const;
-  /// The chunks rank r owns, in plan order.
-  std::vector<int64_t> ownedChunks(int rank) const;
 
-  /// Device buffers of an owned chunk: inputs q, k, v, dout (set them
-  /// before forward/backward) and results out, lse (after forward), dq, dk,
-  /// dv (after backward).
+  /// Device buffers of an owned chunk (plan.chunksOf(rank)): inputs q, k,
+  /// v, dout (set them before forward/backward) and results out, lse (after
+  /// forward), dq, dk, dv (after backward).
   enum class Tensor { Q, K, V, DOut, Out, Lse, DQ, DK, DV };
   void *tensor(int rank, int64_t chunk, Tensor t) const;
-  size_t tensorBytes(int64_t chunk, Tensor t) const;
 
   /// Enqueue the whole forward / backward on `compute` (with `comm` for the
   /// transfers when the transport overlaps); nothing waits on the host.

@@ -225,11 +225,9 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, Executor &spExecu
     if (rank < 0) {
       take(0, o.seq);
     } else {
-      for (int64_t c = 0; c < plan.chunks; ++c) {
-        if (plan.ownerOf(c) != rank)
-          continue;
+      for (int64_t c : plan.chunksOf(rank)) {
         m->chunks.push_back({c, static_cast<int64_t>(ids.size())});
-        take(std::min(o.seq, c * plan.chunkLen), std::min(o.seq, (c + 1) * plan.chunkLen));
+        take(plan.chunkBegin(c), plan.chunkEnd(c));
       }
     }
     m->rows = static_cast<int64_t>(ids.size());

@@ -314,7 +314,7 @@ int writeBundleFile(const CompileOptions &options, const ModelDescription &desc,
   ProgramOptions po;
   po.archs = options.archs;
   if (options.program == "sequence-parallel")
-    po.functions = sequenceParallelFunctions();
+    po.functions = parallel::sequenceParallelFunctions();
   CompileReport stats;
   try {
     runtime::Program program = compileModule(module, desc, text.str(), po, &stats);

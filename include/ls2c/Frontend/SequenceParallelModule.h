@@ -30,7 +30,8 @@
 //     the result's in_place_of is the argument's)
 //   @round(acc [N] f32) -> [N] E   (identity copy when E is f32)
 //
-// Every function's arguments are "input"s and results "output"s; the module
+// (named in ls2c/Parallel/SequenceParallelFunctions.h). Every function's
+// arguments are "input"s and results "output"s; the module
 // carries ls2.differentiated (no autodiff or train step to derive).
 //
 //===----------------------------------------------------------------------===//
@@ -38,18 +39,13 @@
 #define LS2C_FRONTEND_SEQUENCEPARALLELMODULE_H
 
 #include "ls2c/Model/ModelDescription.h"
+#include "ls2c/Parallel/SequenceParallelFunctions.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 
-#include <string>
-#include <vector>
-
 namespace ls2c {
-
-/// The functions above, in the order a program lists them.
-const std::vector<std::string> &sequenceParallelFunctions();
 
 /// The module above for `desc` (validated). Null, with MLIR diagnostics,
 /// only on an ls2c bug (the text it generates does not parse or verify).

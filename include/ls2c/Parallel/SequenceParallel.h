@@ -39,6 +39,7 @@
 #ifndef LS2C_PARALLEL_SEQUENCEPARALLEL_H
 #define LS2C_PARALLEL_SEQUENCEPARALLEL_H
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -91,11 +92,18 @@ struct BlockTask {
 struct SchedulePlan {
   Schedule schedule = Schedule::DistAttn;
   int ranks = 1;
+  int64_t tokens = 0;    ///< S, the sequence the plan splits
   int64_t chunks = 1;    ///< P (DistAttn) or 2P (zigzag)
   int64_t chunkLen = 0;  ///< ceil(S / chunks): the last chunk padded
   std::vector<std::vector<BlockTask>> steps;
   /// The rank that holds chunk c's Q, K, V and owns its results.
   int ownerOf(int64_t chunk) const;
+  /// The chunks `rank` owns, in chunk order.
+  std::vector<int64_t> chunksOf(int rank) const;
+  /// Chunk c's tokens [chunkBegin(c), chunkEnd(c)) of the sequence (clipped
+  /// to S: the last chunks may be short or empty).
+  int64_t chunkBegin(int64_t c) const { return std::min(tokens, c * chunkLen); }
+  int64_t chunkEnd(int64_t c) const { return std::min(tokens, (c + 1) * chunkLen); }
 };
 
 /// Throws std::invalid_argument when ranks < 1 or tokens < 1.
