@@ -6,7 +6,8 @@
 # Here (MLIR, no GPU):  scripts/gpu-all.sh prepare
 #   builds the tools, then writes .gpu-all/ (git-ignored): bin/ (ls2c-kernel-check, ls2c-gemm-check, ls2c-gpu-step: no MLIR), cases/
 #   (generated kernels against the interpreter: the tensor-core attention set, the
-#   embedding gradients, the column reductions of tiny-bert and of a hidden-1024 bf16 model),
+#   embedding gradients, the cross entropy over padded rows of a 50,257-token vocabulary, the
+#   LayerNorm-dropout groups and the column reductions of tiny-bert and of a hidden-1024 bf16 model),
 #   step/ (scripts/gpu-step-check.py's tiny presets and large-batch probes with their CPU
 #   references), prof/ (BERT-base and GPT-2 medium bundles and batches),
 #   packed into .gpu-all.tgz (the folder is over the 64 MiB a device call carries; the archive
@@ -45,6 +46,13 @@ prepare() {
   for m in examples/tiny-bert.json test/gpu/Inputs/sizes-h100-bf16-v50257.json; do
     "$cases" "$m" "$G/cases/scatter-$(basename "$m" .json)" --tokens 19 --only scatter_add
   done
+  # Padded rows: the cross entropy over a 50,257-token vocabulary reads the logits and
+  # writes their gradient through row strides (PaddedRows.h); the LayerNorm-dropout groups of
+  # a hidden-1024 bf16 model draw four numbers per Philox block.
+  "$cases" test/gpu/Inputs/sizes-h100-bf16-v50257.json "$G/cases/xent-sizes-h100-bf16-v50257" \
+    --tokens 37 --only cross_entropy
+  "$cases" test/gpu/Inputs/sizes-h1024-bf16.json "$G/cases/lndrop-sizes-h1024-bf16" \
+    --tokens 45 --only layer_norm
   # The column reductions (bias and LayerNorm gradients, the gradient norm) of a tiny BERT
   # and of a 2-layer hidden-1024 bf16 model: 1 to 128 column tiles, so the check's scratch
   # (counters zero, the rest garbage) tests the counters that all kernels share.

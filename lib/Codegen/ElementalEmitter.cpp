@@ -223,6 +223,16 @@ IndexExpr ElementalEmitter::flatten(Value value, const Index &index) {
   return flat;
 }
 
+IndexExpr ElementalEmitter::address(BlockArgument arg, const Index &index) {
+  unsigned i = arg.getArgNumber();
+  if (i >= argRowStrides.size() || argRowStrides[i].empty())
+    return flatten(arg, index);
+  if (index.size() != 2)
+    throw EmitError{fusion, "reads a strided tensor that is not a matrix"};
+  return {"(" + addText(mulText(index[0].text, argRowStrides[i]), index[1].text) + ")",
+          levelOfIndex(index)};
+}
+
 Index delinearizeIndex(const std::vector<std::string> &sizes, const std::string &flat,
                        int level) {
   Index out(sizes.size());
@@ -352,7 +362,7 @@ std::string ElementalEmitter::streamText(ls2::RandomUniformOp op) {
 std::string ElementalEmitter::load(BlockArgument arg, const Index &index) {
   if (isa<IndexType>(arg.getType()))
     return argNames[arg.getArgNumber()];
-  IndexExpr flat = flatten(arg, index);
+  IndexExpr flat = address(arg, index);
   if (leafHook)
     if (auto hooked = leafHook(arg, index, flat))
       return *hooked;

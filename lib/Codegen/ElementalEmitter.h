@@ -102,7 +102,17 @@ public:
   std::string dimText(const runtime::Dim &d) { return dimName(d); }
   const SymbolicDims &symbolicDims() const { return dims; }
 
-  /// Leaf hook: a block argument read at `index` (flat offset `flat`). It
+  /// Tensors read through a row stride (padded rows, PaddedRows.h): block
+  /// argument i's stride parameter, or "" when its rows are contiguous.
+  /// Only rank-2 arguments; leaf loads then read element [r, j] at
+  /// r * stride + j.
+  std::vector<std::string> argRowStrides;
+  /// The offset a leaf load of `arg` at `index` reads: the row-major flat
+  /// offset, or r * stride + j for a strided argument.
+  IndexExpr address(mlir::BlockArgument arg, const Index &index);
+
+  /// Leaf hook: a block argument read at `index` (offset `flat`, from
+  /// address()). It
   /// may return an expression (a register cache, a vector lane) to use
   /// instead of a plain load; the skeletons use it for row caches and
   /// vectorized loops.

@@ -23,6 +23,10 @@ struct KernelContext {
   std::string name;
   std::vector<std::string> argNames;    ///< per block argument
   std::vector<std::string> resultNames; ///< per fusion result
+  /// Row-stride parameters of padded operands and results (PaddedRows.h):
+  /// the C name, or "" for contiguous rows. Only row reductions take them.
+  std::vector<std::string> argStrides, resultStrides;
+  bool anyStrided() const;
   std::vector<runtime::Dim> sizeParams; ///< dynamic dims passed as params
   std::vector<int64_t> constantParams;  ///< integer constants passed as params
   std::unique_ptr<ElementalEmitter> emitter;

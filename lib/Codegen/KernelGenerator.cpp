@@ -5,6 +5,8 @@
 #include "KernelContext.h"
 #include "Prelude.h"
 
+#include "ls2c/Transforms/PaddedRows.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -23,9 +25,14 @@ KernelContext::KernelContext(ls2::FusionOp fusion, const SymbolicDims &dims,
                        std::to_string(arg.getArgNumber()));
   for (unsigned i = 0; i < fusion.getNumResults(); ++i)
     resultNames.push_back("out" + std::to_string(i));
+  for (auto [i, v] : llvm::enumerate(fusion.getInputs()))
+    argStrides.push_back(paddedRowStride(v) ? "ld_in" + std::to_string(i) : "");
+  for (auto [i, v] : llvm::enumerate(fusion.getResults()))
+    resultStrides.push_back(paddedRowStride(v) ? "ld_out" + std::to_string(i) : "");
   emitter = std::make_unique<ElementalEmitter>(
       fusion, dims, argNames,
       [this](const runtime::Dim &d) { return dimName(d); });
+  emitter->argRowStrides = argStrides;
   emitter->constantName = [this](int64_t value) {
     for (size_t i = 0; i < constantParams.size(); ++i)
       if (constantParams[i] == value)
@@ -33,6 +40,11 @@ KernelContext::KernelContext(ls2::FusionOp fusion, const SymbolicDims &dims,
     constantParams.push_back(value);
     return "k" + std::to_string(constantParams.size() - 1);
   };
+}
+
+bool KernelContext::anyStrided() const {
+  auto named = [](const std::string &n) { return !n.empty(); };
+  return llvm::any_of(argStrides, named) || llvm::any_of(resultStrides, named);
 }
 
 std::string KernelContext::dimName(const runtime::Dim &d) {
@@ -153,6 +165,9 @@ generateFusionKernel(ls2::FusionOp fusion, const SymbolicDims &dims,
                      const ShapeBounds &bounds, const std::string &kernelName) {
   KernelContext ctx(fusion, dims, bounds, kernelName);
   try {
+    if (ctx.anyStrided() && fusion.getKind() != ls2::FusionKind::RowReduction)
+      throw EmitError{fusion, "reads or writes padded rows, which only row "
+                              "reductions take"};
     switch (fusion.getKind()) {
     case ls2::FusionKind::Loop:
       emitLoopKernel(ctx);
@@ -197,6 +212,18 @@ generateFusionKernel(ls2::FusionOp fusion, const SymbolicDims &dims,
     k.params.push_back(runtime::ParamKind::Pointer);
     out.bindings.push_back({ParamBinding::Kind::Result, i, {}});
   }
+  // Row strides, after the pointers: each padded tensor's (PaddedRows.h).
+  for (auto [strides, ofResult] : {std::pair{&ctx.argStrides, false},
+                                   std::pair{&ctx.resultStrides, true}})
+    for (auto [i, name] : llvm::enumerate(*strides)) {
+      if (name.empty())
+        continue;
+      params.push_back("const long long " + name);
+      k.params.push_back(runtime::ParamKind::Int64);
+      ParamBinding b{ParamBinding::Kind::RowStride, static_cast<unsigned>(i), {}};
+      b.ofResult = ofResult;
+      out.bindings.push_back(b);
+    }
   for (const runtime::Dim &d : ctx.sizeParams) {
     params.push_back("const long long d" + std::to_string(d.argument) + "_" +
                      std::to_string(d.axis));

@@ -91,6 +91,20 @@ __device__ __forceinline__ float ls2_uniform(long long seed, long long offset,
   return ls2_word_uniform(words, e);
 }
 
+// Elements e0 .. e0 + 3 (e0 % 4 == 0) of ls2.random_uniform: one Philox
+// block gives all four, where ls2_uniform computes it for each.
+__device__ __forceinline__ void ls2_uniform4(long long seed, long long offset, unsigned stream,
+                                             long long e0, float *out) {
+  unsigned long long block = (unsigned long long)e0 >> 2;
+  uint4 words = ls2_philox(make_uint4((unsigned)block, (unsigned)(block >> 32), stream,
+                                      (unsigned)(unsigned long long)offset),
+                           seed);
+  out[0] = (float)(words.x >> 8) * (1.0f / 16777216.0f);
+  out[1] = (float)(words.y >> 8) * (1.0f / 16777216.0f);
+  out[2] = (float)(words.z >> 8) * (1.0f / 16777216.0f);
+  out[3] = (float)(words.w >> 8) * (1.0f / 16777216.0f);
+}
+
 __device__ __forceinline__ float ls2_warp_sum(float x) {
 #pragma unroll
   for (int m = 16; m > 0; m >>= 1) x += __shfl_xor_sync(0xffffffffu, x, m);

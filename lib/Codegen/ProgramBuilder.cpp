@@ -9,6 +9,7 @@
 #include "ls2c/Analysis/SymbolicDims.h"
 #include "ls2c/Codegen/ModuleKernels.h"
 #include "ls2c/Model/ParameterLayout.h"
+#include "ls2c/Transforms/PaddedRows.h"
 #include "ls2c/Training/Workspace.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -217,9 +218,13 @@ private:
     }
     auto offsets = def->getAttrOfType<DenseI64ArrayAttr>("ls2.offsets");
     unsigned index = cast<OpResult>(v).getResultNumber();
-    if (offsets && index < offsets.size() && offsets[index] >= 0)
-      return {{BufferRef::Space::Arena, 0, static_cast<uint64_t>(offsets[index]), bytes(v)},
-              0};
+    if (offsets && index < offsets.size() && offsets[index] >= 0) {
+      Resolved r{{BufferRef::Space::Arena, 0, static_cast<uint64_t>(offsets[index]), bytes(v)},
+                 paddedRowStride(v)};
+      if (r.rowStride)
+        r.ref.maxBytes = stridedExtent(v, r.rowStride);
+      return r;
+    }
     if (std::optional<Resolved> piece = inPlacePiece(v))
       return *piece;
     throw BuildError{def, "produces a value with no planned buffer (result " +
@@ -307,9 +312,19 @@ private:
     runtime::Gemm g;
     auto a = tensorType(op.getA()), b = tensorType(op.getB()),
          c = tensorType(op.getResult());
-    g.a = contiguous(op, op.getA());
-    g.b = contiguous(op, op.getB());
-    g.c = contiguous(op, op.getResult());
+    // Padded rows (PaddedRows.h) are a leading dimension larger than the
+    // row; batched operands stay contiguous.
+    auto matrix = [&](Value v, int64_t &ld) {
+      Resolved r = resolve(v);
+      if (r.rowStride != 0 && tensorType(v).getRank() != 2)
+        throw BuildError{op, "has a batched operand or result with a row stride"};
+      ld = r.rowStride;
+      return r.ref;
+    };
+    int64_t strideA = 0, strideB = 0, strideC = 0;
+    g.a = matrix(op.getA(), strideA);
+    g.b = matrix(op.getB(), strideB);
+    g.c = matrix(op.getResult(), strideC);
     g.aType = dtypeOrThrow(op, a.getElementType());
     g.bType = dtypeOrThrow(op, b.getElementType());
     g.cType = dtypeOrThrow(op, c.getElementType());
@@ -323,9 +338,9 @@ private:
     g.k = g.transposeA ? ad[ar - 2] : ad[ar - 1];
     if (!a.hasStaticShape() && a.isDynamicDim(ar - 1))
       throw BuildError{op, "has a dynamic row length in its first operand"};
-    g.lda = a.getDimSize(ar - 1);
-    g.ldb = b.getDimSize(br - 1);
-    g.ldc = c.getDimSize(cr - 1);
+    g.lda = strideA ? strideA : a.getDimSize(ar - 1);
+    g.ldb = strideB ? strideB : b.getDimSize(br - 1);
+    g.ldc = strideC ? strideC : c.getDimSize(cr - 1);
     if (ShapedType::isDynamic(g.ldb) || ShapedType::isDynamic(g.ldc))
       throw BuildError{op, "has a dynamic row length"};
     // Batched: leading dims of a (and of b unless it is one shared matrix).

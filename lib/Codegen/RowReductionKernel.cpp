@@ -9,7 +9,9 @@
 // its random numbers are loaded once into registers (16-byte vectors when
 // aligned) and every phase reuses them; longer rows (vocabularies) re-read
 // them (from L1/L2) in each phase. Outputs along the row are stored as
-// 16-byte vectors when aligned.
+// 16-byte vectors when aligned. A padded [R, H] operand or output
+// (PaddedRows.h: the logits and their gradient) is read and written at
+// r * stride + j, its stride a kernel parameter.
 //
 //===----------------------------------------------------------------------===//
 
@@ -147,6 +149,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
       std::string ct = computeType(et);
       std::string fill = ct + " " + name + "[" + std::to_string(chunks * vec) + "];\n";
       bool contiguous = sameIndex(index, elementIndex) && vec > 1 &&
+                        ctx.argStrides[arg.getArgNumber()].empty() &&
                         (vec * elementBytes(et)) % 16 == 0 &&
                         (h * elementBytes(et)) % 16 == 0;
       std::string scalarFill = name + "[c * " + V + " + u] = j < " + H +
@@ -173,7 +176,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
       caches.emplace(key, name);
       return cacheRef(name);
     };
-    em.randomHook = [&](ls2::RandomUniformOp op, const Index &,
+    em.randomHook = [&](ls2::RandomUniformOp op, const Index &index,
                         const IndexExpr &flat) -> std::optional<std::string> {
       if (flat.level < kElementLevel)
         return std::nullopt;
@@ -184,9 +187,25 @@ void emitRowReductionKernel(KernelContext &ctx) {
       std::string offset = em.emit(op.getOffset(), {});
       std::string name = em.fresh("rn");
       std::string fill = "float " + name + "[" + std::to_string(chunks * vec) + "];\n";
-      fill += loopHead("j") + "    " + name + "[c * " + V + " + u] = j < " + H +
-              " ? ls2_uniform(" + seed + ", " + offset + ", " +
-              em.streamText(op) + ", " + flat.text + ") : 0.0f;\n  }\n}\n";
+      // Numbers of the rows' own shape, four consecutive elements per
+      // thread from a multiple of 4: one Philox block gives four (Philox
+      // was about 40% of a LayerNorm-dropout kernel's instructions).
+      if (vec % 4 == 0 && h % 4 == 0 && sameIndex(index, elementIndex) &&
+          sameDims(ctx.dims.shape(op.getResult()), full)) {
+        fill += "#pragma unroll\nfor (int c = 0; c < " + CH + "; ++c) {\n";
+        fill += "#pragma unroll\n  for (int u = 0; u < " + V + "; u += 4) {\n";
+        fill += "    const long long j = ((long long)c * " + T + " + lane) * " + V + " + u;\n";
+        fill += "    if (j < " + H + ") ls2_uniform4(" + seed + ", " + offset + ", " +
+                em.streamText(op) + ", " + flat.text + ", &" + name + "[c * " + V +
+                " + u]);\n";
+        fill += "    else " + name + "[c * " + V + " + u] = " + name + "[c * " + V +
+                " + u + 1] = " + name + "[c * " + V + " + u + 2] = " + name + "[c * " + V +
+                " + u + 3] = 0.0f;\n  }\n}\n";
+      } else {
+        fill += loopHead("j") + "    " + name + "[c * " + V + " + u] = j < " + H +
+                " ? ls2_uniform(" + seed + ", " + offset + ", " +
+                em.streamText(op) + ", " + flat.text + ") : 0.0f;\n  }\n}\n";
+      }
       em.lineAt(kOuterLevel, fill);
       caches.emplace(key, name);
       return cacheRef(name);
@@ -239,12 +258,15 @@ void emitRowReductionKernel(KernelContext &ctx) {
         continue;
       std::string v = em.emit(ctx.yieldValue(i), yieldIndex(i));
       Type et = cast<RankedTensorType>(ctx.yieldValue(i).getType()).getElementType();
-      if (registers && vec > 1 && (vec * elementBytes(et)) % 16 == 0) {
+      const std::string &stride = ctx.resultStrides[i];
+      if (!stride.empty() && !sameIndex(yieldIndex(i), elementIndex))
+        throw EmitError{ctx.fusion, "writes padded rows of another shape than the rows"};
+      if (registers && vec > 1 && stride.empty() && (vec * elementBytes(et)) % 16 == 0) {
         std::string name = "ov" + std::to_string(i);
         vectors[i] = name;
         em.line("ls2_put(" + name + ".v[u], " + v + ");");
       } else {
-        em.line(storeText(ctx, i, "r * " + H + " + j", v));
+        em.line(storeText(ctx, i, "r * " + (stride.empty() ? H : stride) + " + j", v));
       }
     }
     std::string phase = em.popScope();
@@ -288,6 +310,9 @@ void emitRowReductionKernel(KernelContext &ctx) {
     }
   }
   if (!rowValues.empty()) {
+    for (unsigned i = 0; i < ctx.numYields(); ++i)
+      if (perRow[i] && !ctx.resultStrides[i].empty())
+        throw EmitError{ctx.fusion, "writes padded rows of a per-row output"};
     std::string stores;
     for (unsigned i = 0; i < ctx.numYields(); ++i)
       if (perRow[i])

@@ -140,6 +140,17 @@ int64_t viewByteOffset(Operation *view) {
          elementBytes(type.getElementType());
 }
 
+bool isElementwiseOfShape(Operation *u, ArrayRef<int64_t> shape) {
+  if (!isa<ls2::AddOp, ls2::SubOp, ls2::MulOp, ls2::DivOp, ls2::MaxOp, ls2::MinOp, ls2::NegOp,
+           ls2::ExpOp, ls2::LogOp, ls2::TanhOp, ls2::ErfOp, ls2::SqrtOp, ls2::RsqrtOp,
+           ls2::SelectOp, ls2::CompareOp, ls2::CastOp>(u))
+    return false;
+  for (Value r : u->getResults())
+    if (cast<RankedTensorType>(r.getType()).getShape() != shape)
+      return false;
+  return true;
+}
+
 Operation *definingOpThroughViews(Value v) {
   Operation *def = v.getDefiningOp();
   while (def && isView(def))

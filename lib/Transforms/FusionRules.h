@@ -60,6 +60,11 @@ bool isInPlaceConcat(mlir::Operation *op,
 /// view is fused into that reader instead.
 bool isArgumentConversion(mlir::Operation *op);
 
+/// Whether `u` maps its operands element by element to results of `shape`
+/// (each output element's index is its inputs'): the arithmetic, select,
+/// compare and cast ops.
+bool isElementwiseOfShape(mlir::Operation *u, llvm::ArrayRef<int64_t> shape);
+
 /// The op that computes `v`, looking through views; null for a function
 /// argument (or a view of one).
 mlir::Operation *definingOpThroughViews(mlir::Value v);

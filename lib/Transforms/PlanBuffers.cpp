@@ -16,6 +16,7 @@
 
 #include "ls2c/Analysis/ArenaPlanner.h"
 #include "ls2c/Analysis/ShapeBounds.h"
+#include "ls2c/Transforms/PaddedRows.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Format.h"
@@ -40,19 +41,6 @@ struct Place {
   bool strided = false; ///< a strided view of the buffer: no offset of its own
 };
 
-/// Whether `u` maps its operands element by element to a result of
-/// `shape` (the output's index is the input's).
-bool elementwiseOfShape(Operation *u, ArrayRef<int64_t> shape) {
-  if (!isa<ls2::AddOp, ls2::SubOp, ls2::MulOp, ls2::DivOp, ls2::MaxOp, ls2::MinOp, ls2::NegOp,
-           ls2::ExpOp, ls2::LogOp, ls2::TanhOp, ls2::ErfOp, ls2::SqrtOp, ls2::RsqrtOp,
-           ls2::SelectOp, ls2::CompareOp, ls2::CastOp>(u))
-    return false;
-  for (Value r : u->getResults())
-    if (cast<RankedTensorType>(r.getType()).getShape() != shape)
-      return false;
-  return true;
-}
-
 /// A loop group may write output `r` over input `a` when `a` is read only
 /// element by element at the output's own index.
 bool elementwiseInPlace(ls2::FusionOp f, unsigned input, Value result) {
@@ -62,7 +50,7 @@ bool elementwiseInPlace(ls2::FusionOp f, unsigned input, Value result) {
   if (arg.getType() != result.getType())
     return false;
   ArrayRef<int64_t> shape = cast<RankedTensorType>(arg.getType()).getShape();
-  return llvm::all_of(arg.getUsers(), [&](Operation *u) { return elementwiseOfShape(u, shape); });
+  return llvm::all_of(arg.getUsers(), [&](Operation *u) { return fusion::isElementwiseOfShape(u, shape); });
 }
 
 /// A row-reduction group may write its one rows-shaped output `r` over
@@ -93,7 +81,7 @@ bool rowReductionInPlace(ls2::FusionOp f, unsigned input, Value result) {
       }) != 1)
     return false;
   return llvm::all_of(arg.getUsers(), [&](Operation *u) {
-    return isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(u) || elementwiseOfShape(u, shape);
+    return isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(u) || fusion::isElementwiseOfShape(u, shape);
   });
 }
 
@@ -109,6 +97,7 @@ struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
       return signalPassFailure();
     Block &block = f.getBody().front();
     Operation *terminator = block.getTerminator();
+    markPaddedRows(f);
 
     llvm::DenseSet<Value> returned;
     for (Value v : terminator->getOperands())
@@ -137,6 +126,11 @@ struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
       PlannedBuffer b;
       b.id = static_cast<int64_t>(buffers.size());
       b.sizeBytes = bounds->bytes(r);
+      if (int64_t stride = paddedRowStride(r)) {
+        auto type = cast<RankedTensorType>(r.getType());
+        b.sizeBytes = bounds->shape(r)[0] * stride *
+                      (type.getElementType().getIntOrFloatBitWidth() / 8);
+      }
       b.firstStep = b.lastStep = first;
       std::string name;
       llvm::raw_string_ostream os(name);
@@ -197,6 +191,7 @@ struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
             auto it = place.find(input);
             if (it == place.end() || it->second.offset != 0 || it->second.strided ||
                 buffers[it->second.buffer].sizeBytes != buffers[index].sizeBytes ||
+                paddedRowStride(input) != paddedRowStride(r) ||
                 !(elementwiseInPlace(fusion, i, r) || rowReductionInPlace(fusion, i, r)))
               continue;
             buffers[index].inPlaceOf = buffers[it->second.buffer].id;

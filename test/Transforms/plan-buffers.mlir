@@ -122,6 +122,68 @@ func.func @row_two_outputs(%x: tensor<?x64xf32> {ls2.max_shape = array<i64: 16, 
 
 // -----
 
+// Logits-like rows of 65 f32 (260 bytes, not a multiple of 16) that only a
+// GEMM writes, a row reduction reads element by element and GEMMs read are
+// padded to 68 elements (PaddedRows.h): 16 rows x 68 x 4 = 4352 bytes. The
+// row group's rows-shaped output (the logits' gradient) is padded too and
+// still takes the logits' place; its per-row output is not.
+// CHECK-LABEL: buffer plan of @padded_rows: 6 buffers
+// CHECK-NEXT: matmul#0: offset [[L:[0-9]+]], size 4352, live [1, 2]
+// CHECK-NEXT: row_0#0: offset {{[0-9]+}}, size 64, live [2, 5]
+// CHECK-NEXT: row_0#1: offset [[L]], size 4352, live [2, 3], in place of matmul#0
+// IR-LABEL: func.func @padded_rows
+// IR: ls2.matmul {{.*}}ls2.row_strides = array<i64: 68>
+// IR: ls2.fusion "row_0"{{.*}}ls2.row_strides = array<i64: 0, 68>
+// IR: ls2.matmul %{{[0-9a-z#_]+}}, %arg1 {
+// IR-NOT: ls2.row_strides
+// IR-SAME: -> tensor<?x64xf32>
+func.func @padded_rows(%x: tensor<?x64xf32> {ls2.max_shape = array<i64: 16, 64>},
+                       %w: tensor<65x64xf32>) -> tensor<f32> {
+  %n = ls2.dim %x[0] : tensor<?x64xf32>
+  %a = ls2.matmul %x, %w {transpose_b} : tensor<?x64xf32>, tensor<65x64xf32> -> tensor<?x65xf32>
+  %b:2 = ls2.fusion "row_0" row_reduction(%a, %n) : (tensor<?x65xf32>, index) -> (tensor<?xf32>, tensor<?x65xf32>) {
+  ^bb0(%arg: tensor<?x65xf32>, %rows: index):
+    %m = ls2.reduce_max %arg [1] : tensor<?x65xf32> -> tensor<?xf32>
+    %mb = ls2.broadcast %m[%rows] {dims = array<i64: 0>} : tensor<?xf32> -> tensor<?x65xf32>
+    %d = ls2.sub %arg, %mb : tensor<?x65xf32>
+    %e = ls2.exp %d : tensor<?x65xf32>
+    ls2.yield %m, %e : tensor<?xf32>, tensor<?x65xf32>
+  }
+  %c = ls2.matmul %b#1, %w : tensor<?x65xf32>, tensor<65x64xf32> -> tensor<?x64xf32>
+  %s = ls2.reduce_sum %c [0, 1] : tensor<?x64xf32> -> tensor<f32>
+  %t = ls2.reduce_sum %b#0 [0] : tensor<?xf32> -> tensor<f32>
+  %u = ls2.add %s, %t : tensor<f32>
+  return %u : tensor<f32>
+}
+
+// -----
+
+// The same rows read by a loop group as well (or returned): contiguous,
+// 16 x 65 x 4 = 4160 bytes.
+// CHECK-LABEL: buffer plan of @unpadded_rows:
+// CHECK-NEXT: matmul#0: offset {{[0-9]+}}, size 4160, live [1, 3]
+// IR-LABEL: func.func @unpadded_rows
+// IR-NOT: ls2.row_strides
+// IR: return
+func.func @unpadded_rows(%x: tensor<?x64xf32> {ls2.max_shape = array<i64: 16, 64>},
+                         %w: tensor<65x64xf32>) -> (tensor<?xf32>, tensor<?x65xf32>) {
+  %n = ls2.dim %x[0] : tensor<?x64xf32>
+  %a = ls2.matmul %x, %w {transpose_b} : tensor<?x64xf32>, tensor<65x64xf32> -> tensor<?x65xf32>
+  %b = ls2.fusion "row_0" row_reduction(%a, %n) : (tensor<?x65xf32>, index) -> tensor<?xf32> {
+  ^bb0(%arg: tensor<?x65xf32>, %rows: index):
+    %m = ls2.reduce_max %arg [1] : tensor<?x65xf32> -> tensor<?xf32>
+    ls2.yield %m : tensor<?xf32>
+  }
+  %c = ls2.fusion "loop_0" loop(%a) : (tensor<?x65xf32>) -> tensor<?x65xf32> {
+  ^bb0(%arg: tensor<?x65xf32>):
+    %t = ls2.tanh %arg : tensor<?x65xf32>
+    ls2.yield %t : tensor<?x65xf32>
+  }
+  return %b, %c : tensor<?xf32>, tensor<?x65xf32>
+}
+
+// -----
+
 // q, k and v as strided slices of one [T, 3 x 64] projection, read only by
 // attention: they take no buffer of their own (no ls2.offsets) and keep the
 // projection alive until attention has read it.

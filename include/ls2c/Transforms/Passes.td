@@ -226,6 +226,10 @@ def PlanBuffers : Pass<"ls2-plan-buffers", "::mlir::func::FuncOp"> {
     smaller of greedy by size and greedy by duration
     (include/ls2c/Analysis/ArenaPlanner.h).
 
+    A [T, N] GEMM result whose rows are not a multiple of 16 bytes gets
+    padded rows when only GEMMs and row reductions touch it (PaddedRows.h;
+    `ls2.row_strides`, one stride in elements per result, 0 for dense rows).
+
     Adds `ls2.offsets` to each op (one byte offset per result; -1 outside
     the arena) and `ls2.arena_bytes` and `ls2.arena_lower_bound_bytes` (the
     maximum over steps of the bytes live at once) to the function. With
