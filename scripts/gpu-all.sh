@@ -50,9 +50,9 @@ prepare() {
   # writes their gradient through row strides (PaddedRows.h); the LayerNorm-dropout groups of
   # a hidden-1024 bf16 model draw four numbers per Philox block.
   "$cases" test/gpu/Inputs/sizes-h100-bf16-v50257.json "$G/cases/xent-sizes-h100-bf16-v50257" \
-    --tokens 37 --only cross_entropy
+    --tokens 19 --only cross_entropy
   "$cases" test/gpu/Inputs/sizes-h1024-bf16.json "$G/cases/lndrop-sizes-h1024-bf16" \
-    --tokens 45 --only layer_norm
+    --tokens 13 --only layer_norm
   # The column reductions (bias and LayerNorm gradients, the gradient norm) of a tiny BERT
   # and of a 2-layer hidden-1024 bf16 model: 1 to 128 column tiles, so the check's scratch
   # (counters zero, the rest garbage) tests the counters that all kernels share.

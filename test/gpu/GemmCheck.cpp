@@ -929,6 +929,68 @@ std::vector<Case> cases() {
     c.name = "wgrad+bgrad f16 TN 30522x768x512 lda odd" + how;
     out.push_back(c);
   }
+  // The same three GEMMs on logits whose rows are padded to 16 bytes
+  // (PaddedRows.h: ld 50,264 for n or k = 50,257; 30,528 for 30,522): no
+  // staging applies, so these time cuBLASLt's own kernels on an odd n or k.
+  {
+    Case c;
+    c.ab = BF16, c.c = BF16, c.tB = true;
+    c.m = 512, c.n = 50257, c.k = 1024, c.padC = 7;
+    c.timed = true;
+    c.name = "logits bf16 NT 512x50257x1024 ldc padded";
+    out.push_back(c);
+    c = Case{};
+    c.ab = BF16, c.c = BF16;
+    c.m = 512, c.n = 1024, c.k = 50257, c.padA = 7;
+    c.timed = true;
+    c.name = "dgrad bf16 NN 512x1024x50257 lda padded";
+    out.push_back(c);
+    c = Case{};
+    c.ab = BF16, c.c = BF16, c.tA = true;
+    c.m = 50257, c.n = 1024, c.k = 512, c.padA = 7;
+    c.timed = true;
+    c.name = "wgrad bf16 TN 50257x1024x512 lda padded";
+    out.push_back(c);
+    c = Case{};
+    c.ab = F16, c.c = F16, c.bias = F16, c.tA = true;
+    c.m = 30522, c.n = 768, c.k = 512, c.padA = 6;
+    c.epilogue = GemmEpilogue::BiasGradA;
+    c.timed = true;
+    c.name = "wgrad+bgrad f16 TN 30522x768x512 lda padded";
+    out.push_back(c);
+    c = Case{};
+    c.ab = F16, c.c = F16, c.bias = F16, c.tB = true;
+    c.m = 512, c.n = 30522, c.k = 768, c.padC = 6;
+    c.epilogue = GemmEpilogue::Bias;
+    c.timed = true;
+    c.name = "logits+bias f16 NT 512x30522x768 ldc padded";
+    out.push_back(c);
+    c = Case{};
+    c.ab = F16, c.c = F16;
+    c.m = 512, c.n = 768, c.k = 30522, c.padA = 6;
+    c.timed = true;
+    c.name = "dgrad f16 NN 512x768x30522 lda padded";
+    out.push_back(c);
+    // The same sizes rounded to a multiple of 8: what an aligned n or k gets.
+    c = Case{};
+    c.ab = BF16, c.c = BF16, c.tB = true;
+    c.m = 512, c.n = 50264, c.k = 1024;
+    c.timed = true;
+    c.name = "logits bf16 NT 512x50264x1024 (n rounded)";
+    out.push_back(c);
+    c = Case{};
+    c.ab = BF16, c.c = BF16;
+    c.m = 512, c.n = 1024, c.k = 50264;
+    c.timed = true;
+    c.name = "dgrad bf16 NN 512x1024x50264 (k rounded)";
+    out.push_back(c);
+    c = Case{};
+    c.ab = BF16, c.c = BF16, c.tA = true;
+    c.m = 50264, c.n = 1024, c.k = 512;
+    c.timed = true;
+    c.name = "wgrad bf16 TN 50264x1024x512 (m rounded)";
+    out.push_back(c);
+  }
   // The dgrad's unaligned a [M, K] (not transposed): slices of k summed in
   // an f32 accumulator (the check's 4 MiB: 2 MiB of it for 512x1024, slices
   // of 2,048 columns), then rounded once into c; timed beside no staging.
