@@ -6,8 +6,9 @@
 # Here (MLIR, no GPU):  scripts/gpu-all.sh prepare
 #   builds the tools, then writes .gpu-all/ (git-ignored): bin/ (ls2c-kernel-check, ls2c-gemm-check, ls2c-gpu-step: no MLIR), cases/
 #   (generated kernels against the interpreter: the tensor-core attention set, the
-#   embedding gradients, the cross entropy over padded rows of a 50,257-token vocabulary, the
-#   LayerNorm-dropout groups and the column reductions of tiny-bert and of a hidden-1024 bf16 model),
+#   embedding gradients (also with many tokens), the cross entropy over padded rows of a
+#   50,257-token vocabulary, the LayerNorm-dropout groups and the column reductions of
+#   tiny-bert and of a hidden-1024 bf16 model),
 #   step/ (scripts/gpu-step-check.py's tiny presets and large-batch probes with their CPU
 #   references), prof/ (BERT-base and GPT-2 medium bundles and batches),
 #   packed into .gpu-all.tgz (the folder is over the 64 MiB a device call carries; the archive
@@ -53,6 +54,15 @@ prepare() {
     --tokens 19 --only cross_entropy
   "$cases" test/gpu/Inputs/sizes-h1024-bf16.json "$G/cases/lndrop-sizes-h1024-bf16" \
     --tokens 13 --only layer_norm
+  # The small-table paths with enough tokens (ScatterAddKernel.cpp): token lanes and token
+  # chunks (partials in scratch, the last block per tile sums them), BERT-base's token-type
+  # tile shape at H = 768 (11 chunks) and its position table's (4 lanes, no chunks), chunks
+  # of two 1024-id windows (a 100-row table: 96 tiles x 2 chunks), empty chunks and
+  # shared-limited lanes (tiny-bert: 132 chunks, 7 lanes). About 10 MB in the archive.
+  "$cases" examples/tiny-bert.json "$G/cases/scatter-many-tiny-bert" --tokens 256 \
+    --only scatter_add
+  "$cases" test/gpu/Inputs/scatter-h768-fp16.json "$G/cases/scatter-many-h768-fp16" \
+    --tokens 2100 --only scatter_add
   # The column reductions (bias and LayerNorm gradients, the gradient norm) of a tiny BERT
   # and of a 2-layer hidden-1024 bf16 model: 1 to 128 column tiles, so the check's scratch
   # (counters zero, the rest garbage) tests the counters that all kernels share.
