@@ -312,6 +312,16 @@ struct GemmRunner::Impl {
   /// a and/or c when their row pitch is not aligned (GemmRunner.h:
   /// stagesRows); false (nothing enqueued) when it does not apply.
   bool staged(const Desc &d, cudaStream_t stream);
+  /// Runs `d` as an aligned main part and its odd tail when a size that is
+  /// a row length (n; m or k of a transposed or not a) is not a multiple of
+  /// 8 while every row is 16-byte aligned (GemmRunner.h: splitsOddSizes);
+  /// false (nothing enqueued) when it does not apply.
+  bool splitOddSize(const Desc &d, cudaStream_t stream);
+  /// product(), or the split of an odd size.
+  void productOrSplit(const Desc &d, cudaStream_t stream) {
+    if (!splitOddSize(d, stream))
+      product(d, stream);
+  }
   /// The two ways of staging: blocks of columns of a transposed a (stored
   /// [K, M]) or of c; false when the staging cannot hold 8 columns.
   bool stageColumnsOfA(const Desc &d, cudaStream_t stream);
@@ -755,7 +765,7 @@ void GemmRunner::run(const Gemm &gemm, const GemmShape &shape,
 
   if (impl->staged(d, stream))
     return;
-  impl->product(d, stream);
+  impl->productOrSplit(d, stream);
 }
 
 namespace {
@@ -796,6 +806,10 @@ int64_t roundUp(int64_t v, int64_t unit) { return (v + unit - 1) / unit * unit; 
 /// aligned kernels save.
 constexpr int64_t kStageMinOtherDim = 64;
 
+/// The aligned main part below which splitting off an odd size's tail costs
+/// more than the aligned kernels save.
+constexpr int64_t kSplitMinMain = 256;
+
 } // namespace
 
 bool GemmRunner::stagesRows(const Gemm &g) {
@@ -816,6 +830,73 @@ bool GemmRunner::Impl::staged(const Desc &d, cudaStream_t stream) {
     return d.n >= kStageMinOtherDim && stageSlicesOfK(d, stream);
   case Staging::None:
     break;
+  }
+  return false;
+}
+
+bool GemmRunner::Impl::splitOddSize(const Desc &d, cudaStream_t stream) {
+  // Only one matrix with every row aligned: an unaligned row is staged
+  // (above), and the activation epilogues' aux has its own layout.
+  const bool plain = d.epilogue == GemmEpilogue::None || d.epilogue == GemmEpilogue::Bias ||
+                     d.epilogue == GemmEpilogue::BiasGradA;
+  if (d.batch != 1 || !plain || !alignedRows(d.lda, d.aType) || !alignedRows(d.ldb, d.bType) ||
+      !alignedRows(d.ldc, d.cType))
+    return false;
+  const size_t ea = dtypeBytes(d.aType), eb = dtypeBytes(d.bType), ec = dtypeBytes(d.cType),
+               ebias = dtypeBytes(d.biasType);
+  auto at = [](const void *p, int64_t elements, size_t bytes) {
+    return static_cast<const char *>(p) + static_cast<size_t>(elements) * bytes;
+  };
+  auto atMut = [](void *p, int64_t elements, size_t bytes) {
+    return static_cast<char *>(p) + static_cast<size_t>(elements) * bytes;
+  };
+  // n: the row length of c. The tail's columns start 16-byte aligned
+  // (a multiple of 8 elements in).
+  if (d.n % 8 != 0 && d.n >= kSplitMinMain) {
+    const int64_t n1 = d.n / 8 * 8;
+    Desc main = d, tail = d;
+    main.n = n1;
+    tail.n = d.n - n1;
+    tail.b = at(d.b, d.transposeB ? n1 * d.ldb : n1, eb);
+    tail.c = atMut(d.c, n1, ec);
+    if (d.epilogue == GemmEpilogue::Bias)
+      tail.bias = at(d.bias, n1, ebias);
+    if (d.epilogue == GemmEpilogue::BiasGradA)
+      tail.epilogue = GemmEpilogue::None; // the main part writes all of it
+    productOrSplit(main, stream);
+    productOrSplit(tail, stream);
+    return true;
+  }
+  // m: the row length of a transposed a (stored [K, M]).
+  if (d.transposeA && d.m % 8 != 0 && d.m >= kSplitMinMain) {
+    const int64_t m1 = d.m / 8 * 8;
+    Desc main = d, tail = d;
+    main.m = m1;
+    tail.m = d.m - m1;
+    tail.a = at(d.a, m1, ea);
+    tail.c = atMut(d.c, m1 * d.ldc, ec);
+    if (d.epilogue == GemmEpilogue::BiasGradA)
+      tail.biasGrad = atMut(d.biasGrad, m1, ebias);
+    productOrSplit(main, stream);
+    productOrSplit(tail, stream);
+    return true;
+  }
+  // k: the row length of an a that is not transposed (or of a transposed
+  // b). The tail's few products go first; the main part adds them with
+  // beta 1, so c is rounded from their sum once more (not an f32 sum as
+  // the staged k-slices keep: the tail is under 8 of k's terms).
+  if ((!d.transposeA || d.transposeB) && d.k % 8 != 0 && d.k >= kSplitMinMain &&
+      d.epilogue == GemmEpilogue::None) {
+    const int64_t k1 = d.k / 8 * 8;
+    Desc main = d, tail = d;
+    tail.k = d.k - k1;
+    tail.a = at(d.a, d.transposeA ? k1 * d.lda : k1, ea);
+    tail.b = at(d.b, d.transposeB ? k1 : k1 * d.ldb, eb);
+    main.k = k1;
+    main.beta = 1.0f;
+    productOrSplit(tail, stream);
+    productOrSplit(main, stream);
+    return true;
   }
   return false;
 }
