@@ -41,6 +41,50 @@ struct Reduction {
   bool isMax;
 };
 
+/// The kernel's second half: the threads `guard` selects sum their column's
+/// lanes (ls2_col[q][y][slot] over y) into the chunk's partial of column
+/// `col`; the last block of the tile to finish (its counter) adds the
+/// chunks' partials in chunk order, stores the reductions and resets the
+/// counter.
+std::string secondStage(KernelContext &ctx, const std::vector<Reduction> &reductions,
+                        const std::string &TY, const std::string &CHUNKS, const std::string &C,
+                        const std::string &guard, const std::string &slot,
+                        const std::string &col) {
+  std::string c;
+  c += "  if (" + guard + ") {\n";
+  for (size_t q = 0; q < reductions.size(); ++q) {
+    std::string Q = std::to_string(q);
+    c += "    float s" + Q + " = ls2_col[" + Q + "][0][" + slot + "];\n";
+    c += "    for (int y = 1; y < " + TY + "; ++y) s" + Q + " = " +
+         (reductions[q].isMax ? "ls2_max(s" + Q + ", ls2_col[" + Q + "][y][" + slot + "])"
+                              : "s" + Q + " + ls2_col[" + Q + "][y][" + slot + "]") + ";\n";
+    c += "    partials[(" + Q + " * " + CHUNKS + " + chunk) * " + C + " + " + col + "] = s" + Q +
+         ";\n";
+  }
+  c += "  }\n";
+  c += "  __threadfence();\n  __syncthreads();\n";
+  c += "  if (threadIdx.x == 0)\n    ls2_last = atomicAdd(&counters[tile], 1u) == " + CHUNKS +
+       " - 1;\n";
+  c += "  __syncthreads();\n";
+  c += "  if (!ls2_last)\n    return;\n";
+  c += "  __threadfence();\n";
+  c += "  if (" + guard + ") {\n";
+  for (size_t q = 0; q < reductions.size(); ++q) {
+    std::string Q = std::to_string(q);
+    c += "    float t" + Q + " = __ldcg(&partials[(" + Q + " * " + CHUNKS + ") * " + C + " + " +
+         col + "]);\n";
+    c += "    for (int k = 1; k < " + CHUNKS + "; ++k) {\n";
+    c += "      const float p = __ldcg(&partials[(" + Q + " * " + CHUNKS + " + k) * " + C +
+         " + " + col + "]);\n";
+    c += "      t" + Q + " = " + (reductions[q].isMax ? "ls2_max(t" + Q + ", p)" : "t" + Q + " + p") +
+         ";\n    }\n";
+    c += "    " + storeText(ctx, reductions[q].yield, col, "t" + Q) + "\n";
+  }
+  c += "  }\n";
+  c += "  if (threadIdx.x == 0)\n    counters[tile] = 0u;\n";
+  return c;
+}
+
 /// The group's rows [R, C] as the skeleton found them, with VEC columns per
 /// thread.
 struct VectorColumns {
@@ -176,37 +220,8 @@ void emitVectorColumns(KernelContext &ctx, const VectorColumns &g) {
   // TW * VEC sums column tile * TW * VEC + t.
   const std::string W = std::to_string(g.tileWidth * g.vec);
   c += "  const long long ct = (long long)tile * " + W + " + threadIdx.x;\n";
-  c += "  if (threadIdx.x < " + W + " && ct < " + C + ") {\n";
-  for (size_t q = 0; q < nred; ++q) {
-    std::string Q = std::to_string(q);
-    c += "    float s" + Q + " = ls2_col[" + Q + "][0][threadIdx.x];\n";
-    c += "    for (int y = 1; y < " + TY + "; ++y) s" + Q + " = " +
-         (g.reductions[q].isMax ? "ls2_max(s" + Q + ", ls2_col[" + Q + "][y][threadIdx.x])"
-                                : "s" + Q + " + ls2_col[" + Q + "][y][threadIdx.x]") +
-         ";\n";
-    c += "    partials[(" + Q + " * " + CHUNKS + " + chunk) * " + C + " + ct] = s" + Q + ";\n";
-  }
-  c += "  }\n";
-  c += "  __threadfence();\n  __syncthreads();\n";
-  c += "  if (threadIdx.x == 0)\n    ls2_last = atomicAdd(&counters[tile], 1u) == " + CHUNKS +
-       " - 1;\n";
-  c += "  __syncthreads();\n";
-  c += "  if (!ls2_last)\n    return;\n";
-  c += "  __threadfence();\n";
-  c += "  if (threadIdx.x < " + W + " && ct < " + C + ") {\n";
-  for (size_t q = 0; q < nred; ++q) {
-    std::string Q = std::to_string(q);
-    c += "    float t" + Q + " = __ldcg(&partials[(" + Q + " * " + CHUNKS + ") * " + C +
-         " + ct]);\n";
-    c += "    for (int k = 1; k < " + CHUNKS + "; ++k) {\n";
-    c += "      const float p = __ldcg(&partials[(" + Q + " * " + CHUNKS + " + k) * " + C +
-         " + ct]);\n";
-    c += "      t" + Q + " = " +
-         (g.reductions[q].isMax ? "ls2_max(t" + Q + ", p)" : "t" + Q + " + p") + ";\n    }\n";
-    c += "    " + storeText(ctx, g.reductions[q].yield, "ct", "t" + Q) + "\n";
-  }
-  c += "  }\n";
-  c += "  if (threadIdx.x == 0)\n    counters[tile] = 0u;\n";
+  c += secondStage(ctx, g.reductions, TY, CHUNKS, C,
+                   "threadIdx.x < " + W + " && ct < " + C, "threadIdx.x", "ct");
   ctx.code = c;
   ctx.launch.blockThreads = static_cast<uint32_t>(kBlock);
   ctx.launch.dynamicSharedBytes = 0;
@@ -365,36 +380,7 @@ void emitColumnReductionKernel(KernelContext &ctx) {
   for (size_t q = 0; q < nred; ++q)
     c += "  ls2_col[" + std::to_string(q) + "][ty][tx] = acc" + std::to_string(q) + ";\n";
   c += "  __syncthreads();\n";
-  c += "  if (ty == 0 && col < " + C + ") {\n";
-  for (size_t q = 0; q < nred; ++q) {
-    std::string Q = std::to_string(q);
-    c += "    float s" + Q + " = ls2_col[" + Q + "][0][tx];\n";
-    c += "    for (int y = 1; y < " + TY + "; ++y) s" + Q + " = " +
-         (reductions[q].isMax ? "ls2_max(s" + Q + ", ls2_col[" + Q + "][y][tx])"
-                              : "s" + Q + " + ls2_col[" + Q + "][y][tx]") + ";\n";
-    c += "    partials[(" + Q + " * " + CHUNKS + " + chunk) * " + C + " + col] = s" + Q + ";\n";
-  }
-  c += "  }\n";
-  c += "  __threadfence();\n  __syncthreads();\n";
-  c += "  if (threadIdx.x == 0)\n    ls2_last = atomicAdd(&counters[tile], 1u) == " + CHUNKS +
-       " - 1;\n";
-  c += "  __syncthreads();\n";
-  c += "  if (!ls2_last)\n    return;\n";
-  c += "  __threadfence();\n";
-  c += "  if (ty == 0 && col < " + C + ") {\n";
-  for (size_t q = 0; q < nred; ++q) {
-    std::string Q = std::to_string(q);
-    c += "    float t" + Q + " = __ldcg(&partials[(" + Q + " * " + CHUNKS + ") * " + C +
-         " + col]);\n";
-    c += "    for (int k = 1; k < " + CHUNKS + "; ++k) {\n";
-    c += "      const float p = __ldcg(&partials[(" + Q + " * " + CHUNKS + " + k) * " + C +
-         " + col]);\n";
-    c += "      t" + Q + " = " + (reductions[q].isMax ? "ls2_max(t" + Q + ", p)" : "t" + Q + " + p") +
-         ";\n    }\n";
-    c += "    " + storeText(ctx, reductions[q].yield, "col", "t" + Q) + "\n";
-  }
-  c += "  }\n";
-  c += "  if (threadIdx.x == 0)\n    counters[tile] = 0u;\n";
+  c += secondStage(ctx, reductions, TY, CHUNKS, C, "ty == 0 && col < " + C, "tx", "col");
   ctx.code = c;
   ctx.launch.blockThreads = static_cast<uint32_t>(kBlock);
   ctx.launch.dynamicSharedBytes = 0;
