@@ -296,7 +296,9 @@ void emitColumnReductionKernel(KernelContext &ctx) {
     narrowest = std::min(
         narrowest,
         elementBytes(cast<RankedTensorType>(ctx.yieldValue(i).getType()).getElementType()));
-  int64_t vec = 16 / narrowest;
+  // At most 8: the block's threads sum the tile's TW x VEC columns, one
+  // each (a 1-byte yield, a boolean mask, would make VEC 16).
+  int64_t vec = std::min<int64_t>(16 / narrowest, kBlock / 32);
   if (tileWidth < 32 || columns % vec != 0 || columns < tileWidth * vec ||
       static_cast<int64_t>(nred) * laneRows * tileWidth * vec * 4 > 32 * 1024)
     vec = 1;

@@ -23,11 +23,18 @@ namespace {
 
 constexpr llvm::StringLiteral kRowStrides = "ls2.row_strides";
 
-/// Whether `shape` is the rows a reduction of `body` reduces.
+/// Whether `shape` is the rows a reduction of `body` reduces: the
+/// reduction reduces exactly its last axis, so the kernel's row r is the
+/// matrix's row r (RowReductionKernel.cpp stores padded rows at
+/// r * stride + j; a reduction over all of [R, N] has one row of R x N).
 bool reducesRowsOf(Block &body, ArrayRef<int64_t> shape) {
   return llvm::any_of(body, [&](Operation &op) {
-    return isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(op) &&
-           cast<RankedTensorType>(op.getOperand(0).getType()).getShape() == shape;
+    if (!isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(op) ||
+        cast<RankedTensorType>(op.getOperand(0).getType()).getShape() != shape)
+      return false;
+    ArrayRef<int64_t> axes = isa<ls2::ReduceSumOp>(op) ? cast<ls2::ReduceSumOp>(op).getAxes()
+                                                       : cast<ls2::ReduceMaxOp>(op).getAxes();
+    return axes.size() == 1 && axes[0] == static_cast<int64_t>(shape.size()) - 1;
   });
 }
 

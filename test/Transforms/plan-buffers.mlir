@@ -184,6 +184,28 @@ func.func @unpadded_rows(%x: tensor<?x64xf32> {ls2.max_shape = array<i64: 16, 64
 
 // -----
 
+// A row group whose reduction takes all of [16, 65] has one row of 1040
+// elements: the kernel's rows are not the matrix's, so neither the GEMM's
+// result it reads nor its rows-shaped output is padded.
+// IR-LABEL: func.func @total_reduction_rows
+// IR-NOT: ls2.row_strides
+// IR: return
+func.func @total_reduction_rows(%x: tensor<16x64xf32>, %w: tensor<65x64xf32>) -> tensor<16x64xf32> {
+  %a = ls2.matmul %x, %w {transpose_b} : tensor<16x64xf32>, tensor<65x64xf32> -> tensor<16x65xf32>
+  %b:2 = ls2.fusion "row_0" row_reduction(%a) : (tensor<16x65xf32>) -> (tensor<f32>, tensor<16x65xf32>) {
+  ^bb0(%arg: tensor<16x65xf32>):
+    %m = ls2.reduce_max %arg [0, 1] : tensor<16x65xf32> -> tensor<f32>
+    %mb = ls2.broadcast %m[] {dims = array<i64>} : tensor<f32> -> tensor<16x65xf32>
+    %d = ls2.sub %arg, %mb : tensor<16x65xf32>
+    %e = ls2.exp %d : tensor<16x65xf32>
+    ls2.yield %m, %e : tensor<f32>, tensor<16x65xf32>
+  }
+  %c = ls2.matmul %b#1, %w : tensor<16x65xf32>, tensor<65x64xf32> -> tensor<16x64xf32>
+  return %c : tensor<16x64xf32>
+}
+
+// -----
+
 // q, k and v as strided slices of one [T, 3 x 64] projection, read only by
 // attention: they take no buffer of their own (no ls2.offsets) and keep the
 // projection alive until attention has read it.

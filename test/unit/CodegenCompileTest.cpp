@@ -16,6 +16,8 @@
 #include "ls2c/Transforms/Passes.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <gtest/gtest.h>
@@ -219,6 +221,51 @@ TEST(AttentionLaunches, TinyGptBindsRowStrides) {
   EXPECT_GT(strides, 0u);
   // accumulate_gradients' logits and their gradient, forward's logits.
   EXPECT_EQ(padded, 3u);
+}
+
+} // namespace
+
+namespace {
+
+// A column reduction that also yields a boolean [64, 512] mask: the 1-byte
+// yield must not make VEC 16 (a tile of 32 x 16 = 512 columns, which the
+// kernel's 256 threads sum one column each: columns 256-511 of every tile
+// were never stored). Every tile's columns have a summing thread.
+TEST(ColumnReduction, VectorTileFitsTheBlock) {
+  const char *source = R"mlir(
+func.func @col(%x: tensor<64x512xf32>, %y: tensor<64x512xf32>) -> (tensor<512xf32>, tensor<64x512xi1>) {
+  %b:2 = ls2.fusion "col_0" column_reduction(%x, %y) : (tensor<64x512xf32>, tensor<64x512xf32>) -> (tensor<512xf32>, tensor<64x512xi1>) {
+  ^bb0(%a: tensor<64x512xf32>, %c: tensor<64x512xf32>):
+    %m = ls2.compare gt, %a, %c : tensor<64x512xf32>
+    %s = ls2.reduce_sum %a [0] : tensor<64x512xf32> -> tensor<512xf32>
+    ls2.yield %s, %m : tensor<512xf32>, tensor<64x512xi1>
+  }
+  return %b#0, %b#1 : tensor<512xf32>, tensor<64x512xi1>
+}
+)mlir";
+  mlir::DialectRegistry registry;
+  registry.insert<ls2c::ls2::LS2Dialect, mlir::func::FuncDialect>();
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(source, &context);
+  ASSERT_TRUE(module);
+  mlir::PassManager pm(&context);
+  pm.addNestedPass<mlir::func::FuncOp>(ls2c::createPlanBuffers());
+  ASSERT_TRUE(mlir::succeeded(pm.run(*module)));
+  mlir::FailureOr<ls2c::codegen::ModuleKernels> kernels =
+      ls2c::codegen::generateModuleKernels(*module);
+  ASSERT_TRUE(mlir::succeeded(kernels));
+  ASSERT_EQ(kernels->kernels.size(), 1u);
+  const ls2c::runtime::Kernel &k = kernels->kernels[0];
+  // __shared__ float ls2_col[1][ROWS][W]: W columns a tile, each summed by
+  // one of the block's threads.
+  size_t at = k.source.find("ls2_col[1][");
+  ASSERT_NE(at, std::string::npos) << k.source;
+  at = k.source.find("][", at + 11);
+  ASSERT_NE(at, std::string::npos);
+  unsigned width = std::stoul(k.source.substr(at + 2));
+  EXPECT_LE(width, k.launch.blockThreads) << k.source;
 }
 
 } // namespace
