@@ -314,7 +314,7 @@ struct GemmRunner::Impl {
   bool staged(const Desc &d, cudaStream_t stream);
   /// Runs `d` as an aligned main part and its odd tail when a size that is
   /// a row length (n; m or k of a transposed or not a) is not a multiple of
-  /// 8 while every row is 16-byte aligned (GemmRunner.h: splitsOddSizes);
+  /// 16 bytes while every row is 16-byte aligned (GemmRunner.h: run());
   /// false (nothing enqueued) when it does not apply.
   bool splitOddSize(const Desc &d, cudaStream_t stream);
   /// product(), or the split of an odd size.
@@ -844,6 +844,9 @@ bool GemmRunner::Impl::splitOddSize(const Desc &d, cudaStream_t stream) {
     return false;
   const size_t ea = dtypeBytes(d.aType), eb = dtypeBytes(d.bType), ec = dtypeBytes(d.cType),
                ebias = dtypeBytes(d.biasType);
+  // Sizes in multiples of 16 bytes of every operand: 8 elements, or 4
+  // when all are f32.
+  const int64_t unit = ea == 4 && eb == 4 && ec == 4 ? 4 : 8;
   auto at = [](const void *p, int64_t elements, size_t bytes) {
     return static_cast<const char *>(p) + static_cast<size_t>(elements) * bytes;
   };
@@ -851,9 +854,9 @@ bool GemmRunner::Impl::splitOddSize(const Desc &d, cudaStream_t stream) {
     return static_cast<char *>(p) + static_cast<size_t>(elements) * bytes;
   };
   // n: the row length of c. The tail's columns start 16-byte aligned
-  // (a multiple of 8 elements in).
-  if (d.n % 8 != 0 && d.n >= kSplitMinMain) {
-    const int64_t n1 = d.n / 8 * 8;
+  // (a multiple of 16 bytes in).
+  if (d.n % unit != 0 && d.n >= kSplitMinMain) {
+    const int64_t n1 = d.n / unit * unit;
     Desc main = d, tail = d;
     main.n = n1;
     tail.n = d.n - n1;
@@ -868,8 +871,8 @@ bool GemmRunner::Impl::splitOddSize(const Desc &d, cudaStream_t stream) {
     return true;
   }
   // m: the row length of a transposed a (stored [K, M]).
-  if (d.transposeA && d.m % 8 != 0 && d.m >= kSplitMinMain) {
-    const int64_t m1 = d.m / 8 * 8;
+  if (d.transposeA && d.m % unit != 0 && d.m >= kSplitMinMain) {
+    const int64_t m1 = d.m / unit * unit;
     Desc main = d, tail = d;
     main.m = m1;
     tail.m = d.m - m1;
@@ -884,10 +887,10 @@ bool GemmRunner::Impl::splitOddSize(const Desc &d, cudaStream_t stream) {
   // k: the row length of an a that is not transposed (or of a transposed
   // b). The tail's few products go first; the main part adds them with
   // beta 1, so c is rounded from their sum once more (not an f32 sum as
-  // the staged k-slices keep: the tail is under 8 of k's terms).
-  if ((!d.transposeA || d.transposeB) && d.k % 8 != 0 && d.k >= kSplitMinMain &&
+  // the staged k-slices keep: the tail is under 8 of the terms).
+  if ((!d.transposeA || d.transposeB) && d.k % unit != 0 && d.k >= kSplitMinMain &&
       d.epilogue == GemmEpilogue::None) {
-    const int64_t k1 = d.k / 8 * 8;
+    const int64_t k1 = d.k / unit * unit;
     Desc main = d, tail = d;
     tail.k = d.k - k1;
     tail.a = at(d.a, d.transposeA ? k1 * d.lda : k1, ea);

@@ -67,6 +67,17 @@ public:
   /// (zeros, the bias broadcast, its activation and aux, zero bias
   /// gradients). The bias-gradient and activation epilogues need batch 1.
   /// Throws GemmError (the call, cuBLASLt's status and the shape).
+  ///
+  /// A single GEMM whose rows are all aligned but whose n, or m of a
+  /// transposed a, or k of an a that is not transposed, is not a multiple
+  /// of 8 (4 when a, b and c are f32: 16 bytes) runs as an aligned main
+  /// part and its tail (logits with rows padded to 16 bytes, PaddedRows.h;
+  /// an H200 ran 512 x 50,257 x 1,024 bf16 logits at 95 TFLOP/s, the n =
+  /// 50,264 GEMM at 654): columns of c (the bias gradient written by the
+  /// main part only), rows of c and of the bias gradient, or k's last terms
+  /// (first, the main part adding them with beta 1; no epilogue). Only for
+  /// no epilogue, the bias and the bias gradient; main parts under 256 are
+  /// not split.
   void run(const Gemm &gemm, const GemmShape &shape, const GemmPointers &p,
            cudaStream_t stream);
 
@@ -89,15 +100,6 @@ public:
   /// once into c by a small NVRTC kernel the runner compiles when it gets
   /// staging memory.
   static bool stagesRows(const Gemm &gemm);
-  /// A single GEMM whose rows are all aligned but whose n, or m of a
-  /// transposed a, or k of an a that is not transposed, is not a multiple
-  /// of 8 (logits with rows padded to 16 bytes, PaddedRows.h) runs as an
-  /// aligned main part and the tail of under 8 (an H200 ran 512 x 50,257 x
-  /// 1,024 bf16 logits at 95 TFLOP/s, the n = 50,264 GEMM at 654): columns
-  /// of c (the bias gradient written by the main part only), rows of c and
-  /// of the bias gradient, or k's last terms (first, the main part adding
-  /// them with beta 1; no epilogue). Only for no epilogue, the bias and
-  /// the bias gradient; main parts under 256 are not split.
   /// Bytes of staging a runner should get when some GEMM stagesRows: blocks
   /// of 128 MiB keep every block large (e.g. 1,280 rows of 50,264 bf16
   /// logits).
