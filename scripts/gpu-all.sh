@@ -71,6 +71,10 @@ prepare() {
     "$cases" "$m" "$G/cases/colsum-$(basename "$m" .json)" --tokens 64 --only column_sum \
       --max-case-bytes 4000000
   done
+  # Vector column sums whose last tile is partial (264 and 1,320 bf16 columns: tiles of 256);
+  # the gradient norm's case (the whole workspace) is left out for the archive's size.
+  "$cases" test/gpu/Inputs/sizes-h264-bf16.json "$G/cases/colsum-sizes-h264-bf16" --tokens 40 \
+    --only column_sum --max-case-bytes 1000000
   # The step check's references (CPU, a few minutes with the probes), then its folder.
   python3 -c 'import jax' 2>/dev/null && py=python3 || py=.venv/bin/python
   "$py" scripts/gpu-step-check.py prepare --probes --ls2c "$BUILD/tools/ls2c/ls2c"
