@@ -289,7 +289,10 @@ def print_table(results):
         lm = l.get("ms")
         sp = lambda t: t.get("ms") / lm if t.get("ms") and lm else None  # noqa: E731
         plan = r["ls2c_stats"].get("estimated_peak_bytes")
-        smi = l.get("peak_bytes") or l.get("nvidia_smi_peak_bytes")
+        # The sampler's growth over the device's use before the run; ls2c-gpu-step's own
+        # peak (cudaMemGetInfo: the whole device, this process's torch memory from earlier
+        # configs included) is the fallback.
+        smi = l.get("nvidia_smi_peak_bytes") or l.get("peak_bytes")
         print(f"{r['config']:20} {r['tokens']:6d} {fmt(e.get('ms'), '8.2f')} {fmt(k.get('ms'), '8.2f')} "
               f"{fmt(lm, '8.2f')} {fmt(sp(e), '8.2f')} {fmt(sp(k), '8.2f')} {fmt(e.get('peak_gib'), '9.2f')} "
               f"{fmt(k.get('peak_gib'), '8.2f')} {fmt(plan / GiB if plan else None, '9.2f')} "
