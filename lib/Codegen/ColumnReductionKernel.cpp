@@ -41,6 +41,31 @@ struct Reduction {
   bool isMax;
 };
 
+/// The kernel's indices: R rows, the thread's column lane tx and row lane
+/// ty, its tile and chunk, `column` (the line naming its first column) and
+/// the chunk's rows [rBegin, rEnd).
+std::string tileHead(KernelContext &ctx, ArrayRef<runtime::Dim> lead, const std::string &TW,
+                     const std::string &TILES, const std::string &CHUNKS,
+                     const std::string &column) {
+  std::string c;
+  c += "  const long long R = " + ctx.product(lead) + ";\n";
+  c += "  const int tx = threadIdx.x % " + TW + ", ty = threadIdx.x / " + TW + ";\n";
+  c += "  const int tile = blockIdx.x % " + TILES + ", chunk = blockIdx.x / " + TILES + ";\n";
+  c += column;
+  c += "  const long long rowsPerChunk = (R + " + CHUNKS + " - 1) / " + CHUNKS + ";\n";
+  c += "  const long long rBegin = chunk * rowsPerChunk;\n";
+  c += "  const long long rEnd = R < rBegin + rowsPerChunk ? R : rBegin + rowsPerChunk;\n";
+  return c;
+}
+
+/// The scratch's counters (its first kScratchCounterBytes) and the f32
+/// partials past them.
+std::string scratchPointers() {
+  return "  unsigned *counters = reinterpret_cast<unsigned *>(scratch);\n"
+         "  float *partials = reinterpret_cast<float *>(scratch + " +
+         std::to_string(kScratchCounterBytes) + ");\n";
+}
+
 /// The kernel's second half: the threads `guard` selects sum their column's
 /// lanes (ls2_col[q][y][slot] over y) into the chunk's partial of column
 /// `col`; the last block of the tile to finish (its counter) adds the
@@ -106,9 +131,6 @@ void emitVectorColumns(KernelContext &ctx, const VectorColumns &g) {
   const std::string TW = std::to_string(g.tileWidth), TY = std::to_string(g.laneRows),
                     C = std::to_string(g.columns), CHUNKS = std::to_string(g.chunks),
                     TILES = std::to_string(g.tiles), V = std::to_string(g.vec);
-  const uint64_t counterBytes = kScratchCounterBytes;
-  ctx.sharedDecls = "  __shared__ float ls2_col[" + std::to_string(nred) + "][" + TY + "][" +
-                    std::to_string(g.tileWidth * g.vec) + "];\n  __shared__ bool ls2_last;\n";
 
   std::vector<std::string> leadSizes = ctx.dimTexts(g.lead);
   std::vector<std::string> trailSizes = ctx.dimTexts(g.trail);
@@ -177,13 +199,8 @@ void emitVectorColumns(KernelContext &ctx, const VectorColumns &g) {
                      "; ++u) {\n        const long long col = col0 + u;\n";
 
   std::string c;
-  c += "  const long long R = " + ctx.product(g.lead) + ";\n";
-  c += "  const int tx = threadIdx.x % " + TW + ", ty = threadIdx.x / " + TW + ";\n";
-  c += "  const int tile = blockIdx.x % " + TILES + ", chunk = blockIdx.x / " + TILES + ";\n";
-  c += "  const long long col0 = ((long long)tile * " + TW + " + tx) * " + V + ";\n";
-  c += "  const long long rowsPerChunk = (R + " + CHUNKS + " - 1) / " + CHUNKS + ";\n";
-  c += "  const long long rBegin = chunk * rowsPerChunk;\n";
-  c += "  const long long rEnd = R < rBegin + rowsPerChunk ? R : rBegin + rowsPerChunk;\n";
+  c += tileHead(ctx, g.lead, TW, TILES, CHUNKS,
+                "  const long long col0 = ((long long)tile * " + TW + " + tx) * " + V + ";\n");
   c += "  const bool aligned = ((" + (aligned.empty() ? std::string("0ULL") : aligned) +
        ") & 15) == 0;\n";
   for (size_t q = 0; q < nred; ++q)
@@ -208,9 +225,7 @@ void emitVectorColumns(KernelContext &ctx, const VectorColumns &g) {
   c += "      } else {\n";
   c += loop + scalarBody + "      }\n";
   c += "      }\n    }\n  }\n";
-  c += "  unsigned *counters = reinterpret_cast<unsigned *>(scratch);\n";
-  c += "  float *partials = reinterpret_cast<float *>(scratch + " +
-       std::to_string(counterBytes) + ");\n";
+  c += scratchPointers();
   c += "#pragma unroll\n  for (int u = 0; u < " + V + "; ++u) {\n";
   for (size_t q = 0; q < nred; ++q)
     c += "    ls2_col[" + std::to_string(q) + "][ty][tx * " + V + " + u] = acc" +
@@ -223,11 +238,6 @@ void emitVectorColumns(KernelContext &ctx, const VectorColumns &g) {
   c += secondStage(ctx, g.reductions, TY, CHUNKS, C,
                    "threadIdx.x < " + W + " && ct < " + C, "threadIdx.x", "ct");
   ctx.code = c;
-  ctx.launch.blockThreads = static_cast<uint32_t>(kBlock);
-  ctx.launch.dynamicSharedBytes = 0;
-  ctx.launch.work = {runtime::Dim{g.tiles * g.chunks, -1, 0}};
-  ctx.launch.workPerBlock = 1;
-  ctx.launch.maxBlocks = static_cast<uint32_t>(g.tiles * g.chunks);
 }
 
 } // namespace
@@ -324,8 +334,13 @@ void emitColumnReductionKernel(KernelContext &ctx) {
   std::string TW = std::to_string(tileWidth), TY = std::to_string(laneRows),
               C = std::to_string(columns), CHUNKS = std::to_string(chunks),
               TILES = std::to_string(tiles);
-  ctx.sharedDecls = "  __shared__ float ls2_col[" + std::to_string(nred) + "][" + TY +
-                    "][" + TW + "];\n  __shared__ bool ls2_last;\n";
+  ctx.sharedDecls = "  __shared__ float ls2_col[" + std::to_string(nred) + "][" + TY + "][" +
+                    std::to_string(tileWidth * vec) + "];\n  __shared__ bool ls2_last;\n";
+  ctx.launch.blockThreads = static_cast<uint32_t>(kBlock);
+  ctx.launch.dynamicSharedBytes = 0;
+  ctx.launch.work = {runtime::Dim{tiles * chunks, -1, 0}};
+  ctx.launch.workPerBlock = 1;
+  ctx.launch.maxBlocks = static_cast<uint32_t>(tiles * chunks);
 
   if (vec > 1) {
     emitVectorColumns(ctx, VectorColumns{reductions, elementYields, lead, trail, full, columns,
@@ -365,30 +380,18 @@ void emitColumnReductionKernel(KernelContext &ctx) {
   std::string column = em.popScope();
 
   std::string c;
-  c += "  const long long R = " + ctx.product(lead) + ";\n";
-  c += "  const int tx = threadIdx.x % " + TW + ", ty = threadIdx.x / " + TW + ";\n";
-  c += "  const int tile = blockIdx.x % " + TILES + ", chunk = blockIdx.x / " + TILES + ";\n";
-  c += "  const long long col = (long long)tile * " + TW + " + tx;\n";
-  c += "  const long long rowsPerChunk = (R + " + CHUNKS + " - 1) / " + CHUNKS + ";\n";
-  c += "  const long long rBegin = chunk * rowsPerChunk;\n";
-  c += "  const long long rEnd = R < rBegin + rowsPerChunk ? R : rBegin + rowsPerChunk;\n";
+  c += tileHead(ctx, lead, TW, TILES, CHUNKS,
+                "  const long long col = (long long)tile * " + TW + " + tx;\n");
   for (size_t q = 0; q < nred; ++q)
     c += "  float acc" + std::to_string(q) + " = " +
          (reductions[q].isMax ? "__int_as_float(0xff800000)" : "0.0f") + ";\n";
   c += "  if (col < " + C + ") {\n" + column + "  }\n";
-  c += "  unsigned *counters = reinterpret_cast<unsigned *>(scratch);\n";
-  c += "  float *partials = reinterpret_cast<float *>(scratch + " +
-       std::to_string(counterBytes) + ");\n";
+  c += scratchPointers();
   for (size_t q = 0; q < nred; ++q)
     c += "  ls2_col[" + std::to_string(q) + "][ty][tx] = acc" + std::to_string(q) + ";\n";
   c += "  __syncthreads();\n";
   c += secondStage(ctx, reductions, TY, CHUNKS, C, "ty == 0 && col < " + C, "tx", "col");
   ctx.code = c;
-  ctx.launch.blockThreads = static_cast<uint32_t>(kBlock);
-  ctx.launch.dynamicSharedBytes = 0;
-  ctx.launch.work = {runtime::Dim{tiles * chunks, -1, 0}};
-  ctx.launch.workPerBlock = 1;
-  ctx.launch.maxBlocks = static_cast<uint32_t>(tiles * chunks);
 }
 
 } // namespace ls2c::codegen
