@@ -82,6 +82,8 @@ unsigned addForwardParams(Params &p, const AttentionSpec &s) {
   p.pointer("const " + t + " *v", ParamBinding::Kind::Operand, s.value);
   p.pointer("const int *cu_seqlens_q", ParamBinding::Kind::Operand, s.cuQ);
   p.pointer("const int *cu_seqlens_k", ParamBinding::Kind::Operand, s.cuK);
+  if (s.keyLengths)
+    p.pointer("const int *key_lengths", ParamBinding::Kind::Operand, *s.keyLengths);
   addDropoutParams(p, s);
   p.pointer(t + " *out", ParamBinding::Kind::Result, 0);
   p.pointer("float *lse", ParamBinding::Kind::Result, 1);

@@ -19,6 +19,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -46,6 +47,9 @@ struct AttentionSpec {
   runtime::Dim tokensQ, tokensK, entriesQ, entriesK;
   // Operand indices (the ops' ODS segments resolved).
   unsigned query = 0, key = 0, value = 0, cuQ = 0, cuK = 0, seed = 0, offset = 0;
+  /// With key_lengths (forward only): its operand index; sequence b's keys
+  /// are then key_lengths[b] rows from cu_seqlens_k[b].
+  std::optional<unsigned> keyLengths;
 };
 
 template <typename AttentionLike>
@@ -89,6 +93,9 @@ mlir::FailureOr<AttentionSpec> readSpec(AttentionLike op, const SymbolicDims &di
   s.cuK = index(cu + 1);
   s.seed = index(cu + 2);
   s.offset = index(cu + 3);
+  if constexpr (std::is_same_v<AttentionLike, ls2::AttentionOp>)
+    if (op.getKeyLengths())
+      s.keyLengths = index(7);
   return s;
 }
 

@@ -89,7 +89,7 @@ const char *kRowLoop = R"cuda(
     const int h = (int)(w % HQ), g = h / GROUP;
     const int b = ls2_sequence_of(cu_seqlens_q, entries, row);
     const long long q0 = cu_seqlens_q[b], k0 = cu_seqlens_k[b];
-    const long long lq = cu_seqlens_q[b + 1] - q0, lk = cu_seqlens_k[b + 1] - k0;
+    const long long lq = cu_seqlens_q[b + 1] - q0, lk = ${KEY_LENGTH};
     const long long visible = ${VISIBLE};
 )cuda";
 
@@ -120,7 +120,9 @@ FailureOr<GeneratedKernel> generateAttentionKernel(ls2::AttentionOp op,
   if (failed(spec))
     return failure();
   const AttentionSpec &s = *spec;
-  if (flashApplies(s))
+  // A KV cache's attention (key_lengths) has a query or a few per
+  // sequence: a warp per query row beats 128-row tensor-core tiles there.
+  if (flashApplies(s) && !s.keyLengths)
     return generateFlashForward(op, s, kernelName);
   GeneratedKernel out;
   out.kernel.name = kernelName;
@@ -130,6 +132,7 @@ FailureOr<GeneratedKernel> generateAttentionKernel(ls2::AttentionOp op,
 
   std::map<std::string, std::string> values = commonValues(s, kernelName);
   values["VISIBLE"] = visibleText(s, "(row - q0)");
+  values["KEY_LENGTH"] = s.keyLengths ? "key_lengths[b]" : "cu_seqlens_k[b + 1] - k0";
   std::string src = kernelStart(header(op, s, "forward"), s, p);
   src += kConstants;
   if (s.dropout)
@@ -215,6 +218,7 @@ generateAttentionGradKernels(ls2::AttentionGradOp op, const SymbolicDims &dims,
     unsigned tokens = addDqParams(p, s, go);
     dq.kernel.launch = warpPerUnit(s.tokensQ, tokens, s.heads);
     values["VISIBLE"] = visibleText(s, "(row - q0)");
+  values["KEY_LENGTH"] = s.keyLengths ? "key_lengths[b]" : "cu_seqlens_k[b + 1] - k0";
     std::string src = kernelStart(header(op, s, "dq"), s, p);
     src += kConstants;
     if (s.dropout)

@@ -407,11 +407,13 @@ private:
   /// run (the runtime decides; it falls back to the generated kernels that
   /// follow): f16 or bf16, head dim a multiple of 8 up to 256, rows and
   /// bases 16-byte aligned (cuDNN's rules), and causal only for self
-  /// attention (one cu_seqlens: top-left and bottom-right alignment agree).
+  /// attention (one cu_seqlens: top-left and bottom-right alignment agree);
+  /// never for a KV cache's attention (key_lengths).
   std::optional<runtime::Step> attentionStep(Operation *op) {
     auto fwd = dyn_cast<ls2::AttentionOp>(op);
     auto bwd = dyn_cast<ls2::AttentionGradOp>(op);
-    if (!fwd && !bwd)
+    // A KV cache's keys (key_lengths) are not packed sequences: kernels only.
+    if ((!fwd && !bwd) || (fwd && fwd.getKeyLengths()))
       return std::nullopt;
     Value q = fwd ? fwd.getQuery() : bwd.getQuery();
     Value k = fwd ? fwd.getKey() : bwd.getKey();

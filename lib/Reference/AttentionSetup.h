@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace ls2c::reference::detail {
@@ -19,6 +20,9 @@ struct AttentionSetup {
   const HostTensor *q, *k, *v;
   int64_t tq, hq, d, tk, hkv;
   const std::vector<int64_t> *cuq, *cuk; ///< validated [batch + 1] offsets
+  /// Sequence b's keys: rows keyStart[b] .. keyStart[b] + keyLength[b] - 1
+  /// (from cu_seqlens_k, or with key_lengths a cache's used rows).
+  std::vector<int64_t> keyStart, keyLength;
   double scale, rate;
   bool causal, dropout;
   int64_t seed = 0, offset = 0, stream = 0;
@@ -46,7 +50,21 @@ AttentionSetup readAttentionSetup(AttentionLikeOp op, Frame &frame) {
     fail(op, "cu_seqlens_q " + cuq.describe() + " and cu_seqlens_k " +
                  cuk.describe() + " must have the same length");
   s.cuq = &checkCuSeqlens(op, cuq, "cu_seqlens_q", s.tq);
-  s.cuk = &checkCuSeqlens(op, cuk, "cu_seqlens_k", s.tk);
+  const HostTensor *lengths = nullptr;
+  if constexpr (std::is_same_v<AttentionLikeOp, ls2::AttentionOp>)
+    if (op.getKeyLengths())
+      lengths = &frame.get(op, op.getKeyLengths());
+  if (lengths) {
+    s.cuk = &checkKeyStarts(op, cuk, *lengths, s.tk);
+    s.keyStart.assign(s.cuk->begin(), s.cuk->end() - 1);
+    s.keyLength = lengths->ints;
+  } else {
+    s.cuk = &checkCuSeqlens(op, cuk, "cu_seqlens_k", s.tk);
+    for (size_t b = 0; b + 1 < s.cuk->size(); ++b) {
+      s.keyStart.push_back((*s.cuk)[b]);
+      s.keyLength.push_back((*s.cuk)[b + 1] - (*s.cuk)[b]);
+    }
+  }
 
   s.scale = op.getEffectiveScale();
   s.causal = op.getCausal();

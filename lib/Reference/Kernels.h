@@ -58,6 +58,10 @@ void evalAttention(ls2::AttentionOp op, Frame &frame);
 const std::vector<int64_t> &checkCuSeqlens(mlir::Operation *op,
                                            const HostTensor &cu,
                                            const char *name, int64_t tokens);
+/// Validates cu_seqlens_k as the key starts of an attention with
+/// key_lengths (every range within `tokens` rows) and returns its values.
+const std::vector<int64_t> &checkKeyStarts(mlir::Operation *op, const HostTensor &cu,
+                                           const HostTensor &lengths, int64_t tokens);
 
 // KernelsGrad.cpp: the backward composites
 void evalLayerNormGrad(ls2::LayerNormGradOp op, Frame &frame);

@@ -40,11 +40,31 @@ const std::vector<int64_t> &checkCuSeqlens(Operation *op,
   return v;
 }
 
+const std::vector<int64_t> &checkKeyStarts(Operation *op, const HostTensor &cu,
+                                           const HostTensor &lengths,
+                                           int64_t tokens) {
+  if (cu.rank() != 1 || cu.shape[0] < 1)
+    fail(op, "cu_seqlens_k must be [batch + 1] with at least one entry, got " +
+                 cu.describe());
+  if (lengths.rank() != 1 || lengths.shape[0] != cu.shape[0] - 1)
+    fail(op, "key_lengths " + lengths.describe() + " must be [batch] beside "
+                 "cu_seqlens_k " + cu.describe());
+  const std::vector<int64_t> &v = cu.ints;
+  for (size_t i = 0; i + 1 < v.size(); ++i) {
+    int64_t n = lengths.ints[i];
+    if (v[i] < 0 || n < 0 || v[i] + n > tokens)
+      fail(op, "sequence " + std::to_string(i) + "'s keys, key_lengths " + std::to_string(n) +
+                   " rows from cu_seqlens_k " + std::to_string(v[i]) + ", are not within the " +
+                   std::to_string(tokens) + " key rows");
+  }
+  return v;
+}
+
 void evalAttention(ls2::AttentionOp op, Frame &frame) {
   AttentionSetup s = readAttentionSetup(op, frame);
   const HostTensor &q = *s.q, &k = *s.k, &v = *s.v;
   int64_t tq = s.tq, hq = s.hq, d = s.d, hkv = s.hkv;
-  const std::vector<int64_t> &cuq = *s.cuq, &cuk = *s.cuk;
+  const std::vector<int64_t> &cuq = *s.cuq;
   double scale = s.scale, rate = s.rate;
   bool causal = s.causal, dropout = s.dropout;
   int64_t seed = s.seed, offset = s.offset, stream = s.stream;
@@ -57,7 +77,7 @@ void evalAttention(ls2::AttentionOp op, Frame &frame) {
   std::vector<double> p;
   for (size_t b = 0; b + 1 < cuq.size(); ++b) {
     int64_t q0 = cuq[b], lq = cuq[b + 1] - cuq[b];
-    int64_t k0 = cuk[b], lk = cuk[b + 1] - cuk[b];
+    int64_t k0 = s.keyStart[b], lk = s.keyLength[b];
     p.assign(static_cast<size_t>(lk), 0.0);
     for (int64_t i = 0; i < lq; ++i) {
       int64_t row = q0 + i;

@@ -79,6 +79,18 @@ module {
 
 // -----
 
+// Attention over a KV cache (key_lengths) serves decoding only: no gradient.
+module {
+  func.func @forward(%q: tensor<?x4x16xf32> {ls2.kind = "parameter", ls2.name = "q"}, %cu: tensor<?xi32> {ls2.kind = "input", ls2.name = "cu_seqlens"}, %n: tensor<?xi32> {ls2.kind = "input", ls2.name = "cache_lengths"}) -> tensor<f32> {
+    // expected-error @+1 {{'ls2.attention' op with key_lengths (a KV cache's keys) has no gradient: it serves incremental decoding only}}
+    %o, %lse = ls2.attention %q, %q, %q, %cu, %cu key_lengths(%n : tensor<?xi32>) : tensor<?x4x16xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4x16xf32>, tensor<?x4xf32>
+    %l = ls2.reduce_sum %o [0, 1, 2] : tensor<?x4x16xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
 // concat's gradient slices it: each input needs a static size on the axis.
 module {
   func.func @forward(%x: tensor<?x8xf32> {ls2.kind = "parameter", ls2.name = "x"}, %y: tensor<2x8xf32> {ls2.kind = "parameter", ls2.name = "y"}) -> tensor<f32> {

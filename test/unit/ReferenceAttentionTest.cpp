@@ -161,6 +161,56 @@ TEST(ReferenceAttention, VarlenGqaMqaCausalBottomRight) {
   expectLse(r32[5].floats, e2.lse, kF32Tolerance);
 }
 
+TEST(ReferenceAttention, KeyLengthsReadACacheOfRowRanges) {
+  // A cache of 3 slots of 10 rows: sequence b reads key_lengths[b] rows
+  // from cu_seqlens_k[b] (out of order, overlapping, one empty), as if those
+  // rows were packed; causal aligns to the end of each range.
+  Program p = parseProgram(R"(
+func.func @f(%q: tensor<?x4x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>, %cuq: tensor<?xi32>, %starts: tensor<?xi32>, %n: tensor<?xi32>) -> (tensor<?x4x16xf32>, tensor<?x4xf32>, tensor<?x4x16xf32>, tensor<?x4xf32>) {
+  %o, %lse = ls2.attention %q, %k, %v, %cuq, %starts key_lengths(%n : tensor<?xi32>) : tensor<?x4x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4x16xf32>, tensor<?x4xf32>
+  %o1, %lse1 = ls2.attention %q, %k, %v, %cuq, %starts key_lengths(%n : tensor<?xi32>) {causal} : tensor<?x4x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4x16xf32>, tensor<?x4xf32>
+  return %o, %lse, %o1, %lse1 : tensor<?x4x16xf32>, tensor<?x4xf32>, tensor<?x4x16xf32>, tensor<?x4xf32>
+})");
+  std::mt19937 rng = testRng();
+  std::vector<int64_t> lq = {1, 2, 1, 3}, starts = {20, 3, 3, 10, 0}, lengths = {7, 5, 0, 9};
+  std::vector<int64_t> cuq = offsets(lq);
+  HostTensor q = randomF32(rng, {cuq.back(), 4, 16}, -1, 1);
+  HostTensor k = randomF32(rng, {30, 2, 16}, -1, 1);
+  HostTensor v = randomF32(rng, {30, 2, 16}, -1, 1);
+  // The same keys packed: sequence b's range copied out in order.
+  std::vector<int64_t> packedCu = {0};
+  HostTensor pk = HostTensor::zeros(ElementType::F32, {21, 2, 16});
+  HostTensor pv = HostTensor::zeros(ElementType::F32, {21, 2, 16});
+  for (size_t b = 0; b < lengths.size(); ++b) {
+    for (int64_t j = 0; j < lengths[b]; ++j)
+      for (int64_t e = 0; e < 32; ++e) {
+        pk.floats[(packedCu.back() + j) * 32 + e] = k.floats[(starts[b] + j) * 32 + e];
+        pv.floats[(packedCu.back() + j) * 32 + e] = v.floats[(starts[b] + j) * 32 + e];
+      }
+    packedCu.push_back(packedCu.back() + lengths[b]);
+  }
+  AttentionResult e0 = naiveAttention(q, pk, pv, cuq, packedCu, 0.25, false);
+  AttentionResult e1 = naiveAttention(q, pk, pv, cuq, packedCu, 0.25, true);
+  auto r = p.run(Precision::F64, {q, k, v, cuTensor(cuq), cuTensor(starts), cuTensor(lengths)});
+  EXPECT_LE(relativeL2(r[0].floats, e0.out), kF64Tolerance);
+  expectLse(r[1].floats, e0.lse, kF64Tolerance);
+  EXPECT_LE(relativeL2(r[2].floats, e1.out), kF64Tolerance);
+  expectLse(r[3].floats, e1.lse, kF64Tolerance);
+  EXPECT_EQ(r[1].floats[cuq[2] * 4], -kInf); // the empty range
+
+  // A range past the cache's rows is refused, naming the sequence.
+  std::vector<int64_t> bad = {7, 5, 0, 21};
+  try {
+    p.run(Precision::F64, {q, k, v, cuTensor(cuq), cuTensor(starts), cuTensor(bad)});
+    ADD_FAILURE() << "a range past the key rows ran";
+  } catch (const InterpreterError &e) {
+    EXPECT_NE(std::string(e.what()).find("sequence 3's keys, key_lengths 21 rows from "
+                                         "cu_seqlens_k 10, are not within the 30 key rows"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ReferenceAttention, DropoutUsesTheAttentionCounterLayout) {
   Program p = parseProgram(R"(
 func.func @f(%q: tensor<?x4x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>, %cuq: tensor<?xi32>, %cuk: tensor<?xi32>, %seed: tensor<i64>, %offset: tensor<i64>) -> (tensor<?x4x16xf32>, tensor<?x4xf32>, tensor<?x4x16xf32>) {

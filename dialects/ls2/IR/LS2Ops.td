@@ -505,17 +505,27 @@ def LS2_AttentionOp : LS2_Op<"attention", [Pure, AttrSizedOperandSegments,
     `scale` defaults to 1/sqrt(D). Stays opaque: ls2-decompose keeps it.
     q, k and v may be strided views (slices of one fused [T, 3H] projection,
     ls2-fuse's strided views): kernels read them with their row stride.
+
+    `key_lengths` [B] (i32, optional; FlashAttention's seqused_k) reads the
+    keys of a cache instead of packed sequences: sequence b's keys are the
+    key_lengths[b] rows from row cu_seqlens_k[b], within [0, Tk); the
+    starts may come in any order and the ranges may overlap (beams share
+    one source's keys), and cu_seqlens_k[B] is not read. Incremental
+    decoding (a KV cache with room for more tokens per sequence) uses it;
+    it has no gradient.
   }];
   let arguments = (ins LS2_FloatTensor:$query, LS2_FloatTensor:$key,
                        LS2_FloatTensor:$value, RankedTensorOf<[I32]>:$cu_seqlens_q,
                        RankedTensorOf<[I32]>:$cu_seqlens_k,
                        Optional<LS2_I64Scalar>:$seed, Optional<LS2_I64Scalar>:$offset,
+                       Optional<RankedTensorOf<[I32]>>:$key_lengths,
                        OptionalAttr<F32Attr>:$scale, UnitAttr:$causal,
                        DefaultValuedAttr<F32Attr, "0.0">:$dropout_rate,
                        DefaultValuedAttr<I64Attr, "0">:$stream);
   let results = (outs LS2_FloatTensor:$result, LS2_F32Tensor:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $cu_seqlens_q `,` $cu_seqlens_k
+    (`key_lengths` `(` $key_lengths^ `:` type($key_lengths) `)`)?
     (`dropout` `(` $seed^ `,` $offset `)`)? attr-dict `:` type($query) `,`
     type($key) `,` type($value) `,` type($cu_seqlens_q) `,` type($cu_seqlens_k)
     `->` type($result) `,` type($lse)

@@ -132,6 +132,9 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
   if (resultGrads[1])
     return emitOpError("cannot be differentiated through its lse result: only "
                        "the output's gradient is supported");
+  if (getKeyLengths())
+    return emitOpError("with key_lengths (a KV cache's keys) has no gradient: "
+                       "it serves incremental decoding only");
   auto grad = b.create<AttentionGradOp>(
       getLoc(), resultGrads[0], getQuery(), getKey(), getValue(), getResult(),
       getLse(), getCuSeqlensQ(), getCuSeqlensK(), getSeed(), getOffset(),

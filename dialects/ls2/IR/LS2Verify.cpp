@@ -525,6 +525,16 @@ LogicalResult AttentionOp::verify() {
   if (getResult().getType() != q)
     return emitOpError("result type ") << getResult().getType()
                                        << " must equal the query type " << q;
+  if (Value lengths = getKeyLengths()) {
+    auto t = cast<RankedTensorType>(lengths.getType());
+    int64_t entries = getCuSeqlensK().getType().getDimSize(0);
+    if (t.getRank() != 1 ||
+        (!ShapedType::isDynamic(entries) && !t.isDynamicDim(0) &&
+         t.getDimSize(0) != entries - 1))
+      return emitOpError("key_lengths must be [batch] (one fewer than "
+                         "cu_seqlens_k's entries), got ")
+             << t << " beside cu_seqlens_k " << getCuSeqlensK().getType();
+  }
   return success();
 }
 

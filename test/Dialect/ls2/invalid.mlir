@@ -877,6 +877,14 @@ func.func @attention_rank(%q: tensor<?x768xf16>, %k: tensor<?x12x64xf16>, %cu: t
 
 // -----
 
+func.func @attention_key_lengths_batch(%q: tensor<?x12x64xf16>, %cu: tensor<5xi32>, %n: tensor<5xi32>) {
+  // expected-error @+1 {{'ls2.attention' op key_lengths must be [batch] (one fewer than cu_seqlens_k's entries), got 'tensor<5xi32>' beside cu_seqlens_k 'tensor<5xi32>'}}
+  %o, %l = ls2.attention %q, %q, %q, %cu, %cu key_lengths(%n : tensor<5xi32>) : tensor<?x12x64xf16>, tensor<?x12x64xf16>, tensor<?x12x64xf16>, tensor<5xi32>, tensor<5xi32> -> tensor<?x12x64xf16>, tensor<?x12xf32>
+  return
+}
+
+// -----
+
 func.func @attention_dynamic_heads(%q: tensor<?x12x64xf16>, %k: tensor<?x?x64xf16>, %cu: tensor<?xi32>) {
   // expected-error @+1 {{'ls2.attention' op key heads and head_dim must be static, got 'tensor<?x?x64xf16>'}}
   %o, %l = ls2.attention %q, %k, %k, %cu, %cu : tensor<?x12x64xf16>, tensor<?x?x64xf16>, tensor<?x?x64xf16>, tensor<?xi32>, tensor<?xi32> -> tensor<?x12x64xf16>, tensor<?x12xf32>
@@ -976,7 +984,7 @@ func.func @attention_dropout_rate(%q: tensor<?x12x64xf16>, %cu: tensor<?xi32>, %
 
 func.func @attention_seed_without_offset(%q: tensor<?x12x64xf16>, %cu: tensor<?xi32>, %s: tensor<i64>) {
   // expected-error @+1 {{'ls2.attention' op seed and offset must be given together}}
-  %0:2 = "ls2.attention"(%q, %q, %q, %cu, %cu, %s) {dropout_rate = 0.1 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0>, stream = 0 : i64} : (tensor<?x12x64xf16>, tensor<?x12x64xf16>, tensor<?x12x64xf16>, tensor<?xi32>, tensor<?xi32>, tensor<i64>) -> (tensor<?x12x64xf16>, tensor<?x12xf32>)
+  %0:2 = "ls2.attention"(%q, %q, %q, %cu, %cu, %s) {dropout_rate = 0.1 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0>, stream = 0 : i64} : (tensor<?x12x64xf16>, tensor<?x12x64xf16>, tensor<?x12x64xf16>, tensor<?xi32>, tensor<?xi32>, tensor<i64>) -> (tensor<?x12x64xf16>, tensor<?x12xf32>)
   return
 }
 

@@ -396,6 +396,14 @@ func.func @attention(%q: tensor<?x12x64xf16>, %k: tensor<?x12x64xf16>, %v: tenso
   return %o, %lse, %o1, %lse1, %o2, %lse2 : tensor<?x12x64xf16>, tensor<?x12xf32>, tensor<?x12x64xf16>, tensor<?x12xf32>, tensor<?x12x64xf16>, tensor<?x12xf32>
 }
 
+// A KV cache's keys: key_lengths rows from each start, printed before dropout.
+// CHECK-LABEL: func.func @attention_cache(
+// CHECK: ls2.attention %{{[^ ,]+}}, %{{[^ ,]+}}, %{{[^ ,]+}}, %{{[^ ,]+}}, %{{[^ ,]+}} key_lengths(%{{[^ ,]+}} : tensor<?xi32>) : tensor<?x12x64xf16>, tensor<?x4x64xf16>, tensor<?x4x64xf16>, tensor<?xi32>, tensor<?xi32> -> tensor<?x12x64xf16>, tensor<?x12xf32>
+func.func @attention_cache(%q: tensor<?x12x64xf16>, %k: tensor<?x4x64xf16>, %cuq: tensor<?xi32>, %starts: tensor<?xi32>, %n: tensor<?xi32>) -> tensor<?x12x64xf16> {
+  %o, %lse = ls2.attention %q, %k, %k, %cuq, %starts key_lengths(%n : tensor<?xi32>) : tensor<?x12x64xf16>, tensor<?x4x64xf16>, tensor<?x4x64xf16>, tensor<?xi32>, tensor<?xi32> -> tensor<?x12x64xf16>, tensor<?x12xf32>
+  return %o : tensor<?x12x64xf16>
+}
+
 // CHECK-LABEL: func.func @attention_gqa(
 // CHECK-SAME: %[[Q:[^ ,]+]]: tensor<?x32x128xbf16>, %[[K:[^ ,]+]]: tensor<?x8x128xbf16>, %[[V:[^ ,]+]]: tensor<?x8x128xbf16>, %[[MK:[^ ,]+]]: tensor<?x1x128xbf16>, %[[CUQ:[^ ,]+]]: tensor<5xi32>, %[[CUK:[^ ,]+]]: tensor<5xi32>)
 // CHECK-NEXT: %[[O:[^ ,]+]], %[[LSE:[^ ,]+]] = ls2.attention %[[Q]], %[[K]], %[[V]], %[[CUQ]], %[[CUK]]
