@@ -25,9 +25,7 @@ namespace {
 Value fairseqAttention(GraphBuilder &g, StringRef prefix, Value queries,
                        Value keys, Sequences qSeq, Sequences kSeq, bool causal) {
   auto proj = [&](StringRef which, Value input) {
-    std::string name = join(prefix, which);
-    return g.linear(input, join(name, "weight"), join(name, "bias"),
-                    WeightLayout::OutIn);
+    return fairseqProjection(g, prefix, which, input);
   };
   // Sequenced: argument evaluation order would make the IR compiler-dependent.
   Value q = proj("q_proj", queries);
@@ -48,16 +46,10 @@ Value embedTokens(GraphBuilder &g, StringRef table, StringRef ids,
 
 } // namespace
 
-Value buildEncoderDecoder(GraphBuilder &g) {
+Value buildTransformerEncoder(GraphBuilder &g, Sequences src) {
   const ModelDescription &d = g.desc();
-  bool pre = d.norm == NormPlacement::Pre;
-  Sequences src{g.param("src_cu_seqlens")}, tgt{g.param("tgt_cu_seqlens")};
-  std::string encoderTable = "encoder.embed_tokens.weight";
-  std::string decoderTable =
-      d.share_embeddings ? encoderTable : "decoder.embed_tokens.weight";
-
   g.setScope("encoder");
-  Value enc = embedTokens(g, encoderTable, "src_ids",
+  Value enc = embedTokens(g, "encoder.embed_tokens.weight", "src_ids",
                           "encoder.embed_positions.weights", "src_position_ids");
   for (int64_t i = 0; i < d.encoder_layers; ++i) {
     std::string p = llvm::formatv("encoder.layers.{0}", i).str();
@@ -70,14 +62,39 @@ Value buildEncoderDecoder(GraphBuilder &g) {
                            WeightLayout::OutIn);
     });
   }
-  if (pre) {
+  if (d.norm == NormPlacement::Pre) {
     g.setScope("encoder");
     enc = g.layerNorm(enc, "encoder.layer_norm");
   }
+  return enc;
+}
+
+Value transformerDecoderEmbedding(GraphBuilder &g) {
+  return embedTokens(g, transformerDecoderTable(g.desc()), "tgt_ids",
+                     "decoder.embed_positions.weights", "tgt_position_ids");
+}
+
+std::string transformerDecoderTable(const ModelDescription &d) {
+  return d.share_embeddings ? "encoder.embed_tokens.weight"
+                            : "decoder.embed_tokens.weight";
+}
+
+Value fairseqProjection(GraphBuilder &g, StringRef attention, StringRef which,
+                        Value input) {
+  std::string name = join(attention, which);
+  return g.linear(input, join(name, "weight"), join(name, "bias"),
+                  WeightLayout::OutIn);
+}
+
+Value buildEncoderDecoder(GraphBuilder &g) {
+  const ModelDescription &d = g.desc();
+  bool pre = d.norm == NormPlacement::Pre;
+  Sequences src{g.param("src_cu_seqlens")}, tgt{g.param("tgt_cu_seqlens")};
+  std::string decoderTable = transformerDecoderTable(d);
+  Value enc = buildTransformerEncoder(g, src);
 
   g.setScope("decoder");
-  Value x = embedTokens(g, decoderTable, "tgt_ids",
-                        "decoder.embed_positions.weights", "tgt_position_ids");
+  Value x = transformerDecoderEmbedding(g);
   for (int64_t i = 0; i < d.decoder_layers; ++i) {
     std::string p = llvm::formatv("decoder.layers.{0}", i).str();
     g.setScope(p);

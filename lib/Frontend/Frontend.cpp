@@ -17,16 +17,8 @@ namespace ls2c {
 
 namespace {
 
-struct Argument {
-  std::string name;
-  Type type;
-  StringRef kind;          // "parameter" | "buffer" | "input"
-  bool weightDecay = false; // parameters only
-  SmallVector<int64_t> maxShape; // inputs with dynamic dims: their bounds
-};
-
 /// The data inputs of each architecture, after the parameters.
-SmallVector<Argument> dataInputs(Builder &b, const ModelDescription &d,
+SmallVector<FunctionArgument> dataInputs(Builder &b, const ModelDescription &d,
                                  Type computeType) {
   const int64_t kDyn = ShapedType::kDynamic;
   auto ids = RankedTensorType::get({kDyn}, b.getI32Type());
@@ -39,7 +31,7 @@ SmallVector<Argument> dataInputs(Builder &b, const ModelDescription &d,
           ? std::max<int64_t>(1, d.max_batch_tokens / (d.numPatches() + 1))
           : 0;
   const int64_t sequences = images ? images : tokens;
-  SmallVector<Argument> in;
+  SmallVector<FunctionArgument> in;
   auto add = [&](StringRef name, Type type) {
     SmallVector<int64_t> bound;
     auto t = cast<RankedTensorType>(type);
@@ -113,35 +105,22 @@ DictionaryAttr optimizerAttr(Builder &b, const ModelDescription &d) {
 
 } // namespace
 
-void loadFrontendDialects(MLIRContext &context) {
-  context.loadDialect<ls2::LS2Dialect, func::FuncDialect>();
+SmallVector<FunctionArgument> parameterArguments(const ModelDescription &desc,
+                                                 Type computeType) {
+  SmallVector<FunctionArgument> args;
+  for (const ParameterSpec &p : buildParameterLayout(desc).parameters)
+    args.push_back({p.name, RankedTensorType::get(p.shape, computeType),
+                    p.trainable ? "parameter" : "buffer", p.weight_decay, {}});
+  return args;
 }
 
-OwningOpRef<ModuleOp> buildForwardModule(MLIRContext &context,
-                                         const ModelDescription &desc) {
-  loadFrontendDialects(context);
-  OpBuilder b(&context);
-  Location loc = NameLoc::get(b.getStringAttr(desc.name.empty() ? "model"
-                                                                : desc.name));
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc, desc.name.empty()
-                                                           ? std::nullopt
-                                                           : std::optional<StringRef>(desc.name));
-  (*module)->setAttr("ls2.optimizer", optimizerAttr(b, desc));
-  GraphBuilder g(b, desc);
-
-  SmallVector<Argument> args;
-  for (const ParameterSpec &p : buildParameterLayout(desc).parameters)
-    args.push_back({p.name, RankedTensorType::get(p.shape, g.computeType()),
-                    p.trainable ? "parameter" : "buffer", p.weight_decay, {}});
-  llvm::append_range(args, dataInputs(b, desc, g.computeType()));
-
+func::FuncOp declareFunction(GraphBuilder &g, Location loc, StringRef name,
+                             ArrayRef<FunctionArgument> args, TypeRange results) {
+  OpBuilder &b = g.builder();
   SmallVector<Type> types;
-  for (const Argument &a : args)
+  for (const FunctionArgument &a : args)
     types.push_back(a.type);
-  auto lossType = RankedTensorType::get({}, b.getF32Type());
-  b.setInsertionPointToEnd(module->getBody());
-  auto func = b.create<func::FuncOp>(loc, "forward",
-                                     b.getFunctionType(types, {lossType}));
+  auto func = b.create<func::FuncOp>(loc, name, b.getFunctionType(types, results));
   Block *entry = func.addEntryBlock();
   // All at once: setting them one by one rebuilds the attribute array each
   // time (quadratic in the argument count).
@@ -161,6 +140,30 @@ OwningOpRef<ModuleOp> buildForwardModule(MLIRContext &context,
   }
   func.setAllArgAttrs(argAttrs);
   b.setInsertionPointToStart(entry);
+  return func;
+}
+
+void loadFrontendDialects(MLIRContext &context) {
+  context.loadDialect<ls2::LS2Dialect, func::FuncDialect>();
+}
+
+OwningOpRef<ModuleOp> buildForwardModule(MLIRContext &context,
+                                         const ModelDescription &desc) {
+  loadFrontendDialects(context);
+  OpBuilder b(&context);
+  Location loc = NameLoc::get(b.getStringAttr(desc.name.empty() ? "model"
+                                                                : desc.name));
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc, desc.name.empty()
+                                                           ? std::nullopt
+                                                           : std::optional<StringRef>(desc.name));
+  (*module)->setAttr("ls2.optimizer", optimizerAttr(b, desc));
+  GraphBuilder g(b, desc);
+
+  SmallVector<FunctionArgument> args = parameterArguments(desc, g.computeType());
+  llvm::append_range(args, dataInputs(b, desc, g.computeType()));
+  auto lossType = RankedTensorType::get({}, b.getF32Type());
+  b.setInsertionPointToEnd(module->getBody());
+  declareFunction(g, loc, "forward", args, {lossType});
   if (g.has("dropout_seed"))
     g.setRandomState(g.param("dropout_seed"), g.param("dropout_offset"));
 

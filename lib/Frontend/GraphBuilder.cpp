@@ -148,17 +148,26 @@ Value GraphBuilder::attention(Value q, Value k, Value v, Sequences queries,
   Value q3 = reshape(q, {ShapedType::kDynamic, d.heads, headDim});
   Value k3 = reshape(k, {ShapedType::kDynamic, d.kv_heads, headDim});
   Value v3 = reshape(v, {ShapedType::kDynamic, d.kv_heads, headDim});
+  Value out = attentionHeads(q3, k3, v3, queries.cuSeqlens, keys.cuSeqlens,
+                             /*keyLengths=*/Value(), causal)
+                  .first;
+  return reshape(out, {ShapedType::kDynamic, d.hidden});
+}
+
+std::pair<Value, Value> GraphBuilder::attentionHeads(Value q3, Value k3, Value v3,
+                                                     Value cuQ, Value cuK,
+                                                     Value keyLengths, bool causal) {
   auto lseType = RankedTensorType::get({ShapedType::kDynamic, d.heads},
                                        b.getF32Type());
   float rate = static_cast<float>(d.attention_dropout);
   bool dropoutOn = rate > 0.0f;
   auto op = b.create<AttentionOp>(
-      location, tensorType(q3), lseType, q3, k3, v3, queries.cuSeqlens,
-      keys.cuSeqlens, dropoutOn ? seed : Value(), dropoutOn ? offset : Value(),
+      location, tensorType(q3), lseType, q3, k3, v3, cuQ, cuK,
+      dropoutOn ? seed : Value(), dropoutOn ? offset : Value(), keyLengths,
       /*scale=*/nullptr, causal ? b.getUnitAttr() : nullptr,
       b.getF32FloatAttr(rate),
       b.getI64IntegerAttr(dropoutOn ? nextStream++ : 0));
-  return reshape(op.getResult(), {ShapedType::kDynamic, d.hidden});
+  return {op.getResult(), op.getLse()};
 }
 
 Value GraphBuilder::feedForward(Value x, StringRef fc1, StringRef fc2,

@@ -11,10 +11,12 @@
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Model/ParameterLayout.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <string>
+#include <utility>
 
 namespace ls2c {
 
@@ -78,6 +80,13 @@ public:
   /// (already projected) -> [Tq, H] before the output projection.
   mlir::Value attention(mlir::Value q, mlir::Value k, mlir::Value v,
                         Sequences queries, Sequences keys, bool causal);
+  /// ls2.attention of q3 [Tq, heads, head_dim] and k3, v3 [Tk, kv_heads,
+  /// head_dim]: (out [Tq, heads, head_dim], f32 lse [Tq, heads]).
+  /// `keyLengths` (i32 [batch], or null) makes cuK a KV cache's row starts.
+  std::pair<mlir::Value, mlir::Value> attentionHeads(mlir::Value q3, mlir::Value k3,
+                                                     mlir::Value v3, mlir::Value cuQ,
+                                                     mlir::Value cuK,
+                                                     mlir::Value keyLengths, bool causal);
 
   /// Residual branch with the description's norm placement:
   ///   post: LN(x + dropout(f(x)));  pre: x + dropout(f(LN(x))).
@@ -105,6 +114,28 @@ private:
   int64_t nextStream = 0;
 };
 
+/// An argument of a function the frontend declares.
+struct FunctionArgument {
+  std::string name;
+  mlir::Type type;
+  llvm::StringRef kind;          ///< "parameter" | "buffer" | "input"
+  bool weightDecay = false;      ///< parameters only
+  llvm::SmallVector<int64_t> maxShape; ///< inputs with dynamic dims: their bounds
+};
+
+/// The parameters of `desc` in ParameterLayout order, typed `computeType`.
+llvm::SmallVector<FunctionArgument> parameterArguments(const ModelDescription &desc,
+                                                       mlir::Type computeType);
+
+/// Declares func `name` at the builder's insertion point with `args` (their
+/// ls2.name, ls2.kind, ls2.weight_decay and ls2.max_shape attributes) and
+/// `results`, binds every argument by name in `g` and moves the insertion
+/// point to the start of its body.
+mlir::func::FuncOp declareFunction(GraphBuilder &g, mlir::Location loc,
+                                   llvm::StringRef name,
+                                   llvm::ArrayRef<FunctionArgument> args,
+                                   mlir::TypeRange results);
+
 /// `prefix` + "." + `suffix`.
 std::string join(llvm::StringRef prefix, llvm::StringRef suffix);
 
@@ -114,6 +145,18 @@ mlir::Value buildEncoder(GraphBuilder &g);        // BERT masked LM
 mlir::Value buildDecoder(GraphBuilder &g);        // GPT-2 causal LM
 mlir::Value buildEncoderDecoder(GraphBuilder &g); // fairseq Transformer
 mlir::Value buildViT(GraphBuilder &g);            // timm ViT classifier
+
+// Pieces of the fairseq Transformer that decoding (BuildDecoding.cpp) shares.
+/// The encoder's output [Ts, H] over the bound src_ids, src_position_ids.
+mlir::Value buildTransformerEncoder(GraphBuilder &g, Sequences src);
+/// The decoder's input: scaled embeddings of tgt_ids plus tgt_position_ids'.
+mlir::Value transformerDecoderEmbedding(GraphBuilder &g);
+/// The table the decoder embeds with (and, tied, projects to the vocabulary with).
+std::string transformerDecoderTable(const ModelDescription &d);
+/// One of fairseq MultiheadAttention's projections: `attention`.`which`
+/// (q_proj, k_proj, v_proj, out_proj) applied to input [T, H].
+mlir::Value fairseqProjection(GraphBuilder &g, llvm::StringRef attention,
+                              llvm::StringRef which, mlir::Value input);
 
 } // namespace ls2c
 
