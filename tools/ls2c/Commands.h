@@ -27,6 +27,7 @@ int runStep(const std::vector<std::string> &args);
 int runTokenize(const std::vector<std::string> &args);
 int runConvert(const std::vector<std::string> &args);
 int runBleu(const std::vector<std::string> &args);
+int runGenerate(const std::vector<std::string> &args);
 
 } // namespace ls2c::cli
 

@@ -55,6 +55,11 @@ commands:
   bleu HYPOTHESES REFERENCES... [--json]
                                corpus BLEU as sacreBLEU computes it by default
                                (13a tokens, exp smoothing; see ls2c bleu --help)
+  generate MODEL.json --checkpoint FILE (--tokenizer MODEL | --text CORPUS)
+                 (--prompt TEXT | --input FILE) [--beam K] [--reference REF]
+                               greedy or beam search with a decoder or
+                               translation model over a KV cache, on the CPU
+                               (see ls2c generate --help)
 
 options:
   -h, --help                   show this help
@@ -98,8 +103,11 @@ static int dispatch(const std::vector<std::string> &args) {
       return runConvert(rest);
     if (command == "bleu")
       return runBleu(rest);
+    if (command == "generate")
+      return runGenerate(rest);
     return usageError("unknown command '" + command +
-                      "' (commands: check, compile, train, step, tokenize, convert, bleu; see ls2c --help)");
+                      "' (commands: check, compile, train, step, tokenize, convert, bleu, "
+                      "generate; see ls2c --help)");
   } catch (const std::exception &e) {
     std::fprintf(stderr, "ls2c: internal error: %s\n", e.what());
     return kExitInternal;
