@@ -73,9 +73,27 @@ public:
     for (BlockArgument arg : f.getArguments())
       out.arguments.push_back(spec(arg, f.getArgAttrDict(arg.getArgNumber())));
     Operation *ret = f.getBody().front().getTerminator();
+    // A returned value and what it reshapes are written straight into the
+    // result's buffer (ls2-plan-buffers gives them no arena space); one
+    // whose bytes live elsewhere (an argument, a slice of an arena buffer,
+    // a value returned twice) is copied there after the steps.
+    std::vector<std::pair<unsigned, Value>> copies;
     for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
       out.results.push_back(spec(v, f.getResultAttrDict(i)));
-      returned.try_emplace(v, static_cast<unsigned>(i));
+      auto index = static_cast<unsigned>(i);
+      Value base = v;
+      while (auto r = base.getDefiningOp<ls2::ReshapeOp>())
+        base = r.getInput();
+      Operation *def = base.getDefiningOp();
+      if (isa<BlockArgument>(base) || (def && fusion::isView(def)) || returned.count(base)) {
+        copies.push_back({index, base});
+        continue;
+      }
+      for (Value w = v;; w = w.getDefiningOp()->getOperand(0)) {
+        returned.try_emplace(w, index);
+        if (w == base)
+          break;
+      }
     }
     if (auto a = f->getAttrOfType<IntegerAttr>("ls2.arena_bytes"))
       out.arenaBytes = static_cast<uint64_t>(a.getInt());
@@ -85,16 +103,23 @@ public:
       step(&op, out);
     // A result that is an argument unchanged (state the step keeps) is a
     // copy: results live in their own buffers.
-    for (auto [i, v] : llvm::enumerate(ret->getOperands()))
-      if (auto arg = dyn_cast<BlockArgument>(v)) {
-        runtime::Step s;
-        s.kind = runtime::Step::Kind::Copy;
-        s.copySource = {BufferRef::Space::Argument, arg.getArgNumber(), 0,
-                        static_cast<uint64_t>(bounds.bytes(v))};
-        s.copyDestination = {BufferRef::Space::Result, static_cast<uint32_t>(i), 0,
-                             static_cast<uint64_t>(bounds.bytes(v))};
-        out.steps.push_back(std::move(s));
-      }
+    for (auto [index, base] : copies) {
+      Resolved from = resolve(base);
+      // A copy moves the bound's bytes: exact only for a static shape (or an
+      // argument, whose buffer the caller sizes at the bound).
+      if (from.rowStride ||
+          (!isa<BlockArgument>(base) && !tensorType(base).hasStaticShape()))
+        throw BuildError{ret, "returns result " + std::to_string(index) +
+                                  " as a strided or dynamic-size view of another value; it "
+                                  "needs a buffer of its own"};
+      runtime::Step s;
+      s.kind = runtime::Step::Kind::Copy;
+      s.copySource = from.ref;
+      s.copySource.maxBytes = static_cast<uint64_t>(bounds.bytes(base));
+      s.copyDestination = {BufferRef::Space::Result, index, 0,
+                           static_cast<uint64_t>(bounds.bytes(base))};
+      out.steps.push_back(std::move(s));
+    }
     return out;
   }
 

@@ -276,6 +276,8 @@ OwningOpRef<ModuleOp> buildDecodingModule(MLIRContext &context,
   desc.hidden_dropout = desc.attention_dropout = desc.activation_dropout = 0.0;
   OwningOpRef<ModuleOp> module = ModuleOp::create(
       loc, desc.name.empty() ? std::nullopt : std::optional<StringRef>(desc.name));
+  // Complete functions: the pipeline has nothing to differentiate.
+  (*module)->setAttr("ls2.differentiated", b.getUnitAttr());
   if (desc.architecture == Architecture::EncoderDecoder) {
     GraphBuilder encode(b, desc);
     b.setInsertionPointToEnd(module->getBody());

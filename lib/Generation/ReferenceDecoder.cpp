@@ -4,9 +4,11 @@
 #include "ls2c/Frontend/Decoding.h"
 #include "ls2c/Model/ParameterLayout.h"
 #include "ls2c/Reference/Interpreter.h"
+#include "ls2c/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <algorithm>
 
@@ -86,7 +88,8 @@ struct ReferenceDecoder::State {
 };
 
 ReferenceDecoder::ReferenceDecoder(const ModelDescription &desc,
-                                   const std::map<std::string, HostTensor> &parameters)
+                                   const std::map<std::string, HostTensor> &parameters,
+                                   bool compiled)
     : state(std::make_unique<State>()) {
   State &s = *state;
   s.desc = desc;
@@ -98,6 +101,13 @@ ReferenceDecoder::ReferenceDecoder(const ModelDescription &desc,
   s.module = buildDecodingModule(s.context, desc);
   if (!s.module)
     throw GenerationError(desc.name + ": " + diagnostics);
+  if (compiled) {
+    mlir::PassManager pm(&s.context);
+    addCompilePipeline(pm, moduleStage(*s.module), CompileStage::Planned);
+    if (mlir::failed(pm.run(*s.module)))
+      throw GenerationError(desc.name + ": compiling the decoding module failed: " + diagnostics);
+    s.interpreter.setUseArena(true);
+  }
   s.encodeFn = s.module->lookupSymbol<mlir::func::FuncOp>("encode");
   s.decodeFn = s.module->lookupSymbol<mlir::func::FuncOp>("decode");
   s.layers = desc.decoder_layers;

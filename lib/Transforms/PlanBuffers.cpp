@@ -99,13 +99,24 @@ struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
     Operation *terminator = block.getTerminator();
     markPaddedRows(f);
 
+    // Written straight into the caller's output buffer: a returned value
+    // and what it reshapes (the same bytes). A returned slice keeps its base
+    // in the arena (the program copies the slice out), as does a value
+    // returned twice (ProgramBuilder.cpp).
     llvm::DenseSet<Value> returned;
-    for (Value v : terminator->getOperands())
-      for (Value w = v; w;) {
+    for (Value v : terminator->getOperands()) {
+      Value base = v;
+      while (auto r = base.getDefiningOp<ls2::ReshapeOp>())
+        base = r.getInput();
+      Operation *d = base.getDefiningOp();
+      if (!d || fusion::isView(d) || returned.contains(base))
+        continue;
+      for (Value w = v;; w = w.getDefiningOp()->getOperand(0)) {
         returned.insert(w);
-        Operation *d = w.getDefiningOp();
-        w = d && fusion::isView(d) ? d->getOperand(0) : Value();
+        if (w == base)
+          break;
       }
+    }
 
     std::vector<PlannedBuffer> buffers;
     std::vector<Value> owner;

@@ -257,6 +257,40 @@ TEST(Decoding, EncoderDecoderStepsMatchWholeSequences) {
              want, {}, kModelTolerance);
 }
 
+TEST(Decoding, CompiledProgramMatchesTheModule) {
+  // The decoding module through decompose, fusion and buffer planning (what
+  // the GPU runs), interpreted on its arena (filled with NaN first, so a
+  // buffer read before it is written or overwritten while live shows),
+  // computes the logits of the module as built, for both architectures: the
+  // composites round once where their decomposition rounds each step, so
+  // they agree to fp32's 1e-5, not bit for bit.
+  for (const char *name : {"tiny-gpt", "tiny-transformer"}) {
+    ModelDescription d = preset(name);
+    Forward fw(d);
+    std::mt19937 rng(13);
+    auto params = randomParameters(d, fw, rng);
+    ReferenceDecoder plain(d, params), compiled(d, params, /*compiled=*/true);
+    std::vector<std::vector<int32_t>> sources = {{5, 6, 7, 2}, {9, 8, 2}};
+    for (ReferenceDecoder *dec : {&plain, &compiled}) {
+      if (dec->hasSource())
+        dec->encode(sources);
+      dec->start({0, 1});
+    }
+    // Two hypotheses, then three after select({1, 1, 0}).
+    std::vector<std::vector<std::vector<int32_t>>> feeds = {
+        {{4, 11, 12}, {13}}, {{14}, {15}, {18}}, {{16}, {17}, {19}}};
+    for (size_t s = 0; s < feeds.size(); ++s) {
+      std::vector<float> a = plain.step(feeds[s]), b = compiled.step(feeds[s]);
+      ASSERT_EQ(a.size(), b.size());
+      EXPECT_LE(relativeL2(b.data(), std::vector<double>(a.begin(), a.end())), kModelTolerance)
+          << name << ", step " << s;
+      if (s == 0)
+        for (ReferenceDecoder *dec : {&plain, &compiled})
+          dec->select({1, 1, 0});
+    }
+  }
+}
+
 TEST(Decoding, GreedyEqualsArgmaxOverWholeSequences) {
   // Greedy generation with the cache against a loop that reruns the whole
   // sequence (no cache) and takes the argmax: the same tokens.

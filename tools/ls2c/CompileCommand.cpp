@@ -8,6 +8,7 @@
 #include "ls2c/JIT.h"
 #include "ls2c/Runtime/Bundle.h"
 #endif
+#include "ls2c/Frontend/Decoding.h"
 #include "ls2c/Frontend/Frontend.h"
 #include "ls2c/Frontend/SequenceParallelModule.h"
 #include "ls2c/Model/ModelDescription.h"
@@ -40,7 +41,7 @@ constexpr const char *kCompileUsage =
     "[--stage=forward|train-step|fused|planned] [--stats] [--fusion-report] "
     "[-o FILE]\n"
     "       ls2c compile MODEL.json --arch=sm_90[,sm_80...] -o MODEL.ls2b\n"
-    "       (either form takes --program=train|sequence-parallel)";
+    "       (either form takes --program=train|sequence-parallel|decode)";
 
 struct CompileOptions {
   std::string model;
@@ -70,14 +71,15 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
       stageGiven = true;
     } else if (a.rfind("--program=", 0) == 0 || a == "--program") {
       if (a == "--program" && i + 1 == args.size())
-        return "--program needs a value (train, sequence-parallel)";
+        return "--program needs a value (train, sequence-parallel, decode)";
       std::string program = a == "--program" ? args[++i] : a.substr(10);
       if (programGiven && program != o.program)
         return "--program given twice ('" + o.program + "' and '" + program + "')";
       programGiven = true;
       o.program = program;
-      if (o.program != "train" && o.program != "sequence-parallel")
-        return "--program=" + o.program + " is not a program (allowed: train, sequence-parallel)";
+      if (o.program != "train" && o.program != "sequence-parallel" && o.program != "decode")
+        return "--program=" + o.program +
+               " is not a program (allowed: train, sequence-parallel, decode)";
     } else if (a == "--stats") {
       o.stats = true;
     } else if (a == "--fusion-report") {
@@ -315,6 +317,10 @@ int writeBundleFile(const CompileOptions &options, const ModelDescription &desc,
   po.archs = options.archs;
   if (options.program == "sequence-parallel")
     po.functions = parallel::sequenceParallelFunctions();
+  if (options.program == "decode")
+    po.functions = desc.architecture == Architecture::EncoderDecoder
+                       ? std::vector<std::string>{"encode", "decode"}
+                       : std::vector<std::string>{"decode"};
   CompileReport stats;
   try {
     runtime::Program program = compileModule(module, desc, text.str(), po, &stats);
@@ -404,13 +410,17 @@ int runCompile(const std::vector<std::string> &args) {
 
   auto start = std::chrono::steady_clock::now();
   mlir::MLIRContext context;
-  mlir::OwningOpRef<mlir::ModuleOp> module = options.program == "train"
-                                                 ? buildForwardModule(context, desc)
-                                                 : buildSequenceParallelModule(context, desc);
+  if (options.program == "decode" && !canGenerate(desc))
+    return usageError(options.model + ": --program=decode needs a decoder or encoder_decoder "
+                      "model, not " + std::string(toString(desc.architecture)));
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      options.program == "train"    ? buildForwardModule(context, desc)
+      : options.program == "decode" ? buildDecodingModule(context, desc)
+                                    : buildSequenceParallelModule(context, desc);
   if (!module) {
     std::fprintf(stderr, "ls2c: internal error: the %s module of '%s' "
                          "does not verify (diagnostics above)\n",
-                 options.program == "train" ? "forward" : "sequence-parallel",
+                 options.program == "train" ? "forward" : options.program.c_str(),
                  options.model.c_str());
     return kExitInternal;
   }
@@ -420,7 +430,8 @@ int runCompile(const std::vector<std::string> &args) {
                                                          start)
                                .count());
   mlir::PassManager pm(&context);
-  // The sequence-parallel module starts complete (nothing to differentiate).
+  // The sequence-parallel and decoding modules start complete (nothing to
+  // differentiate).
   addCompilePipeline(pm, moduleStage(*module), stageOf(options), options.fusionReport);
   if (mlir::failed(pm.run(*module))) {
     std::fprintf(stderr, "ls2c: internal error: compiling '%s' failed "

@@ -26,8 +26,12 @@ public:
   /// (ParameterLayout), in the model's shapes, any float type (converted to
   /// the compute dtype). Throws GenerationError for an architecture that
   /// does not generate or a missing or misshapen parameter.
+  /// With `compiled`, the module first goes through the compile pipeline
+  /// (decompose, fuse, plan buffers: what the GPU runs) and the interpreter
+  /// runs its fusion groups on the planned arena.
   ReferenceDecoder(const ModelDescription &desc,
-                   const std::map<std::string, reference::HostTensor> &parameters);
+                   const std::map<std::string, reference::HostTensor> &parameters,
+                   bool compiled = false);
   ~ReferenceDecoder() override;
 
   int64_t vocabSize() const override;
