@@ -12,7 +12,7 @@ WikiText-2's train split, each split one stream (`--concat`: every line followed
         DIR/wt2.model and DIR/train.tok (`ls2c tokenize D/train.txt.gz --train bpe --vocab-size
         8000 --concat --max-seq-len 257`), DIR/valid.tok (D/valid.txt with that model),
         DIR/train.ls2b and DIR/eval.ls2b (`ls2c compile --arch=sm_90`), the MLIR-free
-        DIR/ls2c-gpu-train and DIR/lib/ (libfmt, which the GPU machine may lack), and
+        DIR/ls2c-gpu-train and DIR/lib/ (libfmt, libsentencepiece: the GPU machine lacks them), and
         DIR/prepare.json (token counts, sha256 of the data files); about 10 MiB. D defaults to
         <repo>/../shared/data/wikitext-2 (the data are not bundled with the repository).
     run --dir DIR [--steps 2000] [--eval-interval 500] [--seed 1337] [--compile]
@@ -291,9 +291,9 @@ def prepare(args):
     shutil.copy2(args.gpu_train, P("ls2c-gpu-train"))
     libs = []
     ldd = shutil.which("ldd")
-    if ldd:  # libfmt: the one non-CUDA, non-base library the tool links that the GPU machine may lack
+    if ldd:  # libfmt and libsentencepiece: the non-CUDA, non-base libraries the tool links that the GPU machine lacks
         for line in subprocess.run([ldd, P("ls2c-gpu-train")], capture_output=True, text=True).stdout.splitlines():
-            m = re.match(r"\s*(libfmt\S*) => (\S+)", line)
+            m = re.match(r"\s*(libfmt\S*|libsentencepiece\S*) => (\S+)", line)
             if m and os.path.exists(m.group(2)):
                 os.makedirs(P("lib"), exist_ok=True)
                 shutil.copy(m.group(2), P(os.path.join("lib", m.group(1))))  # follows the link

@@ -26,12 +26,13 @@ carry_start() {
   grep -qx "/$dir/" "$exclude" 2>/dev/null || echo "/$dir/" >> "$exclude"
 }
 
-# carry_tool BIN DIR: the MLIR-free tool BIN into DIR/bin and, into DIR/lib, libfmt: the one
-# non-CUDA, non-base library the tools link that the GPU machine may lack.
+# carry_tool BIN DIR: the MLIR-free tool BIN into DIR/bin and, into DIR/lib, the non-CUDA,
+# non-base libraries the tools link that the GPU machine lacks: libfmt, and libsentencepiece
+# (ls2c-gpu-train tokenizes parallel text as ls2c train does).
 carry_tool() {
   local bin=$1 dir=$2 lib
   cp "$bin" "$dir/bin/"
-  for lib in $(ldd "$dir/bin/$(basename "$bin")" | awk '/libfmt/ {print $3}'); do
+  for lib in $(ldd "$dir/bin/$(basename "$bin")" | awk '/libfmt|libsentencepiece/ {print $3}'); do
     cp -L "$lib" "$dir/lib/"
   done
 }

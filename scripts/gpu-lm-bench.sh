@@ -10,7 +10,7 @@
 #                                       tokenizer (8000 ids) and token files of WikiText-2's train
 #                                       and valid splits from $LS2C_DATA_DIR (default
 #                                       ../shared/data/wikitext-2), train.ls2b and eval.ls2b
-#                                       (sm_90), the MLIR-free ls2c-gpu-train and lib/ (libfmt)
+#                                       (sm_90), the MLIR-free ls2c-gpu-train and lib/ (libfmt, libsentencepiece)
 # On the GPU machine (carry .gpu-lm; bench/*.py travel with the tree):
 #   scripts/gpu-lm-bench.sh run [--out DIR] [lm_side_by_side.py run options: --steps 2000
 #       --eval-interval 500 --seed 1337 --compile --skip-ls2c --skip-torch ...]

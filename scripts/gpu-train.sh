@@ -18,6 +18,11 @@ EXCLUDE=$(git rev-parse --git-path info/exclude)
 mkdir -p "$(dirname "$EXCLUDE")"
 grep -qx '/.gpu-train/' "$EXCLUDE" 2>/dev/null || echo '/.gpu-train/' >> "$EXCLUDE"
 cp build/tools/ls2c-gpu-train/ls2c-gpu-train .gpu-train/
+# libfmt and libsentencepiece, which the GPU machine lacks, where the tool looks (its rpath).
+mkdir -p .gpu-train/lib
+for lib in $(ldd .gpu-train/ls2c-gpu-train | awk '/libfmt|libsentencepiece/ {print $3}'); do
+  cp -L "$lib" .gpu-train/lib/
+done
 build/tools/ls2c/ls2c compile "$MODEL" --arch=sm_90 -o .gpu-train/train.ls2b
 python3 - "$MODEL" .gpu-train/eval.json <<'PY'
 import json, sys

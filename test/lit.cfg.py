@@ -1,4 +1,5 @@
 # lit configuration for ls2c: FileCheck tests of the dialect, passes and tools.
+import ctypes
 import os
 import shutil
 import sys
@@ -32,6 +33,27 @@ if os.path.exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
 # Tests that compile kernels (NVRTC, no device) need `REQUIRES: nvrtc`.
 if config.have_cuda:
     config.available_features.add("nvrtc")
+# ls2c-gpu-train links the CUDA driver; its refusals come before any GPU call,
+# so tests of them (`REQUIRES: gpu-tools-load`) run where no driver is
+# installed through the toolkit's stub libcuda.so, named libcuda.so.1 in
+# %cuda_stub_env's LD_LIBRARY_PATH.
+cuda_stub_env = ""
+if config.have_cuda:
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        config.available_features.add("gpu-tools-load")
+    except OSError:
+        stub = os.path.join(config.cuda_library_dir, "stubs", "libcuda.so")
+        if os.path.exists(stub):
+            stub_dir = os.path.join(config.test_exec_root, "cuda-stub")
+            os.makedirs(stub_dir, exist_ok=True)
+            link = os.path.join(stub_dir, "libcuda.so.1")
+            if not os.path.lexists(link):
+                os.symlink(stub, link)
+            cuda_stub_env = "env LD_LIBRARY_PATH=" + os.pathsep.join(
+                [stub_dir] + [p for p in [os.environ.get("LD_LIBRARY_PATH", "")] if p])
+            config.available_features.add("gpu-tools-load")
+config.substitutions.append(("%cuda_stub_env", cuda_stub_env))
 # GPU tests under test/gpu need `REQUIRES: cuda`: a toolkit to build with and a device to run on.
 if config.have_cuda and shutil.which("nvidia-smi"):
     config.available_features.add("cuda")

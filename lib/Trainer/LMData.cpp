@@ -42,9 +42,12 @@ public:
     return true;
   }
   std::string summary() const override {
+    // The form ls2c-gpu-train has always printed (bench/lm_side_by_side.py
+    // reads the counts and the vocabulary from it).
     return std::to_string(corpus.train.size()) + " training and " +
-           std::to_string(corpus.valid.size()) + " validation tokens; windows of " +
-           std::to_string(seqLen) + ", " + std::to_string(sequences) + " a batch";
+           std::to_string(corpus.valid.size()) + " validation tokens, vocab " +
+           std::to_string(corpus.vocabSize) + "; batch " + std::to_string(sequences) + " x " +
+           std::to_string(seqLen) + " tokens";
   }
 
 private:

@@ -1,10 +1,10 @@
 //===- Programs.cpp - the compiled train step the CPU drivers interpret ---===//
 #include "Programs.h"
 
+#include "ls2c/Frontend/EvaluationModule.h"
 #include "ls2c/Frontend/Frontend.h"
 #include "ls2c/Trainer/Trainer.h"
 #include "ls2c/Transforms/Passes.h"
-#include "ls2/IR/LS2Dialect.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
@@ -31,22 +31,6 @@ ElementType computeType(DType d) {
   return ElementType::F32;
 }
 
-namespace {
-/// Adds the logits of `forward`'s loss (the cross_entropy's input) as a
-/// second result, so that evaluation can score predictions.
-void returnLogits(mlir::func::FuncOp forward) {
-  ls2::CrossEntropyOp loss;
-  forward.walk([&](ls2::CrossEntropyOp op) { loss = op; });
-  if (!loss)
-    throw TrainError("internal error: @forward has no cross_entropy");
-  auto ret = llvm::cast<mlir::func::ReturnOp>(forward.getBody().back().getTerminator());
-  mlir::Value logits = loss.getLogits();
-  forward.insertResult(forward.getNumResults(), logits.getType(),
-                       mlir::DictionaryAttr::get(forward.getContext()));
-  ret->insertOperands(ret->getNumOperands(), logits);
-}
-} // namespace
-
 void compilePrograms(Programs &p, const ModelDescription &desc) {
   std::string diagnostics;
   mlir::ScopedDiagnosticHandler handler(&p.context, [&](mlir::Diagnostic &d) {
@@ -54,10 +38,9 @@ void compilePrograms(Programs &p, const ModelDescription &desc) {
     return mlir::success();
   });
   p.train = buildForwardModule(p.context, desc);
-  ModelDescription evalDesc = desc;
-  evalDesc.hidden_dropout = evalDesc.attention_dropout =
-      evalDesc.activation_dropout = 0.0;
-  p.eval = buildForwardModule(p.context, evalDesc);
+  // The dropout-free @forward returning the loss and the logits it scores
+  // (the same function as the GPU's evaluation bundle, --program=eval).
+  p.eval = buildEvaluationModule(p.context, desc);
   if (!p.train || !p.eval)
     throw TrainError("internal error: the forward module does not verify: " +
                      diagnostics);
@@ -70,7 +53,6 @@ void compilePrograms(Programs &p, const ModelDescription &desc) {
   p.accumulate = p.train->lookupSymbol<mlir::func::FuncOp>("accumulate_gradients");
   p.optimizerStep = p.train->lookupSymbol<mlir::func::FuncOp>("optimizer_step");
   p.forward = p.eval->lookupSymbol<mlir::func::FuncOp>("forward");
-  returnLogits(p.forward);
 }
 
 void appendNamed(std::vector<HostTensor> &args, mlir::func::FuncOp f,

@@ -16,18 +16,6 @@ namespace ls2c {
 using reference::ElementType;
 using reference::HostTensor;
 
-namespace {
-
-/// Counters are stored exactly as decimal strings; the loss scale as the
-/// hexadecimal float, which round-trips.
-std::string hexFloat(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%a", v);
-  return buf;
-}
-
-} // namespace
-
 TrainState TrainState::fresh(const ModelDescription &desc,
                              const WorkspaceLayout &ws, uint64_t seed) {
   TrainState s;
@@ -69,31 +57,9 @@ TrainState::computeParameters(const ModelDescription &desc,
 
 void TrainState::save(const std::string &path, const ModelDescription &desc,
                       const WorkspaceLayout &ws, const RunKey &key) const {
-  SafetensorsFile file;
-  for (const WorkspaceSlot &slot : ws.slots)
-    file.tensors[slot.spec->name] =
-        floatTensor("F32", slot.spec->shape, master.floats.data() + slot.offset,
-                    static_cast<size_t>(slot.numel));
-  const size_t total = static_cast<size_t>(ws.totalElements);
-  file.tensors["ls2c.optimizer.exp_avg"] =
-      floatTensor("F32", {ws.totalElements}, expAvg.floats.data(), total);
-  file.tensors["ls2c.optimizer.exp_avg_sq"] =
-      floatTensor("F32", {ws.totalElements}, expAvgSq.floats.data(), total);
-  file.metadata = {{"format", "pt"},
-                   {"ls2c.model", desc.name},
-                   {"ls2c.step", std::to_string(step)},
-                   {"ls2c.applied_steps", std::to_string(appliedSteps)},
-                   {"ls2c.loss_scale", hexFloat(lossScale.floats[0])},
-                   {"ls2c.good_steps", std::to_string(goodSteps.ints[0])},
-                   {"ls2c.seed", std::to_string(key.seed)},
-                   {"ls2c.batch_sequences", std::to_string(key.batchSequences)},
-                   {"ls2c.micro_batches", std::to_string(key.microBatches)},
-                   {"ls2c.data", key.data}};
-  try {
-    writeSafetensors(path, file);
-  } catch (const SafetensorsError &e) {
-    throw TrainError(e.what());
-  }
+  writeCheckpoint(path, desc, ws, master.floats.data(), expAvg.floats.data(),
+                  expAvgSq.floats.data(),
+                  {step, appliedSteps, goodSteps.ints[0], lossScale.floats[0]}, key);
 }
 
 TrainState TrainState::load(const std::string &path, const ModelDescription &desc,

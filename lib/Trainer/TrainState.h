@@ -3,6 +3,7 @@
 #define LS2C_LIB_TRAINER_TRAINSTATE_H
 
 #include "ls2c/Model/ModelDescription.h"
+#include "ls2c/Trainer/Checkpoint.h"
 #include "ls2c/Reference/HostTensor.h"
 #include "ls2c/Reference/Interpreter.h"
 #include "ls2c/Training/Workspace.h"
@@ -28,21 +29,14 @@ struct TrainState {
   static TrainState fresh(const ModelDescription &desc,
                           const WorkspaceLayout &ws, uint64_t seed);
   /// What decides the batch stream: a resumed run must use the same.
-  struct RunKey {
-    uint64_t seed;
-    int64_t batchSequences, microBatches;
-    /// The training examples: "N tokens, fnv1a64 H" (TrainingData.h's
-    /// dataFingerprint). A checkpoint without one (written before it
-    /// existed) resumes on any.
-    std::string data;
-  };
+  using RunKey = CheckpointRunKey;
   /// Reads a checkpoint written by save(); throws TrainError when it does
   /// not match `desc` (model name, parameter names and shapes) or `key`, or
   /// holds malformed counters or non-finite values.
   static TrainState load(const std::string &path, const ModelDescription &desc,
                          const WorkspaceLayout &ws, const RunKey &key);
   /// Writes parameters by reference name (fp32), the moments, counters and
-  /// run key as safetensors, atomically.
+  /// run key as safetensors, atomically (Checkpoint.h).
   void save(const std::string &path, const ModelDescription &desc,
             const WorkspaceLayout &ws, const RunKey &key) const;
 

@@ -8,6 +8,7 @@
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Model/ParameterLayout.h"
 #include "ls2c/Reference/Interpreter.h"
+#include "ls2c/Trainer/PredictionScore.h"
 #include "ls2c/Trainer/TrainingData.h"
 #include "ls2c/Training/Workspace.h"
 
@@ -61,22 +62,14 @@ struct Evaluation {
   double accuracy = 0;  ///< share of those labels the logits' argmax predicts
 };
 
-/// Adds the argmax hits and the negative log-likelihood of the rows of
-/// `logits` [N, C] whose label is not `ignored`.
+/// Adds the rows of `logits` [N, C] whose label is not `ignored`.
 void score(const HostTensor &logits, const HostTensor &labels, int64_t ignored,
-           int64_t &hits, double &nll) {
+           PredictionScore &out) {
   const int64_t rows = labels.numElements(), classes = logits.shape.back();
   for (int64_t r = 0; r < rows; ++r) {
     int64_t label = labels.ints[static_cast<size_t>(r)];
-    if (label == ignored)
-      continue;
-    const double *x = logits.floats.data() + r * classes;
-    int64_t best = std::max_element(x, x + classes) - x;
-    hits += best == label;
-    double top = x[best], sum = 0;
-    for (int64_t c = 0; c < classes; ++c)
-      sum += std::exp(x[c] - top);
-    nll += top + std::log(sum) - x[label];
+    if (label != ignored)
+      out.add(logits.floats.data() + r * classes, classes, label);
   }
 }
 
@@ -139,8 +132,9 @@ TrainResult train(const TrainOptions &o) {
   auto evaluate = [&]() {
     std::map<std::string, HostTensor> params = state.computeParameters(
         desc, ws, computeType(desc.dtype));
-    double sum = 0, nll = 0;
-    int64_t count = 0, hits = 0;
+    double sum = 0;
+    int64_t count = 0;
+    PredictionScore predictions;
     InputBatch b;
     for (int64_t k = 0; k < o.evalBatches && data->validBatch(k, b); ++k) {
       std::map<std::string, HostTensor> named = params;
@@ -156,14 +150,14 @@ TrainResult train(const TrainOptions &o) {
       sum += out[0].floats[0] * static_cast<double>(scored);
       count += scored;
       if (classifies)
-        score(out[1], labels, data->ignoredLabel(), hits, nll);
+        score(out[1], labels, data->ignoredLabel(), predictions);
     }
     Evaluation e;
     e.scored = count;
     if (count > 0) {
       e.loss = sum / static_cast<double>(count);
-      e.nllLoss = nll / static_cast<double>(count);
-      e.accuracy = static_cast<double>(hits) / static_cast<double>(count);
+      e.nllLoss = predictions.nll / static_cast<double>(count);
+      e.accuracy = static_cast<double>(predictions.hits) / static_cast<double>(count);
     }
     return e;
   };

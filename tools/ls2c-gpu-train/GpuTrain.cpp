@@ -1,27 +1,30 @@
-//===- GpuTrain.cpp - train a decoder LM on a text corpus on the GPU ------===//
+//===- GpuTrain.cpp - train a described model on the GPU from its bundles -===//
 //
-// ls2c-gpu-train TRAIN.ls2b --eval EVAL.ls2b --data (input.txt | TRAIN.tok
-//                [--valid-data VALID.tok]) --steps N
-//                [--batch-sequences B] [--eval-interval K] [--eval-batches E]
-//                [--seed S] [--metrics metrics.jsonl] [--log-interval M]
-//                [--time-limit SECONDS] [--no-graphs] [--attention B]
+// ls2c-gpu-train TRAIN.ls2b --eval EVAL.ls2b --data DATA --steps N [...]
+// (GpuTrainOptions.h lists the options)
 //
-// The GPU twin of `ls2c train` (lib/Trainer/Trainer.cpp) for decoder models
-// on character corpora or token files (ls2c tokenize; TokenCorpus.h), with
-// the compiled program instead of the reference interpreter. TRAIN.ls2b is the model's bundle (`ls2c compile MODEL.json
-// --arch=sm_90 -o TRAIN.ls2b`); its @accumulate_gradients and
-// @optimizer_step run every step, the training state (fp32 master weights,
-// gradients, both Adam moments, step, loss scale) staying on the device.
-// EVAL.ls2b is the same description compiled with every dropout rate 0: its
-// @forward computes the validation loss from the master weights cast to the
-// compute dtype on the host (as the CPU trainer evaluates with its dropout-
-// free module). The data are those of `ls2c train`: the corpus's first 90%
-// trains with random windows of max_seq_len (LMBatcher seeded with --seed),
-// the rest validates in sequential windows; the dropout seed is --seed and
-// the dropout offset the step index. Metrics are JSON lines as `ls2c train`
-// writes them (a step line per step, a valid_loss line per evaluation) and a
-// final summary line; train tokens/s counts the wall clock of the training
-// steps only (each synchronized), not evaluation or startup. Both executors
+// The GPU twin of `ls2c train` (lib/Trainer/Trainer.cpp) for every
+// architecture, with the compiled program instead of the reference
+// interpreter. TRAIN.ls2b is the model's bundle (`ls2c compile MODEL.json
+// --arch=sm_90 -o TRAIN.ls2b`); its @accumulate_gradients (per micro-batch)
+// and @optimizer_step run every step, the training state (fp32 master
+// weights, gradients, both Adam moments, step, loss scale) staying on the
+// device. EVAL.ls2b is the dropout-free @forward (`ls2c compile MODEL.json
+// --program=eval`): it computes the validation loss, and the logits that the
+// accuracy of encoder, encoder_decoder and vit models is scored from, from
+// the master weights cast to the compute dtype on the host (as the CPU
+// trainer evaluates with its dropout-free module; Bundles.h).
+//
+// The data are exactly `ls2c train`'s (TrainingData.h, loadTrainingData with
+// the same options and seed): the micro-batches in the same order, the same
+// validation batches; the dropout seed is --seed and the dropout offset the
+// micro-batch index. Batches are encoded on a second thread while the GPU
+// runs the previous step. Metrics are JSON lines as `ls2c train` writes them
+// (a step line per step, a valid_loss line per evaluation, with
+// valid_accuracy for the three classifying architectures) and a final
+// summary line; train tokens/s counts the wall clock of the training steps
+// only (each synchronized), not evaluation or startup. --save writes the
+// final checkpoint in `ls2c train`'s format (Checkpoint.h). Both executors
 // replay CUDA graphs (the calls' buffers repeat every other step; the first
 // steps capture them) unless --no-graphs. fp16/bf16 attention runs where
 // --attention says (auto by default with cuDNN: per shape the faster of
@@ -30,15 +33,18 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Batches.h"
+#include "Bundles.h"
 #include "DeviceTensors.h"
+#include "GpuTrainOptions.h"
 
-#include "ls2c/Data/CharCorpus.h"
-#include "ls2c/Data/LMBatcher.h"
-#include "ls2c/Data/TokenCorpus.h"
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Model/ParameterLayout.h"
 #include "ls2c/Runtime/Bundle.h"
 #include "ls2c/Runtime/Executor.h"
+#include "ls2c/Trainer/Checkpoint.h"
+#include "ls2c/Trainer/PredictionScore.h"
+#include "ls2c/Trainer/TrainingData.h"
 #include "ls2c/Training/Workspace.h"
 
 #include <nlohmann/json.hpp>
@@ -50,85 +56,19 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 using namespace ls2c::runtime;
 using namespace ls2c::tools;
+using namespace ls2c::gputrain;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-struct Options {
-  std::string bundle, evalBundle, data, validData, metrics;
-  int64_t steps = 0;
-  int64_t batchSequences = 0; ///< 0: max_batch_tokens / max_seq_len
-  int64_t evalInterval = 0;   ///< 0: evaluate only before and after training
-  int64_t evalBatches = 0;    ///< 0: the whole validation split
-  int64_t logInterval = 50;
-  uint64_t seed = 1;
-  double timeLimit = 0; ///< seconds of training; 0 = none
-  bool graphs = true;   ///< the executors' CUDA graphs (--no-graphs)
-  /// --attention; auto when this build has cuDNN.
-  AttentionBackend attention =
-      cudnnAttentionAvailable() ? AttentionBackend::Auto : AttentionBackend::Kernels;
-};
-
-/// A usage or input problem (exit status 2).
-class InputError : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
-
-const char *kBatchInputs[] = {"input_ids", "position_ids", "cu_seqlens", "labels"};
-
-/// The function `name` of `program`, or an InputError naming the bundle.
-const Function &requireFunction(const Program &program, const std::string &bundle,
-                                const std::string &name) {
-  for (const Function &f : program.functions)
-    if (f.name == name)
-      return f;
-  throw InputError(bundle + ": has no @" + name + " (not a training bundle of ls2c compile)");
-}
-
-/// Checks that `f` takes the packed batch inputs as int32 and no other input
-/// than `allowed`.
-void requireBatchInputs(const Function &f, const std::string &bundle,
-                        const std::set<std::string> &allowed) {
-  std::set<std::string> seen;
-  for (const TensorSpec &s : f.arguments) {
-    if (s.kind != ArgumentKind::Input)
-      continue;
-    bool batch = std::find(std::begin(kBatchInputs), std::end(kBatchInputs), s.name) !=
-                 std::end(kBatchInputs);
-    if (batch) {
-      if (s.dtype != DType::I32 || s.maxShape.size() != 1)
-        throw InputError(bundle + ": @" + f.name + " input '" + s.name +
-                         "' is not a 1-d int32 tensor");
-      seen.insert(s.name);
-    } else if (!allowed.count(s.name)) {
-      throw InputError(bundle + ": @" + f.name + " takes input '" + s.name +
-                       "', which a causal language model on packed text does not have");
-    }
-  }
-  for (const char *name : kBatchInputs)
-    if (!seen.count(name))
-      throw InputError(bundle + ": @" + f.name + " lacks the input '" + name +
-                       "' of a causal language model");
-}
-
-/// The description with everything that must agree between the train and the
-/// eval bundle: all but the name, the dropout rates and the optimizer (which
-/// @forward does not use; the eval bundle need not share the schedule).
-nlohmann::json comparable(ls2c::ModelDescription d) {
-  d.name.clear();
-  d.hidden_dropout = d.attention_dropout = d.activation_dropout = 0;
-  d.optimizer = ls2c::OptimizerConfig{};
-  return ls2c::toJson(d);
-}
 
 /// Runs the functions of one program, binding arguments and results by name.
 struct Runner {
@@ -158,27 +98,6 @@ struct Runner {
     return out;
   }
 };
-
-/// Uploads a packed batch into `inputs` (buffers sized for max shapes).
-void uploadBatch(const ls2c::TokenBatch &b, const Function &f,
-                 std::map<std::string, DeviceTensor> &inputs) {
-  const std::map<std::string, const std::vector<int32_t> *> values = {
-      {"input_ids", &b.input_ids},
-      {"position_ids", &b.position_ids},
-      {"cu_seqlens", &b.cu_seqlens},
-      {"labels", &b.labels}};
-  for (const TensorSpec &spec : f.arguments) {
-    auto it = values.find(spec.name);
-    if (it == values.end())
-      continue;
-    DeviceTensor &t = inputs[spec.name];
-    if (t.buffer.size() < specBytes(spec))
-      t.buffer = DeviceBuffer(specBytes(spec), spec.name);
-    t.dtype = DType::I32;
-    t.shape = {static_cast<int64_t>(it->second->size())};
-    t.buffer.upload(it->second->data(), it->second->size() * 4);
-  }
-}
 
 /// Sinusoidal tables for Buffer arguments (none for GPT-2's learned
 /// positions, kept for generality).
@@ -214,99 +133,84 @@ private:
   std::ofstream file;
 };
 
+/// Scores the rows of `logits` [N, C] whose label is not `ignored`, decoding
+/// only those rows (most of a masked LM's are not scored).
+void scoreLogits(const DeviceTensor &logits, const std::vector<int64_t> &labels, int64_t ignored,
+                 ls2c::PredictionScore &out) {
+  if (logits.shape.size() != 2 || logits.shape[0] != static_cast<int64_t>(labels.size()))
+    throw RuntimeError("@forward's logits are not one row per label");
+  const int64_t classes = logits.shape[1];
+  const size_t rowBytes = static_cast<size_t>(classes) * dtypeBytes(logits.dtype);
+  std::vector<uint8_t> all(rowBytes * labels.size());
+  logits.buffer.download(all.data(), all.size());
+  std::vector<uint8_t> row(rowBytes);
+  for (size_t r = 0; r < labels.size(); ++r) {
+    if (labels[r] == ignored)
+      continue;
+    if (labels[r] < 0 || labels[r] >= classes)
+      throw RuntimeError("label " + std::to_string(labels[r]) + " is not one of the " +
+                         std::to_string(classes) + " classes of the logits");
+    std::memcpy(row.data(), all.data() + r * rowBytes, rowBytes);
+    std::vector<double> values = decodeValues(row, logits.dtype);
+    out.add(values.data(), classes, labels[r]);
+  }
+}
+
+/// What one evaluation measured (as the CPU trainer's Evaluation).
+struct Evaluation {
+  int64_t scored = 0; ///< labels that carry a loss (0: nothing to report)
+  double loss = 0;    ///< mean over them
+  ls2c::PredictionScore predictions;
+};
+
 int run(const Options &o) {
   auto started = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
-  for (const std::string *path : {&o.bundle, &o.evalBundle, &o.data})
-    if (!std::filesystem::is_regular_file(*path))
-      throw InputError(*path + ": no such file");
 
-  // The bundles: a decoder LM's train step and its dropout-free forward.
-  Program trainProgram = readBundle(o.bundle);
-  Program evalProgram = readBundle(o.evalBundle);
-  ls2c::ModelDescription desc, evalDesc;
+  // The bundles, then the data their description trains on, all before the
+  // GPU is touched.
+  Bundles bundles = loadBundles(o.bundle, o.evalBundle);
+  const ls2c::ModelDescription desc = bundles.desc;
+  const bool classifies = desc.architecture != ls2c::Architecture::Decoder;
+  if (!std::filesystem::exists(o.data.data))
+    throw InputError(o.data.data + ": no such file");
+  std::unique_ptr<ls2c::TrainingData> data;
+  ls2c::InputBatch first;
   try {
-    desc = ls2c::parseModelDescription(trainProgram.description, o.bundle);
-    evalDesc = ls2c::parseModelDescription(evalProgram.description, o.evalBundle);
-  } catch (const ls2c::DescriptionError &e) {
+    data = ls2c::loadTrainingData(o.data, desc);
+    if (!data->validBatch(0, first))
+      throw InputError(o.data.validData.empty() ? o.data.data : o.data.validData +
+                       ": no validation batch (use more validation data)");
+  } catch (const ls2c::TrainError &e) {
     throw InputError(e.what());
   }
-  if (desc.architecture != ls2c::Architecture::Decoder)
-    throw InputError(o.bundle + ": model '" + trainProgram.modelName + "' is a '" +
-                     std::string(ls2c::toString(desc.architecture)) +
-                     "' model; ls2c-gpu-train trains decoder language models");
-  if (comparable(desc) != comparable(evalDesc))
-    throw InputError(o.evalBundle + ": model '" + evalProgram.modelName +
-                     "' is not the description of " + o.bundle +
-                     " with other dropout rates");
-  if (evalDesc.hidden_dropout != 0 || evalDesc.attention_dropout != 0 ||
-      evalDesc.activation_dropout != 0)
-    throw InputError(o.evalBundle + ": the evaluation bundle must be compiled with every "
-                                    "dropout rate 0");
-  const Function &accumulateSpec = requireFunction(trainProgram, o.bundle, "accumulate_gradients");
-  requireFunction(trainProgram, o.bundle, "optimizer_step");
-  const Function &forwardSpec = requireFunction(evalProgram, o.evalBundle, "forward");
-  requireBatchInputs(accumulateSpec, o.bundle, {"dropout_seed", "dropout_offset"});
-  requireBatchInputs(forwardSpec, o.evalBundle, {"dropout_seed", "dropout_offset"});
-  if (forwardSpec.results.empty() || !forwardSpec.results[0].maxShape.empty())
-    throw InputError(o.evalBundle + ": @forward does not return a scalar loss");
-
-  int64_t seqLen = desc.max_seq_len;
-  int64_t sequences = o.batchSequences ? o.batchSequences : desc.max_batch_tokens / seqLen;
-  int64_t batchTokens = 0;
-  if (sequences < 1 || __builtin_mul_overflow(sequences, seqLen, &batchTokens) ||
-      batchTokens > desc.max_batch_tokens)
-    throw InputError("--batch-sequences " + std::to_string(sequences) + " x " +
-                     std::to_string(seqLen) + " tokens exceeds max_batch_tokens " +
-                     std::to_string(desc.max_batch_tokens) + " of " + o.bundle);
-
-  // A token file (ls2c tokenize) with its own validation file or split as a
-  // text is, or a text read character by character.
-  struct {
-    std::vector<int32_t> train, valid;
-    int64_t vocabSize = 0;
-  } corpus;
-  try {
-    if (ls2c::isTokenFile(o.data)) {
-      ls2c::TokenCorpus tokens = ls2c::loadTokenCorpus(o.data, o.validData, 0.9, seqLen + 1);
-      corpus.train = std::move(tokens.train);
-      corpus.valid = std::move(tokens.valid);
-      corpus.vocabSize = tokens.vocabSize;
-    } else {
-      if (!o.validData.empty())
-        throw InputError("--valid-data " + o.validData + ": needs --data to be a token file "
-                         "(ls2c tokenize); a text corpus validates on its last 10%");
-      ls2c::CharCorpus chars = ls2c::loadCharCorpus(o.data, 0.9, seqLen + 1);
-      corpus.train = std::move(chars.train);
-      corpus.valid = std::move(chars.valid);
-      corpus.vocabSize = chars.vocabSize();
-    }
-  } catch (const ls2c::DataError &e) {
-    throw InputError(e.what());
-  }
-  if (corpus.vocabSize > desc.vocab)
-    throw InputError(o.data + ": a vocabulary of " + std::to_string(corpus.vocabSize) +
-                     " ids exceeds the model's vocab " + std::to_string(desc.vocab) + " (" +
-                     o.bundle + ")");
+  std::set<std::string> provided;
+  for (const auto &[name, t] : first.inputs)
+    provided.insert(name);
+  const Function &accumulateSpec =
+      requireDataInputs(bundles.train, o.bundle, "accumulate_gradients", provided, desc);
+  requireDataInputs(bundles.eval, o.evalBundle, "forward", provided, desc);
+  const int64_t ignored = data->ignoredLabel();
+  const int64_t micro = o.data.microBatches;
 
   // The seeded master weights, laid out as the bundle says.
   ls2c::ParameterLayout layout = ls2c::buildParameterLayout(desc);
   ls2c::WorkspaceLayout ws = ls2c::planWorkspace(layout);
-  if (static_cast<uint64_t>(ws.totalElements) != trainProgram.workspaceElements)
+  if (static_cast<uint64_t>(ws.totalElements) != bundles.train.workspaceElements)
     throw InputError(o.bundle + ": workspace of " +
-                     std::to_string(trainProgram.workspaceElements) +
+                     std::to_string(bundles.train.workspaceElements) +
                      " elements, but its description plans " +
                      std::to_string(ws.totalElements));
-  for (const ParameterSlot &slot : trainProgram.parameters) {
+  for (const ParameterSlot &slot : bundles.train.parameters) {
     const ls2c::WorkspaceSlot *w = ws.find(slot.name);
     if (!w || static_cast<uint64_t>(w->offset) != slot.offset || w->spec->shape != slot.shape)
       throw InputError(o.bundle + ": parameter '" + slot.name +
                        "' is not where its description places it");
   }
-  std::vector<float> master = ls2c::initializeWorkspace(ws, o.seed);
+  std::vector<float> master = ls2c::initializeWorkspace(ws, o.data.seed);
 
-  Runner train(std::move(trainProgram));
-  Runner eval(std::move(evalProgram));
+  Runner train(std::move(bundles.train));
+  Runner eval(std::move(bundles.eval));
   train.executor.setGraphs(o.graphs);
   eval.executor.setGraphs(o.graphs);
   train.executor.setAttentionBackend(o.attention);
@@ -316,12 +220,7 @@ int run(const Options &o) {
               o.bundle.c_str(), program.modelName.c_str(), program.computeDType.c_str(),
               static_cast<size_t>(ws.totalElements), program.kernels.size(),
               train.executor.arch().c_str(), o.evalBundle.c_str());
-  std::printf("%s: %lld training and %lld validation tokens, vocab %lld; batch %lld x %lld "
-              "tokens\n",
-              o.data.c_str(), static_cast<long long>(corpus.train.size()),
-              static_cast<long long>(corpus.valid.size()),
-              static_cast<long long>(corpus.vocabSize), static_cast<long long>(sequences),
-              static_cast<long long>(seqLen));
+  std::printf("%s: %s\n", o.data.data.c_str(), data->summary().c_str());
   std::fflush(stdout);
 
   // The training state on the device.
@@ -348,8 +247,10 @@ int run(const Options &o) {
   state["good_steps"] = uploadTensor({0}, {}, DType::I64, 8, "good steps");
 
   std::map<std::string, DeviceTensor> trainInputs, evalInputs;
-  trainInputs["micro_batches"] = uploadTensor({1}, {}, DType::F32, 8, "micro batches");
-  trainInputs["dropout_seed"] = uploadTensor({static_cast<double>(o.seed)}, {}, DType::I64, 8, "dropout seed");
+  trainInputs["micro_batches"] =
+      uploadTensor({static_cast<double>(micro)}, {}, DType::F32, 8, "micro batches");
+  trainInputs["dropout_seed"] =
+      uploadTensor({static_cast<double>(o.data.seed)}, {}, DType::I64, 8, "dropout seed");
   trainInputs["dropout_offset"] = uploadTensor({0}, {}, DType::I64, 8, "dropout offset");
   evalInputs["dropout_seed"] = uploadTensor({0}, {}, DType::I64, 8, "dropout seed");
   evalInputs["dropout_offset"] = uploadTensor({0}, {}, DType::I64, 8, "dropout offset");
@@ -359,7 +260,7 @@ int run(const Options &o) {
   std::map<std::string, DeviceTensor> noState;
 
   // Validation: the master weights cast to the compute dtype on the host,
-  // @forward over sequential windows, the mean loss per token.
+  // @forward over the validation batches, the mean loss per scored label.
   std::vector<uint8_t> bytes;
   auto evaluate = [&]() {
     std::vector<float> current(program.workspaceElements);
@@ -381,51 +282,85 @@ int run(const Options &o) {
       t.shape = spec.maxShape;
       t.dtype = spec.dtype;
     }
+    Evaluation e;
     double sum = 0;
-    int64_t count = 0;
-    ls2c::TokenBatch b;
-    for (int64_t k = 0;
-         (o.evalBatches == 0 || k < o.evalBatches) &&
-         ls2c::LMBatcher::sequentialBatch(corpus.valid, seqLen, sequences, k, b);
+    ls2c::InputBatch b;
+    for (int64_t k = 0; (o.evalBatches == 0 || k < o.evalBatches) && data->validBatch(k, b);
          ++k) {
-      uploadBatch(b, forward, evalInputs);
+      EncodedBatch batch = encodeBatch(b, forward, ignored);
+      uploadBatch(batch, forward, evalInputs);
       auto &out = eval.call("forward", noState, evalInputs);
-      sum += downloadTensor(out.at(forward.results[0].name))[0] * static_cast<double>(b.numTokens());
-      count += b.numTokens();
+      sum += downloadTensor(out.at(forward.results[0].name))[0] *
+             static_cast<double>(batch.scored);
+      e.scored += batch.scored;
+      if (classifies)
+        scoreLogits(out.at("logits"), batch.labels, ignored, e.predictions);
     }
-    return sum / static_cast<double>(count);
+    if (e.scored > 0)
+      e.loss = sum / static_cast<double>(e.scored);
+    return e;
   };
 
   Metrics metrics(o.metrics);
+  double validLoss = NAN, validAccuracy = NAN;
   auto validation = [&](int64_t step) {
     auto t0 = Clock::now();
-    double loss = evaluate();
+    Evaluation e = evaluate();
     double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    metrics.write({{"step", step},
-                   {"valid_loss", loss},
-                   {"eval_seconds", seconds},
-                   {"elapsed_seconds", elapsed()}});
-    std::printf("step %lld: validation loss %.4f (%.2f s)\n", static_cast<long long>(step), loss,
-                seconds);
+    if (e.scored == 0) {
+      // A tiny validation set can leave no label with a loss (no masked
+      // token): say so rather than report a loss of 0, as ls2c train does.
+      std::fprintf(stderr, "ls2c-gpu-train: warning: step %lld: the validation batches have no "
+                           "label that carries a loss; nothing to report (use more validation "
+                           "data)\n",
+                   static_cast<long long>(step));
+      return;
+    }
+    validLoss = e.loss;
+    nlohmann::json line = {{"step", step},
+                           {"valid_loss", e.loss},
+                           {"eval_seconds", seconds},
+                           {"elapsed_seconds", elapsed()}};
+    if (classifies) {
+      validAccuracy = e.predictions.accuracy();
+      line["valid_accuracy"] = validAccuracy;
+      if (desc.label_smoothing > 0)
+        line["valid_nll_loss"] = e.predictions.nll / static_cast<double>(e.scored);
+      std::printf("step %lld: validation loss %.4f, accuracy %.4f (%.2f s)\n",
+                  static_cast<long long>(step), e.loss, validAccuracy, seconds);
+    } else {
+      std::printf("step %lld: validation loss %.4f (%.2f s)\n", static_cast<long long>(step),
+                  e.loss, seconds);
+    }
+    metrics.write(line);
     std::fflush(stdout);
-    return loss;
   };
 
-  double validLoss = validation(0);
-  ls2c::LMBatcher batcher(corpus.train, seqLen, sequences, o.seed);
+  validation(0);
+  // Micro-batch i of the run is TrainingData's i-th: encoded on a second
+  // thread while the GPU runs the one before.
+  data->seek(0);
+  auto fetch = [&] { return encodeBatch(data->next(), accumulateSpec, ignored); };
+  std::future<EncodedBatch> pending = std::async(std::launch::async, fetch);
   double trainSeconds = 0, steadySeconds = 0;
   int64_t trainTokens = 0, steadyTokens = 0, step = 0, skipped = 0;
   const int64_t warmupSteps = std::min<int64_t>(10, o.steps / 10);
   double smoothed = 0;
   while (step < o.steps) {
     auto t0 = Clock::now();
-    ls2c::TokenBatch batch = batcher.next();
-    uploadBatch(batch, accumulateSpec, trainInputs);
-    int64_t offset = step;
-    trainInputs.at("dropout_offset").buffer.upload(&offset, 8);
     state.at("gradients").buffer.fill(0);
-    auto &acc = train.call("accumulate_gradients", state, trainInputs);
-    double loss = downloadTensor(acc.at("loss"))[0];
+    double loss = 0;
+    int64_t tokens = 0;
+    for (int64_t m = 0; m < micro; ++m) {
+      EncodedBatch batch = pending.get();
+      pending = std::async(std::launch::async, fetch);
+      uploadBatch(batch, accumulateSpec, trainInputs);
+      int64_t offset = step * micro + m;
+      trainInputs.at("dropout_offset").buffer.upload(&offset, 8);
+      auto &acc = train.call("accumulate_gradients", state, trainInputs);
+      loss += downloadTensor(acc.at("loss"))[0] / static_cast<double>(micro);
+      tokens += batch.tokens;
+    }
     auto &opt = train.call("optimizer_step", state, trainInputs);
     double gradNorm = downloadTensor(opt.at("grad_norm"))[0];
     double lr = downloadTensor(opt.at("lr"))[0];
@@ -434,12 +369,12 @@ int run(const Options &o) {
     ++step;
     skipped += !finite;
     trainSeconds += seconds;
-    trainTokens += batch.numTokens();
+    trainTokens += tokens;
     if (step > warmupSteps) {
       steadySeconds += seconds;
-      steadyTokens += batch.numTokens();
+      steadyTokens += tokens;
     }
-    double tokensPerSecond = static_cast<double>(batch.numTokens()) / seconds;
+    double tokensPerSecond = static_cast<double>(tokens) / seconds;
     metrics.write({{"step", step},
                    {"loss", loss},
                    {"lr", lr},
@@ -461,7 +396,7 @@ int run(const Options &o) {
       std::fflush(stdout);
     }
     if ((o.evalInterval && step % o.evalInterval == 0) || last)
-      validLoss = validation(step);
+      validation(step);
     if (outOfTime) {
       std::printf("stopping after step %lld: --time-limit %.0f s of training reached\n",
                   static_cast<long long>(step), o.timeLimit);
@@ -469,36 +404,66 @@ int run(const Options &o) {
     }
   }
 
+  if (!o.save.empty()) {
+    // The final state in `ls2c train`'s checkpoint format (Checkpoint.h).
+    auto download = [&](const char *name) {
+      std::vector<float> v(program.workspaceElements);
+      state.at(name).buffer.download(v.data(), wsBytes);
+      return std::vector<double>(v.begin(), v.end());
+    };
+    std::vector<double> weights = download("master_weights"), expAvg = download("exp_avg"),
+                        expAvgSq = download("exp_avg_sq");
+    ls2c::CheckpointCounters counters;
+    counters.step = step;
+    counters.appliedSteps = static_cast<int64_t>(downloadTensor(state.at("step"))[0]);
+    counters.goodSteps = static_cast<int64_t>(downloadTensor(state.at("good_steps"))[0]);
+    counters.lossScale = downloadTensor(state.at("loss_scale"))[0];
+    try {
+      ls2c::writeCheckpoint(o.save, desc, ws, weights.data(), expAvg.data(), expAvgSq.data(),
+                            counters,
+                            {o.data.seed, data->batchSequences(), micro, data->fingerprint()});
+    } catch (const ls2c::TrainError &e) {
+      throw InputError(std::string("--save: ") + e.what());
+    }
+    std::printf("checkpoint: %s (step %lld)\n", o.save.c_str(), static_cast<long long>(step));
+  }
+
   double tokensPerSecond = static_cast<double>(trainTokens) / trainSeconds;
   double steadyTokensPerSecond =
       steadySeconds > 0 ? static_cast<double>(steadyTokens) / steadySeconds : tokensPerSecond;
   double total = elapsed();
   GraphStats graphs = train.executor.graphStats();
-  metrics.write({{"final", true},
-                 {"steps", step},
-                 {"skipped_steps", skipped},
-                 {"valid_loss", validLoss},
-                 {"valid_perplexity", std::exp(validLoss)},
-                 {"batch_tokens", batchTokens},
-                 {"train_tokens", trainTokens},
-                 {"train_seconds", trainSeconds},
-                 {"train_tokens_per_second", tokensPerSecond},
-                 {"steady_tokens_per_second", steadyTokensPerSecond},
-                 {"mean_step_ms", trainSeconds / static_cast<double>(step) * 1e3},
-                 {"total_seconds", total},
-                 {"device", train.executor.arch()},
-                 {"model", program.modelName},
-                 {"graphs", o.graphs},
-                 {"graph_captures", graphs.captures},
-                 {"graph_replays", graphs.replays},
-                 {"step_by_step_runs", graphs.eagerRuns}});
+  nlohmann::json summary = {{"final", true},
+                            {"steps", step},
+                            {"skipped_steps", skipped},
+                            {"valid_loss", validLoss},
+                            {"valid_perplexity", std::exp(validLoss)},
+                            {"train_tokens", trainTokens},
+                            {"train_seconds", trainSeconds},
+                            {"train_tokens_per_second", tokensPerSecond},
+                            {"steady_tokens_per_second", steadyTokensPerSecond},
+                            {"mean_step_ms", trainSeconds / static_cast<double>(step) * 1e3},
+                            {"total_seconds", total},
+                            {"device", train.executor.arch()},
+                            {"model", program.modelName},
+                            {"architecture", std::string(ls2c::toString(desc.architecture))},
+                            {"graphs", o.graphs},
+                            {"graph_captures", graphs.captures},
+                            {"graph_replays", graphs.replays},
+                            {"step_by_step_runs", graphs.eagerRuns}};
+  if (desc.architecture == ls2c::Architecture::Decoder)
+    summary["batch_tokens"] = data->batchSequences() * desc.max_seq_len;
+  if (classifies)
+    summary["valid_accuracy"] = validAccuracy;
+  metrics.write(summary);
   std::printf("final: %lld steps, validation loss %.4f (perplexity %.2f), train %.1f s, %.0f "
-              "train tokens/s (%.0f after %lld warm-up steps), %.1f ms/step, total %.1f s\n",
+              "train tokens/s (%.0f after %lld warm-up steps), %.1f ms/step, total %.1f s",
               static_cast<long long>(step), validLoss, std::exp(validLoss), trainSeconds,
-              tokensPerSecond,
-              steadyTokensPerSecond, static_cast<long long>(warmupSteps),
+              tokensPerSecond, steadyTokensPerSecond, static_cast<long long>(warmupSteps),
               trainSeconds / static_cast<double>(step) * 1e3, total);
-  std::printf("CUDA graphs %s (train program): %llu captured, %llu replayed, %llu runs step "
+  if (classifies)
+    std::printf(", validation accuracy %.4f", validAccuracy);
+  std::printf("\nCUDA graphs %s (train program): %llu captured, %llu replayed, %llu runs step "
               "by step\n",
               o.graphs ? "on" : "off", static_cast<unsigned long long>(graphs.captures),
               static_cast<unsigned long long>(graphs.replays),
@@ -510,90 +475,13 @@ int run(const Options &o) {
 
 int main(int argc, char **argv) {
   Options o;
-  std::vector<std::string> positional;
-  const char *usage =
-      "usage: ls2c-gpu-train TRAIN.ls2b --eval EVAL.ls2b --data (input.txt | TRAIN.tok\n"
-      "         [--valid-data VALID.tok]) --steps N\n"
-      "         [--batch-sequences B] [--eval-interval K] [--eval-batches E] [--seed S]\n"
-      "         [--metrics metrics.jsonl] [--log-interval M] [--time-limit SECONDS]\n"
-      "         [--no-graphs] [--attention kernels|cudnn|auto]\n"
-      "  --data        a text read character by character (its last 10% validates), or a\n"
-      "                token file of ls2c tokenize (ids as they are)\n"
-      "  --valid-data  the token file that validates (default: the last 10% of --data)\n"
-      "  --no-graphs   run every step by step instead of replaying CUDA graphs\n"
-      "  --attention   fp16/bf16 attention: the generated kernels, cuDNN's fused attention,\n"
-      "                or auto (default with cuDNN): per shape the faster, timed once\n"
-      "                and kept in attention-choices.json beside the program cache\n"
-      "                ($LS2C_ATTENTION_CHOICES: another file, or off);\n"
-      "                cuDNN draws its own dropout masks, so runs that use it repeat\n"
-      "                bit for bit only with --attention kernels\n";
   try {
-    for (int i = 1; i < argc; ++i) {
-      std::string a = argv[i];
-      auto value = [&]() -> std::string {
-        if (i + 1 >= argc)
-          throw InputError(a + " needs a value");
-        return argv[++i];
-      };
-      auto integer = [&]() -> int64_t {
-        std::string v = value();
-        size_t used = 0;
-        int64_t x = 0;
-        try {
-          x = std::stoll(v, &used);
-        } catch (const std::exception &) {
-          used = 0;
-        }
-        if (used != v.size() || v.empty() || x < 0)
-          throw InputError(a + ": '" + v + "' is not a non-negative integer");
-        return x;
-      };
-      if (a == "--help" || a == "-h") {
-        std::fputs(usage, stdout);
-        return 0;
-      }
-      if (a == "--eval")
-        o.evalBundle = value();
-      else if (a == "--data")
-        o.data = value();
-      else if (a == "--valid-data")
-        o.validData = value();
-      else if (a == "--steps")
-        o.steps = integer();
-      else if (a == "--batch-sequences")
-        o.batchSequences = integer();
-      else if (a == "--eval-interval")
-        o.evalInterval = integer();
-      else if (a == "--eval-batches")
-        o.evalBatches = integer();
-      else if (a == "--log-interval")
-        o.logInterval = integer();
-      else if (a == "--seed")
-        o.seed = static_cast<uint64_t>(integer());
-      else if (a == "--metrics")
-        o.metrics = value();
-      else if (a == "--time-limit")
-        o.timeLimit = static_cast<double>(integer());
-      else if (a == "--no-graphs")
-        o.graphs = false;
-      else if (a == "--attention") {
-        std::string b = value();
-        std::optional<AttentionBackend> backend = parseAttentionBackend(b);
-        if (!backend)
-          throw InputError("--attention: '" + b + "' is not kernels, cudnn or auto");
-        o.attention = *backend;
-      }
-      else if (a.size() > 1 && a[0] == '-')
-        throw InputError("unknown option " + a);
-      else
-        positional.push_back(a);
+    if (!parseOptions(argc, argv, o)) {
+      std::fputs(kUsage, stdout);
+      return 0;
     }
-    if (positional.size() != 1 || o.evalBundle.empty() || o.data.empty() || o.steps < 1 ||
-        o.logInterval < 1)
-      throw InputError("a bundle, --eval, --data and --steps >= 1 are required");
-    o.bundle = positional[0];
   } catch (const InputError &e) {
-    std::fprintf(stderr, "ls2c-gpu-train: error: %s\n%s", e.what(), usage);
+    std::fprintf(stderr, "ls2c-gpu-train: error: %s\n%s", e.what(), kUsage);
     return 2;
   }
   try {

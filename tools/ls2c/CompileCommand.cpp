@@ -9,6 +9,7 @@
 #include "ls2c/Runtime/Bundle.h"
 #endif
 #include "ls2c/Frontend/Decoding.h"
+#include "ls2c/Frontend/EvaluationModule.h"
 #include "ls2c/Frontend/Frontend.h"
 #include "ls2c/Frontend/SequenceParallelModule.h"
 #include "ls2c/Model/ModelDescription.h"
@@ -41,7 +42,7 @@ constexpr const char *kCompileUsage =
     "[--stage=forward|train-step|fused|planned] [--stats] [--fusion-report] "
     "[-o FILE]\n"
     "       ls2c compile MODEL.json --arch=sm_90[,sm_80...] -o MODEL.ls2b\n"
-    "       (either form takes --program=train|sequence-parallel|decode)";
+    "       (either form takes --program=train|eval|sequence-parallel|decode)";
 
 struct CompileOptions {
   std::string model;
@@ -51,8 +52,9 @@ struct CompileOptions {
   bool fusionReport = false;
   std::optional<std::string> output;
   std::vector<std::string> archs; ///< --arch: write a bundle
-  /// --program: the train step, or the model's sequence-parallel attention
-  /// (SequenceParallelModule.h).
+  /// --program: the train step, the dropout-free @forward returning the loss
+  /// and the logits (EvaluationModule.h), or the model's sequence-parallel
+  /// attention (SequenceParallelModule.h).
   std::string program = "train";
 };
 
@@ -71,15 +73,16 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
       stageGiven = true;
     } else if (a.rfind("--program=", 0) == 0 || a == "--program") {
       if (a == "--program" && i + 1 == args.size())
-        return "--program needs a value (train, sequence-parallel, decode)";
+        return "--program needs a value (train, eval, sequence-parallel, decode)";
       std::string program = a == "--program" ? args[++i] : a.substr(10);
       if (programGiven && program != o.program)
         return "--program given twice ('" + o.program + "' and '" + program + "')";
       programGiven = true;
       o.program = program;
-      if (o.program != "train" && o.program != "sequence-parallel" && o.program != "decode")
+      if (o.program != "train" && o.program != "eval" && o.program != "sequence-parallel" &&
+          o.program != "decode")
         return "--program=" + o.program +
-               " is not a program (allowed: train, sequence-parallel, decode)";
+               " is not a program (allowed: train, eval, sequence-parallel, decode)";
     } else if (a == "--stats") {
       o.stats = true;
     } else if (a == "--fusion-report") {
@@ -321,9 +324,16 @@ int writeBundleFile(const CompileOptions &options, const ModelDescription &desc,
     po.functions = desc.architecture == Architecture::EncoderDecoder
                        ? std::vector<std::string>{"encode", "decode"}
                        : std::vector<std::string>{"decode"};
+  // The evaluation bundle holds @forward only, and records the description
+  // it evaluates (every dropout 0), which ls2c-gpu-train checks.
+  std::string description = text.str();
+  if (options.program == "eval") {
+    po.functions = {"forward"};
+    description = toJson(evaluationDescription(desc)).dump(1) + "\n";
+  }
   CompileReport stats;
   try {
-    runtime::Program program = compileModule(module, desc, text.str(), po, &stats);
+    runtime::Program program = compileModule(module, desc, description, po, &stats);
     stats.pipelineSeconds += frontendSeconds;
     runtime::writeBundle(program, *options.output);
   } catch (const ProgramError &e) {
@@ -391,6 +401,9 @@ int runCompile(const std::vector<std::string> &args) {
                 "(the program cache, $LS2C_CACHE_DIR or\n~/.cache/ls2c, "
                 "serves kernels compiled before), and writes a bundle\n"
                 "(docs/bundle-format.md) atomically.\n"
+                "--program=eval compiles, instead of the train step, the dropout-free\n"
+                "@forward that evaluation runs (every dropout rate 0), returning the loss and\n"
+                "the logits it scores (ls2c-gpu-train's evaluation bundle; accuracy needs them).\n"
                 "--program=sequence-parallel compiles, instead of the train step, the pieces\n"
                 "of the model's self-attention that a rank runs in sequence parallelism\n"
                 "(blocks, their gradients, the partial-result merge; ls2c-seq-parallel runs\n"
@@ -415,6 +428,7 @@ int runCompile(const std::vector<std::string> &args) {
                       "model, not " + std::string(toString(desc.architecture)));
   mlir::OwningOpRef<mlir::ModuleOp> module =
       options.program == "train"    ? buildForwardModule(context, desc)
+      : options.program == "eval"   ? buildEvaluationModule(context, desc)
       : options.program == "decode" ? buildDecodingModule(context, desc)
                                     : buildSequenceParallelModule(context, desc);
   if (!module) {
