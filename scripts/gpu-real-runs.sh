@@ -2,7 +2,8 @@
 # Real training runs on one GPU (issue 8), each with `ls2c train`'s data through ls2c-gpu-train:
 #   transformer-multi30k  English -> German on Multi30k (encoder_decoder, 6+6, fp16; parallel
 #                         text tokenized in process with a joint BPE of 8000 ids); its final
-#                         checkpoint is saved for translation and BLEU
+#                         checkpoint then translates test_2016_flickr with ls2c-gpu-generate
+#                         (beam 5), scored with BLEU
 #   bert-wikitext2        BERT masked LM on WikiText-2 token files (encoder, 6 layers, bf16)
 #   vit-fashion-mnist     ViT on Fashion-MNIST's IDX files (vit, 6 layers, patch 4, bf16)
 # The descriptions are bench/models/<name>.json.
@@ -64,6 +65,17 @@ train() {
     --seed 1 --log-interval 200 --metrics "$out/$name.metrics.jsonl"
 }
 
+# translate OUT: the trained Transformer translates test_2016_flickr (beam 5, fairseq's
+# default, on the GPU through the decoding bundle) and scores it with BLEU (sacreBLEU's
+# default); the hypotheses are OUT/transformer-multi30k.test_2016_flickr.de.
+translate() {
+  local out=$1 d=$G/data/multi30k
+  "$G/bin/ls2c-gpu-generate" "$G/bundles/transformer-multi30k-decode.ls2b" \
+    --checkpoint "$out/transformer-multi30k.safetensors" --tokenizer "$d/bpe.model" \
+    --input "$d/test_2016_flickr.en.gz" --beam 5 --max-new-tokens 100 \
+    --reference "$d/test_2016_flickr.de.gz" -o "$out/transformer-multi30k.test_2016_flickr.de"
+}
+
 # table OUT NAME...: one row per run from its metrics' final line.
 table() {
   local out=$1
@@ -116,6 +128,9 @@ run_gpu() {
     if ! train "$name" "$out" > >(tee "$out/$name.log") 2>&1; then
       echo "=== $name failed" >&2
       status=1
+    elif [ "$name" = transformer-multi30k ]; then
+      echo "=== $name translates test_2016_flickr"
+      translate "$out" > >(tee "$out/$name.translate.log") 2>&1 || status=1
     fi
   done
   echo
@@ -135,7 +150,7 @@ prepare) ;;
 esac
 
 . scripts/gpu-carry.sh
-carry_build ls2c-gpu-train
+carry_build ls2c-gpu-train ls2c-gpu-generate
 DATA=${LS2C_DATA_DIR:-../shared/data}
 FASHION=${LS2C_FASHION_DIR:-/usr/share/datasets/fashion-mnist}
 for f in "$DATA/multi30k/train.en.gz" "$DATA/wikitext-2/train.txt.gz" \
@@ -144,6 +159,7 @@ for f in "$DATA/multi30k/train.en.gz" "$DATA/wikitext-2/train.txt.gz" \
 done
 carry_start "$G"
 carry_tool "$BUILD/tools/ls2c-gpu-train/ls2c-gpu-train" "$G"
+carry_tool "$BUILD/tools/ls2c-gpu-generate/ls2c-gpu-generate" "$G"
 L=$BUILD/tools/ls2c/ls2c
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -166,6 +182,8 @@ for name in "${MODELS[@]}"; do
   "$L" compile "bench/models/$name.json" --arch=sm_90 -o "$G/bundles/$name.ls2b"
   "$L" compile "bench/models/$name.json" --program=eval --arch=sm_90 -o "$G/bundles/$name-eval.ls2b"
 done
+"$L" compile bench/models/transformer-multi30k.json --program=decode --arch=sm_90 \
+  -o "$G/bundles/transformer-multi30k-decode.ls2b"
 carry_size_check "$G" 60 "budget (a device call carries 64 MiB with the source tree)"
 echo
 echo "On the GPU machine (carry $G): scripts/gpu-real-runs.sh run --out \$OUT"

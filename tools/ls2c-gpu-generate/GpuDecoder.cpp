@@ -38,19 +38,25 @@ std::string layerName(const char *what, int64_t layer, const char *part) {
   return std::string(what) + "." + std::to_string(layer) + "." + part;
 }
 
+/// `program`, once it holds the decoding functions of `d` (checked before
+/// the executor loads anything on the device).
+runtime::Program decodingProgram(runtime::Program program, const ModelDescription &d) {
+  if (!findFunction(program, "decode"))
+    throw generation::GenerationError(
+        "the bundle has no @decode: compile one with ls2c compile MODEL.json --program=decode");
+  if ((d.architecture == Architecture::EncoderDecoder) != (findFunction(program, "encode") != nullptr))
+    throw generation::GenerationError("the bundle's functions do not fit a " +
+                                      std::string(toString(d.architecture)) + " model");
+  return program;
+}
+
 } // namespace
 
 GpuDecoder::GpuDecoder(runtime::Program program, const ModelDescription &d,
                        const std::map<std::string, reference::HostTensor> &weights, bool graphs)
-    : desc(d), executor(std::move(program)) {
+    : desc(d), executor(decodingProgram(std::move(program), d)) {
   decodeFn = findFunction(executor.program(), "decode");
   encodeFn = findFunction(executor.program(), "encode");
-  if (!decodeFn)
-    throw RuntimeError("the bundle has no @decode: compile it with ls2c compile MODEL.json "
-                       "--program=decode");
-  if ((d.architecture == Architecture::EncoderDecoder) != (encodeFn != nullptr))
-    throw RuntimeError("the bundle's functions do not fit a " +
-                       std::string(toString(d.architecture)) + " model");
   executor.setGraphs(graphs);
   check(cudaStreamCreate(&stream), "cudaStreamCreate");
   const TensorSpec &past = argumentSpec(*decodeFn, "past.0.key");
