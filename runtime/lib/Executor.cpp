@@ -284,10 +284,20 @@ Executor::Executor(Program program) : prog(std::move(program)), impl(std::make_u
     impl->modules.push_back(module);
     CUfunction fn;
     checkDriver(cuModuleGetFunction(&fn, module, k.name.c_str()), "finding kernel " + k.name);
-    if (k.launch.dynamicSharedBytes > 48 * 1024)
+    // Past 48 KiB of shared memory a block must opt in, and the limit
+    // counts the kernel's static __shared__ arrays with the dynamic bytes
+    // (a scatter-add tile of exactly 48 KiB plus its 8 KiB of id lists
+    // failed to launch without it).
+    int staticShared = 0;
+    checkDriver(cuFuncGetAttribute(&staticShared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn),
+                "reading kernel " + k.name + "'s shared memory");
+    if (k.launch.dynamicSharedBytes > 0 &&
+        static_cast<uint64_t>(staticShared) + k.launch.dynamicSharedBytes > 48 * 1024)
       checkDriver(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                      static_cast<int>(k.launch.dynamicSharedBytes)),
-                  "allowing kernel " + k.name + " its shared memory");
+                  "allowing kernel " + k.name + " its " +
+                      std::to_string(k.launch.dynamicSharedBytes) + " bytes of dynamic and " +
+                      std::to_string(staticShared) + " of static shared memory");
     impl->functions.push_back(fn);
   }
   impl->arena = DeviceBuffer(prog.arenaBytes, "the arena of " + prog.modelName);

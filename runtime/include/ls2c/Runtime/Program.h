@@ -85,9 +85,9 @@ struct BufferRef {
 /// size), in declaration order.
 enum class ParamKind : uint8_t { Pointer, Int64 };
 
-/// The launch config the generator chose. Kernels with more than 48 KiB of
-/// dynamic shared memory need cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_
-/// BYTES) once. The grid is computed per launch:
+/// The launch config the generator chose. Kernels whose dynamic shared
+/// memory plus their static __shared__ arrays exceed 48 KiB need
+/// cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) once. The grid is computed per launch:
 ///   gridDim.x = min(maxBlocks, ceil(work / workPerBlock)),
 ///   work = product of the `work` dims (1 when there are none);
 /// a launch whose work is 0 is skipped. Kernels loop grid-stride, so any
