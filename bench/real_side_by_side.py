@@ -301,7 +301,7 @@ def beam_search(candidates, n, beam=BEAM, max_new=MAX_NEW, eos=EOS, lenpen=LENPE
         active = active[still]
         if not len(active):
             break
-    return [max(d, key=lambda x: x[0])[1] if d else [] for d in done]
+    return [[int(x) for x in max(d, key=lambda x: x[0])[1]] if d else [] for d in done]
 
 
 def numpy_candidates(logprobs_fn, beam, eos, pad):
