@@ -165,11 +165,15 @@ class EpochBatches:
     def __init__(self, batches, seed):
         self.batches, self.seed, self.epoch, self.order = batches, seed, -1, None
 
-    def __call__(self, k):
+    def index(self, k):
+        """The plan index of step k's batch."""
         n = len(self.batches)
         if k // n != self.epoch:
             self.epoch, self.order = k // n, epoch_order(n, self.seed, k // n)
-        return self.batches[self.order[k % n]]
+        return self.order[k % n]
+
+    def __call__(self, k):
+        return self.batches[self.index(k)]
 
 
 # ---------------------------------------------------------------------------- data (numpy)
@@ -497,8 +501,11 @@ def train_torch(args):
         def to_dev(bt):
             return {k: T(v) for k, v in bt.items() if k != "tokens"}, bt["tokens"]
 
+        # The plan's few batches (about 60) built once, on the device: no per-step host work.
+        built = [to_dev(translation_batch(seqs["train.en"], seqs["train.de"], b, L)) for b in train_plan]
+
         def train_batch(k):
-            return to_dev(translation_batch(seqs["train.en"], seqs["train.de"], pick(k), L))
+            return built[pick.index(k)]
         valid = [to_dev(translation_batch(seqs["val.en"], seqs["val.de"], b, L)) for b in valid_plan]
         forward = loss_of
     elif arch == "encoder":
@@ -638,7 +645,7 @@ def translate_torch(model, src, c, dev, amp, batch=128):
             e = enc[a].repeat_interleave(BEAM, 0)
             sr = s[a].repeat_interleave(BEAM, 0)
             t = torch.cat([torch.full((A * BEAM, 1), EOS, device=dev),
-                           torch.from_numpy(tokens.reshape(A * BEAM, -1)).to(dev)], 1)
+                           torch.from_numpy(tokens.reshape(A * BEAM, tokens.shape[2])).to(dev)], 1)
             with torch.no_grad(), torch.autocast(dev.type, dtype=amp or torch.float32, enabled=amp is not None):
                 logits, _ = padded_forward(model, {"src": sr, "enc": e, "tgt": t})
             lp = torch.log_softmax(logits[:, -1].double(), -1).reshape(A, BEAM, -1)
