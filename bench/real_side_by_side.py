@@ -540,15 +540,13 @@ def train_torch(args):
         Xd = (torch.from_numpy(X.copy()).to(dev).float()[:, None] / 255.0 - 0.5) / 0.5
         Yd = torch.from_numpy(Y).to(dev)
         nb = (len(X) + per - 1) // per
-        orders = {}
         tokens_per = (c["image_size"] // c["patch_size"]) ** 2 + 1
+        # Every epoch's permutation the step limit can reach, drawn before the clock starts.
+        orders = [torch.tensor(seeded_permutation(len(X), mix_seed(mix_seed(args.seed, IMAGE_STREAM), e)), device=dev)
+                  for e in range((max_steps + nb - 1) // nb)]
 
         def train_batch(k):
             e = k // nb
-            if e not in orders:
-                orders.clear()
-                orders[e] = torch.tensor(seeded_permutation(len(X), mix_seed(mix_seed(args.seed, IMAGE_STREAM), e)),
-                                         device=dev)
             idx = orders[e][(k % nb) * per:(k % nb + 1) * per]
             return {"pixels": Xd[idx], "labels": Yd[idx]}, len(idx) * tokens_per
         VXd = (torch.from_numpy(VX.copy()).to(dev).float()[:, None] / 255.0 - 0.5) / 0.5
