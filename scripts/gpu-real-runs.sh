@@ -29,6 +29,14 @@
 #     NAME.metrics.jsonl (ls2c train's JSON lines), transformer-multi30k.safetensors (the final
 #     checkpoint in ls2c train's format), and last a table of steps, time, throughput, validation
 #     loss and accuracy. Exit status: non-zero if a run failed (the others still run).
+#   scripts/gpu-real-runs.sh run --torch [--out DIR] [--only NAME]...
+#     the same, and after each ls2c run its PyTorch twin (bench/real_side_by_side.py torch, with
+#     $LS2C_TORCH_PYTHON, default /opt/torch/.venv/bin/python3 else python3) for the same time
+#     limit: NAME.torch.json, NAME.torch.log and, for the Transformer,
+#     transformer-multi30k.torch.test_2016_flickr.ids; about twice the time.
+# Back on the compiler machine, with DIR fetched:
+#   .venv/bin/python bench/real_side_by_side.py summarize --out DIR
+#     scores both translations with sacreBLEU and writes DIR/real_side_by_side.json and a table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 G=.gpu-real
@@ -103,6 +111,13 @@ for name in names:
     print(f"{name:<22} {final['steps']:>6} {num('train_seconds', '.1f'):>8} "
           f"{num('train_tokens_per_second', '.0f'):>10} {num('mean_step_ms', '.2f'):>8} "
           f"{num('valid_loss', '.4f'):>10} {num('valid_accuracy', '.4f'):>8}")
+    try:  # its PyTorch twin (run --torch)
+        t = json.load(open(os.path.join(out, name + ".torch.json")))
+        print(f"{'  in PyTorch':<22} {t['steps']:>6} {t['train_seconds']:>8.1f} {t['tokens_per_second']:>10.0f} "
+              f"{t['train_seconds'] * 1e3 / max(t['steps'], 1):>8.2f} {t['valid_loss']:>10.4f} "
+              f"{t['valid_accuracy']:>8.4f}")
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
 PY
 }
 
@@ -111,10 +126,11 @@ run_gpu() {
     echo "$G is missing: run scripts/gpu-real-runs.sh prepare here and carry $G" >&2
     return 2
   fi
-  local out=${OUT:-$G/out} only=() name status=0
+  local out=${OUT:-$G/out} only=() name status=0 torch=0 py
   while [ $# -gt 0 ]; do
     case "$1" in
     --out) out=$2; shift 2 ;;
+    --torch) torch=1; shift ;;
     --only) only+=("$2"); shift 2 ;;
     *) echo "unknown option $1" >&2; return 2 ;;
     esac
@@ -132,6 +148,13 @@ run_gpu() {
       echo "=== $name translates test_2016_flickr"
       translate "$out" > >(tee "$out/$name.translate.log") 2>&1 || status=1
     fi
+    if [ $torch = 1 ]; then
+      py=${LS2C_TORCH_PYTHON:-/opt/torch/.venv/bin/python3}
+      [ -x "$py" ] || py=python3
+      echo "=== $name in PyTorch"
+      "$py" bench/real_side_by_side.py torch --only "$name" --gpu-real "$G" --out "$out" \
+        > >(tee "$out/$name.torch.log") 2>&1 || { echo "=== $name in PyTorch failed" >&2; status=1; }
+    fi
   done
   echo
   table "$out" "${only[@]}"
@@ -145,7 +168,7 @@ run)
   exit $? ;;
 prepare) ;;
 *)
-  echo "usage: $0 [prepare] | run [--out DIR] [--only NAME]..." >&2
+  echo "usage: $0 [prepare] | run [--torch] [--out DIR] [--only NAME]..." >&2
   exit 2 ;;
 esac
 
@@ -184,6 +207,11 @@ for name in "${MODELS[@]}"; do
 done
 "$L" compile bench/models/transformer-multi30k.json --program=decode --arch=sm_90 \
   -o "$G/bundles/transformer-multi30k-decode.ls2b"
+# PyTorch's twins: Multi30k tokenized here (the GPU machine has no sentencepiece).
+# (numpy: the project's virtualenv, scripts/setup.sh)
+PY=.venv/bin/python
+[ -x "$PY" ] || PY=python3
+"$PY" bench/real_side_by_side.py prepare --gpu-real "$G" --ls2c "$L"
 carry_size_check "$G" 60 "budget (a device call carries 64 MiB with the source tree)"
 echo
 echo "On the GPU machine (carry $G): scripts/gpu-real-runs.sh run --out \$OUT"
