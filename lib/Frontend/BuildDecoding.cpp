@@ -58,6 +58,26 @@ public:
       }
   }
 
+  /// The inputs of the new tokens (`prefix`ids, `prefix`position_ids,
+  /// `prefix`cu_seqlens) and of the self-attention cache, bounded by
+  /// max_batch_tokens (hypotheses, tokens) and max_seq_len (a cache slot).
+  void tokenInputs(Signature &s, const std::string &prefix, const std::string &ids) {
+    const int64_t tokens = d.max_batch_tokens;
+    input(s, prefix + ids, tokens);
+    input(s, prefix + "position_ids", tokens);
+    input(s, prefix + "cu_seqlens", tokens + 1);
+    input(s, "cache_starts", tokens + 1);
+    input(s, "cache_lengths", tokens);
+    perLayer(s, "past", d.decoder_layers, tokens * d.max_seq_len);
+  }
+  /// @decode's results: the logits of every new token, then the present
+  /// keys and values.
+  void decodeResults(Signature &s) {
+    s.results.push_back(RankedTensorType::get({kDyn, d.vocab}, g.computeType()));
+    s.resultNames.push_back("logits");
+    perLayerResults(s, "present", d.decoder_layers);
+  }
+
   RankedTensorType headsType(int64_t heads) {
     return RankedTensorType::get({kDyn, heads, d.headDim()}, g.computeType());
   }
@@ -129,17 +149,9 @@ private:
 void buildDecoderDecode(GraphBuilder &g, Location loc) {
   const ModelDescription &d = g.desc();
   DecodingBuilder db(g);
-  const int64_t tokens = d.max_batch_tokens;
   Signature s;
-  db.input(s, "input_ids", tokens);
-  db.input(s, "position_ids", tokens);
-  db.input(s, "cu_seqlens", tokens + 1);
-  db.input(s, "cache_starts", tokens + 1);
-  db.input(s, "cache_lengths", tokens);
-  db.perLayer(s, "past", d.decoder_layers, tokens * d.max_seq_len);
-  s.results.push_back(RankedTensorType::get({kDyn, d.vocab}, g.computeType()));
-  s.resultNames.push_back("logits");
-  db.perLayerResults(s, "present", d.decoder_layers);
+  db.tokenInputs(s, "", "input_ids");
+  db.decodeResults(s);
   db.declare(loc, "decode", s);
 
   Value cu = g.param("cu_seqlens");
@@ -206,19 +218,12 @@ void buildTransformerDecode(GraphBuilder &g, Location loc) {
   DecodingBuilder db(g);
   const int64_t tokens = d.max_batch_tokens;
   Signature s;
-  db.input(s, "tgt_ids", tokens);
-  db.input(s, "tgt_position_ids", tokens);
-  db.input(s, "tgt_cu_seqlens", tokens + 1);
-  db.input(s, "cache_starts", tokens + 1);
-  db.input(s, "cache_lengths", tokens);
-  db.perLayer(s, "past", d.decoder_layers, tokens * d.max_seq_len);
+  db.tokenInputs(s, "tgt_", "ids");
   db.input(s, "memory_starts", tokens + 1);
   db.input(s, "memory_lengths", tokens);
   // Beams share their source's rows: at most max_batch_tokens of them.
   db.perLayer(s, "memory", d.decoder_layers, tokens);
-  s.results.push_back(RankedTensorType::get({kDyn, d.vocab}, g.computeType()));
-  s.resultNames.push_back("logits");
-  db.perLayerResults(s, "present", d.decoder_layers);
+  db.decodeResults(s);
   db.declare(loc, "decode", s);
 
   Value cu = g.param("tgt_cu_seqlens");

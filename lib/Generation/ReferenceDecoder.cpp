@@ -19,16 +19,11 @@ using reference::HostTensor;
 
 namespace {
 
-ElementType computeType(DType d) {
-  switch (d) {
-  case DType::F32:
-    return ElementType::F32;
-  case DType::F16:
-    return ElementType::F16;
-  case DType::BF16:
-    return ElementType::BF16;
-  }
-  return ElementType::F32;
+/// The reference element type of argument `i` of `f` (verified ls2 types).
+ElementType argumentType(mlir::func::FuncOp f, unsigned i) {
+  return reference::elementTypeFromMLIR(
+             mlir::cast<mlir::RankedTensorType>(f.getArgumentTypes()[i]).getElementType())
+      .value_or(ElementType::F32);
 }
 
 HostTensor intTensor(const std::vector<int32_t> &v) {
@@ -63,8 +58,10 @@ struct ReferenceDecoder::State {
 
   int64_t capacity() const { return desc.max_seq_len; }
 
+  ElementType cacheType = ElementType::F32; ///< the past arguments' type
+
   HostTensor emptyCache(size_t hypotheses) const {
-    return HostTensor::zeros(computeType(desc.dtype),
+    return HostTensor::zeros(cacheType,
                              {static_cast<int64_t>(hypotheses) * capacity(), desc.kv_heads,
                               desc.headDim()});
   }
@@ -112,8 +109,13 @@ ReferenceDecoder::ReferenceDecoder(const ModelDescription &desc,
   s.decodeFn = s.module->lookupSymbol<mlir::func::FuncOp>("decode");
   s.layers = desc.decoder_layers;
   s.rowWidth = desc.kv_heads * desc.headDim();
-  ElementType type = computeType(desc.dtype);
+  // Parameters come first in both functions, in ParameterLayout order.
+  unsigned index = 0;
+  for (unsigned i = 0; i < s.decodeFn.getNumArguments(); ++i)
+    if (argName(s.decodeFn, i) == "past.0.key")
+      s.cacheType = argumentType(s.decodeFn, i);
   for (const ParameterSpec &p : buildParameterLayout(desc).parameters) {
+    ElementType type = argumentType(s.decodeFn, index++);
     auto it = parameters.find(p.name);
     if (it == parameters.end())
       throw GenerationError(desc.name + ": no value for parameter '" + p.name + "'");

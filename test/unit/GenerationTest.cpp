@@ -149,6 +149,25 @@ void checkSteps(IncrementalDecoder &dec, std::vector<std::vector<int64_t>> seq,
   }
 }
 
+/// The whole-sequence logits of a decoder over `seq` packed (float64).
+std::vector<std::vector<double>> decoderLogits(Forward &fw, const ModelDescription &d,
+                                               const std::map<std::string, HostTensor> &params,
+                                               const std::vector<std::vector<int64_t>> &seq) {
+  std::vector<int64_t> ids, pos, cu = {0};
+  for (const auto &s : seq) {
+    for (size_t j = 0; j < s.size(); ++j) {
+      ids.push_back(s[j]);
+      pos.push_back(static_cast<int64_t>(j));
+    }
+    cu.push_back(static_cast<int64_t>(ids.size()));
+  }
+  return forwardLogits(fw, d, params,
+                       {{"input_ids", ints(ids)},
+                        {"position_ids", ints(pos)},
+                        {"cu_seqlens", ints(cu)},
+                        {"labels", ints(std::vector<int64_t>(ids.size(), -100))}});
+}
+
 // The f32 decoding steps against float64 whole-sequence logits: relative L2
 // within fp32's 1e-5 (DESIGN.md's per-kernel bound; a whole model may take
 // 10x, not needed here: the tiny presets measure 1.5e-7 to 4.2e-7).
@@ -162,19 +181,7 @@ TEST(Decoding, DecoderStepsMatchWholeSequences) {
   // Two sequences: prompts of 3 and 8 tokens, then 4 single steps each.
   std::vector<std::vector<int64_t>> seq = {randomIds(rng, 7, d.vocab),
                                            randomIds(rng, 12, d.vocab)};
-  std::vector<int64_t> ids, pos, cu = {0};
-  for (const auto &s : seq) {
-    for (size_t j = 0; j < s.size(); ++j) {
-      ids.push_back(s[j]);
-      pos.push_back(static_cast<int64_t>(j));
-    }
-    cu.push_back(static_cast<int64_t>(ids.size()));
-  }
-  auto want = forwardLogits(fw, d, params,
-                            {{"input_ids", ints(ids)},
-                             {"position_ids", ints(pos)},
-                             {"cu_seqlens", ints(cu)},
-                             {"labels", ints(std::vector<int64_t>(ids.size(), -100))}});
+  auto want = decoderLogits(fw, d, params, seq);
   ReferenceDecoder dec(d, params);
   EXPECT_FALSE(dec.hasSource());
   dec.start({0, 0});
@@ -192,19 +199,7 @@ TEST(Decoding, DecoderSelectKeepsEachParentsCache) {
   // sequence.
   std::vector<std::vector<int64_t>> seq = {randomIds(rng, 9, d.vocab),
                                            randomIds(rng, 9, d.vocab)};
-  std::vector<int64_t> ids, pos, cu = {0};
-  for (const auto &s : seq) {
-    for (size_t j = 0; j < s.size(); ++j) {
-      ids.push_back(s[j]);
-      pos.push_back(static_cast<int64_t>(j));
-    }
-    cu.push_back(static_cast<int64_t>(ids.size()));
-  }
-  auto want = forwardLogits(fw, d, params,
-                            {{"input_ids", ints(ids)},
-                             {"position_ids", ints(pos)},
-                             {"cu_seqlens", ints(cu)},
-                             {"labels", ints(std::vector<int64_t>(ids.size(), -100))}});
+  auto want = decoderLogits(fw, d, params, seq);
   ReferenceDecoder dec(d, params);
   dec.start({0, 0});
   checkSteps(dec, seq, {0, 9}, {{5, 5}, {1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}}, want,
@@ -311,14 +306,7 @@ TEST(Decoding, GreedyEqualsArgmaxOverWholeSequences) {
   std::vector<int64_t> seq = prompt;
   double logProb = 0;
   for (int step = 0; step < 10; ++step) {
-    std::vector<int64_t> pos(seq.size());
-    for (size_t j = 0; j < pos.size(); ++j)
-      pos[j] = static_cast<int64_t>(j);
-    auto rows = forwardLogits(fw, d, params,
-                              {{"input_ids", ints(seq)},
-                               {"position_ids", ints(pos)},
-                               {"cu_seqlens", ints({0, static_cast<int64_t>(seq.size())})},
-                               {"labels", ints(std::vector<int64_t>(seq.size(), -100))}});
+    auto rows = decoderLogits(fw, d, params, {seq});
     const std::vector<double> &last = rows.back();
     size_t best = 0;
     double m = last[0], sum = 0;
