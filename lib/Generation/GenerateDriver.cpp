@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 namespace ls2c::generation {
@@ -28,6 +29,9 @@ std::string parseNumber(const std::string &name, const std::string &value, doubl
   } catch (const std::exception &) {
     return name + " needs a number, got '" + value + "'";
   }
+  // Integers are cast to int64_t: keep them well inside its range.
+  if (!(std::abs(out) < 1e15))
+    return name + " is out of range: '" + value + "'";
   return "";
 }
 
@@ -177,6 +181,9 @@ std::string parseGenerateOptions(const std::vector<std::string> &args, GenerateO
            std::to_string(o.search.beam) + ": beam search keeps only that many";
   if (!(o.search.lengthPenalty >= 0.0) || !std::isfinite(o.search.lengthPenalty))
     return "--length-penalty must be finite and >= 0";
+  if (o.prompt)
+    if (size_t pos = findInvalidUtf8(*o.prompt); pos != std::string::npos)
+      return "--prompt: column " + std::to_string(pos + 1) + ": invalid UTF-8";
   return "";
 }
 
@@ -204,6 +211,9 @@ int runGeneration(const GenerateOptions &o, const ModelDescription &desc,
                    " lines but there are " + std::to_string(inputs.size()) +
                    " inputs: every output needs one reference line");
     }
+    if (!o.targetTokenizer.empty() && desc.architecture != Architecture::EncoderDecoder)
+      return bad("--target-tokenizer is for encoder_decoder models; " + o.model + " is " +
+                 std::string(toString(desc.architecture)));
     std::optional<GenerationText> text;
     if (!o.text.empty()) {
       text.emplace(GenerationText::fromCharCorpus(desc, o.text));
@@ -217,15 +227,23 @@ int runGeneration(const GenerateOptions &o, const ModelDescription &desc,
     text->setSpecials(search);
     const std::string where = o.prompt ? std::string("--prompt") : o.input;
     std::vector<std::vector<int32_t>> prompts, sources;
+    size_t cut = 0;
     for (size_t i = 0; i < inputs.size(); ++i) {
       try {
         prompts.push_back(text->prompt(inputs[i]));
+        bool longer = false;
         if (text->hasSource())
-          sources.push_back(text->source(inputs[i]));
+          sources.push_back(text->source(inputs[i], &longer));
+        cut += longer;
       } catch (const GenerationError &e) {
         throw GenerationError(where + ":" + std::to_string(i + 1) + ": " + e.what());
       }
     }
+    if (cut)
+      std::fprintf(stderr, "%s: %zu of %zu sources cut to their first %lld tokens (max_seq_len "
+                           "- 1, as training cuts them)\n",
+                   command.c_str(), cut, inputs.size(),
+                   static_cast<long long>(desc.max_seq_len - 1));
     std::unique_ptr<IncrementalDecoder> decoder =
         makeDecoder(desc, loadModelWeights(o.checkpoint, desc));
     auto start = std::chrono::steady_clock::now();

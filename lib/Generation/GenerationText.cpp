@@ -4,6 +4,7 @@
 #include "ls2c/Data/CharCorpus.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace ls2c::generation {
 
@@ -66,11 +67,23 @@ std::vector<int32_t> GenerationText::prompt(std::string_view line) const {
     return {kEos};
   std::vector<int32_t> ids;
   if (!charSymbols.empty()) {
-    for (char c : line) {
-      auto it = std::find(charSymbols.begin(), charSymbols.end(), static_cast<uint8_t>(c));
-      if (it == charSymbols.end())
-        throw GenerationError("the character '" + std::string(1, c) +
-                              "' is not in the model's vocabulary (the training text's)");
+    for (size_t i = 0; i < line.size(); ++i) {
+      auto byte = static_cast<uint8_t>(line[i]);
+      auto it = std::find(charSymbols.begin(), charSymbols.end(), byte);
+      if (it == charSymbols.end()) {
+        // Name the whole UTF-8 character the byte starts or belongs to.
+        size_t start = i;
+        while (start > 0 && (static_cast<uint8_t>(line[start]) & 0xC0) == 0x80)
+          --start;
+        size_t end = start + 1;
+        while (end < line.size() && (static_cast<uint8_t>(line[end]) & 0xC0) == 0x80)
+          ++end;
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "0x%02x", byte);
+        throw GenerationError("column " + std::to_string(i + 1) + ": the character '" +
+                              std::string(line.substr(start, end - start)) + "' (byte " + hex +
+                              ") is not in the model's vocabulary (the training text's bytes)");
+      }
       ids.push_back(static_cast<int32_t>(it - charSymbols.begin()));
     }
     return ids;
@@ -85,7 +98,7 @@ std::vector<int32_t> GenerationText::prompt(std::string_view line) const {
   return ids;
 }
 
-std::vector<int32_t> GenerationText::source(std::string_view line) const {
+std::vector<int32_t> GenerationText::source(std::string_view line, bool *cut) const {
   if (!hasSource())
     throw GenerationError(desc.name + ": a decoder model takes no source");
   std::vector<uint32_t> raw;
@@ -95,6 +108,8 @@ std::vector<int32_t> GenerationText::source(std::string_view line) const {
     throw GenerationError(e.what());
   }
   const size_t keep = std::min(raw.size(), static_cast<size_t>(desc.max_seq_len - 1));
+  if (cut)
+    *cut = keep < raw.size();
   std::vector<int32_t> ids;
   for (size_t i = 0; i < keep; ++i)
     ids.push_back(static_cast<int32_t>(raw[i]) + kSpecials);

@@ -38,11 +38,13 @@ void logSoftmax(const float *logits, int64_t n, std::vector<double> &out) {
     out[static_cast<size_t>(j)] = static_cast<double>(logits[j]) - lse;
 }
 
+/// A finished hypothesis: `h` then `token`, which is left out when it is
+/// the end token; `ended` when the end came before the limit forced it.
 Hypothesis finish(const Live &h, int32_t token, double logProb, bool ended,
                   const SearchOptions &o) {
   Hypothesis out;
   out.tokens = h.tokens;
-  if (!ended)
+  if (token != o.eos || o.eos < 0)
     out.tokens.push_back(token);
   out.logProb = logProb;
   out.ended = ended;
@@ -92,7 +94,10 @@ void searchBatch(IncrementalDecoder &decoder, const std::vector<std::vector<int3
         logSoftmax(logits.data() + h * static_cast<size_t>(vocab), vocab, lp);
         for (int64_t t = 0; t < vocab; ++t) {
           auto tok = static_cast<int32_t>(t);
-          if (tok == o.pad || (atLimit && o.eos >= 0 && tok != o.eos))
+          // fairseq's min_len 1: no end as the first token, unless the
+          // limit forces it; at the limit only the end.
+          if (tok == o.pad || (atLimit && o.eos >= 0 && tok != o.eos) ||
+              (!atLimit && length == 1 && tok == o.eos))
             continue;
           double s = live[h].logProb + lp[static_cast<size_t>(t)];
           if (s > kNegInf)
@@ -115,7 +120,7 @@ void searchBatch(IncrementalDecoder &decoder, const std::vector<std::vector<int3
         if (o.eos >= 0 && c.token == o.eos) {
           // fairseq counts an end only among the first `beam` candidates.
           if (r < beam && done.size() < beam)
-            done.push_back(finish(live[c.live], c.token, c.logProb, true, o));
+            done.push_back(finish(live[c.live], c.token, c.logProb, !atLimit, o));
           continue;
         }
         if (kept < beam) {

@@ -412,12 +412,13 @@ private:
 };
 
 /// Every continuation of `prompt` ending with eos (or at the limit, where
-/// only eos may come) and never generating pad: the best score.
+/// only eos may come), never generating pad nor eos first: the best score.
 void enumerate(const TableDecoder &t, std::vector<int32_t> h, size_t generated, double lp,
                const SearchOptions &o, size_t limit, double &best,
                std::vector<int32_t> &bestTokens, std::vector<int32_t> &tokens) {
   for (int32_t next = 0; next < t.vocabSize(); ++next) {
-    if (next == o.pad || (generated + 1 == limit && next != o.eos))
+    if (next == o.pad || (generated + 1 == limit && next != o.eos) ||
+        (generated == 0 && limit > 1 && next == o.eos))
       continue;
     double l = lp + t.logProb(h, next);
     if (next == o.eos) {
@@ -456,12 +457,16 @@ TEST(BeamSearch, WideBeamFindsTheBestSequence) {
       enumerate(t, {0}, 0, 0.0, o, 4, best, bestTokens, tokens);
       EXPECT_NEAR(out[0][0].score, best, 1e-9) << "seed " << seed << " penalty " << penalty;
       EXPECT_EQ(out[0][0].tokens, bestTokens) << "seed " << seed << " penalty " << penalty;
-      EXPECT_TRUE(out[0][0].ended);
       for (size_t i = 1; i < out[0].size(); ++i)
         EXPECT_GE(out[0][i - 1].score, out[0][i].score);
-      for (const Hypothesis &h : out[0])
+      for (const Hypothesis &h : out[0]) {
+        // Never empty (no end first); ended only when the end came before
+        // the limit of 4 forced it.
+        EXPECT_FALSE(h.tokens.empty());
+        EXPECT_EQ(h.ended, h.tokens.size() + 1 < 4);
         for (int32_t tok : h.tokens)
           EXPECT_NE(tok, o.pad);
+      }
     }
   }
 }
@@ -484,6 +489,8 @@ TEST(BeamSearch, BeamOneIsGreedyAndScoresAreLogProbabilities) {
     for (size_t step = 0; step < 12; ++step) {
       std::vector<double> r = t.row(h);
       r[1] = -INFINITY; // pad
+      if (step == 0)
+        r[2] = -INFINITY; // no end first
       if (step + 1 == 12)
         for (size_t j = 0; j < r.size(); ++j)
           if (j != 2)
@@ -496,6 +503,7 @@ TEST(BeamSearch, BeamOneIsGreedyAndScoresAreLogProbabilities) {
       h.push_back(best);
     }
     EXPECT_EQ(out[i][0].tokens, greedy);
+    EXPECT_EQ(out[i][0].ended, greedy.size() + 1 < 12);
     EXPECT_NEAR(out[i][0].logProb, lp, 1e-9);
     EXPECT_NEAR(out[i][0].score, lp / static_cast<double>(greedy.size() + 1), 1e-9);
   }

@@ -49,8 +49,9 @@ public:
   /// a file name: the caller adds it) when the text holds what the
   /// vocabulary cannot express.
   std::vector<int32_t> prompt(std::string_view line) const;
-  /// The source ids of a line (encoder_decoder only).
-  std::vector<int32_t> source(std::string_view line) const;
+  /// The source ids of a line (encoder_decoder only); `cut`, when given, is
+  /// set to whether the line held more than max_seq_len - 1 tokens.
+  std::vector<int32_t> source(std::string_view line, bool *cut = nullptr) const;
   /// The text of generated ids (specials below 4 left out for encoder_decoder).
   std::string text(const std::vector<int32_t> &ids) const;
   /// eos and pad for SearchOptions.

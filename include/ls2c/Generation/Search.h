@@ -7,8 +7,11 @@
 // sum(log p) / length^lengthPenalty (length counts the tokens generated,
 // the end included); the first `beam` that do not end continue; an input
 // is done once `beam` hypotheses have finished, and at the length limit
-// every live hypothesis ends. <pad> is never generated. Greedy search takes
-// the most likely token each step (beam search with beam 1 finds the same).
+// every live hypothesis ends (with the end token when there is one, its
+// only choice there). <pad> is never generated, nor the end token first
+// (fairseq's min_len 1: no empty output) unless the limit is one token.
+// Greedy search takes the most likely token each step (beam search with
+// beam 1 finds the same).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LS2C_GENERATION_SEARCH_H
@@ -36,7 +39,7 @@ struct Hypothesis {
   std::vector<int32_t> tokens; ///< generated, without the prompt or the end token
   double logProb = 0;          ///< the sum of the generated tokens' log-probabilities (end included)
   double score = 0;            ///< logProb / length^lengthPenalty (length: generated tokens, end included)
-  bool ended = false;          ///< generated eos (else stopped at the limit)
+  bool ended = false;          ///< chose eos before the limit (else the limit stopped it)
 };
 
 /// Generates for every input: prompts[i] are its first decoder tokens

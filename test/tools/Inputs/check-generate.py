@@ -1,7 +1,9 @@
 """Checks `ls2c generate --json` output: per input, ranks 1..n in order with
 non-increasing scores; score = log_prob / length^penalty (length: generated
-tokens, the end token included); at most --max-new-tokens tokens; for
-translations an ended hypothesis's tokens hold no special id (< 4).
+tokens, for translations the end token included, chosen or forced at the
+limit); at most --max-new-tokens tokens; translations are never empty and
+hold no special id (< 4), and "ended" (the end chosen before the limit)
+only below the limit.
 
 usage: check-generate.py OUTPUT.jsonl --inputs N --nbest K --max-new-tokens M
        [--penalty A] [--translation]
@@ -35,7 +37,11 @@ def main():
             if cur["score"] > prev["score"]:
                 sys.exit(f"input {i}: rank {cur['rank']} scores above rank {prev['rank']}")
         for h in hyps:
-            length = len(h["tokens"]) + (1 if h["ended"] else 0)
+            length = len(h["tokens"]) + (1 if a.translation else 0)
+            if a.translation and (not h["tokens"] or (h["ended"] and length >= a.max_new_tokens)):
+                sys.exit(f"input {i}: {h['tokens']} ended {h['ended']} at the limit {a.max_new_tokens}")
+            if not a.translation and h["ended"]:
+                sys.exit(f"input {i}: a decoder hypothesis ended (decoders have no end token)")
             if length > a.max_new_tokens or length == 0:
                 sys.exit(f"input {i}: {length} generated tokens (limit {a.max_new_tokens})")
             want = h["log_prob"] / length ** a.penalty
