@@ -17,6 +17,7 @@
 #include "Rematerialize.h"
 
 #include "ls2c/Analysis/ShapeBounds.h"
+#include "ls2c/Analysis/SymbolicDims.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -593,8 +594,25 @@ private:
   /// kernel lies between them. Closeness (kNeighbourOps ops apart) keeps
   /// the merge from delaying a reduction and stretching its inputs' lives.
   static constexpr int kNeighbourOps = 24;
+  /// What identifies the rows a column group reduces beyond their bound:
+  /// their symbolic dim (static size, or argument dim x ratio), or the
+  /// group itself when that is unknown (so it merges with none). Encoder
+  /// and decoder tokens share a bound but are different rows.
+  using RowsKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>;
+  RowsKey rowsIdentity(int g, const SymbolicDims *dims) {
+    for (Operation *op : groups[g].ops)
+      if (cls[op] == OpClass::ColReduce && dims) {
+        const runtime::Dim &d = dims->shape(op->getOperand(0))[0];
+        return {d.isStatic() ? d.size : -1, d.argument, d.axis, d.multiplier, d.divisor};
+      }
+    return {-2 - g, -1, 0, 0, 0};
+  }
+
   void mergeColumnNeighbours() {
-    std::map<std::tuple<int64_t, int64_t>, int> open;
+    // The rows' symbolic dims (SymbolicDims.h), as the kernels will see them.
+    FailureOr<SymbolicDims> computed = SymbolicDims::compute(func);
+    const SymbolicDims *dims = succeeded(computed) ? &*computed : nullptr;
+    std::map<std::tuple<int64_t, int64_t, RowsKey>, int> open;
     for (Operation *op : order) {
       auto it = groupOf.find(op);
       if (it == groupOf.end())
@@ -604,7 +622,7 @@ private:
       if (!group.alive || group.kind != ls2::FusionKind::ColumnReduction ||
           group.ops.front() != op || isBiasGradCandidate(group))
         continue;
-      auto key = std::make_tuple(group.outer, group.inner);
+      auto key = std::make_tuple(group.outer, group.inner, rowsIdentity(g, dims));
       auto [slot, inserted] = open.insert({key, g});
       if (inserted || slot->second == g)
         continue;
