@@ -711,14 +711,18 @@ def summarize(args):
     for name in MODELS:
         row = {}
         final = None
+        nll = None  # the final line leaves the NLL out: the last evaluation's
         try:
             for line in open(os.path.join(out, name + ".metrics.jsonl")):
                 x = json.loads(line)
                 if x.get("final"):
                     final = x
+                elif "valid_nll_loss" in x:
+                    nll = x["valid_nll_loss"]
         except (OSError, ValueError):
             pass
         if final:
+            final.setdefault("valid_nll_loss", nll)
             row["ls2c"] = {k: final.get(k) for k in ("steps", "train_seconds", "train_tokens_per_second",
                                                      "valid_loss", "valid_nll_loss", "valid_accuracy")}
             row["ls2c"]["tokens_per_second"] = row["ls2c"].pop("train_tokens_per_second")
