@@ -278,7 +278,8 @@ int runGeneration(const GenerateOptions &o, const ModelDescription &desc,
       if (results[i].empty())
         best.emplace_back();
       else
-        generated += results[i][0].tokens.size() + (results[i][0].ended ? 1 : 0);
+        // A translation's end token counts, chosen or forced at the limit.
+        generated += results[i][0].tokens.size() + (text->hasSource() ? 1 : 0);
     }
     if (o.output.empty())
       std::fputs(out.c_str(), stdout);
