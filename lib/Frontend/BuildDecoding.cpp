@@ -27,7 +27,7 @@ std::string layerName(StringRef what, int64_t layer, StringRef part) {
   return llvm::formatv("{0}.{1}.{2}", what, layer, part).str();
 }
 
-/// The inputs after the parameters and the f32-or-compute result types.
+/// A function's inputs after the parameters, and its results with their names.
 struct Signature {
   SmallVector<FunctionArgument> args;
   SmallVector<Type> results;
@@ -36,7 +36,7 @@ struct Signature {
 
 class DecodingBuilder {
 public:
-  DecodingBuilder(GraphBuilder &g) : g(g), d(g.desc()), b(g.builder()) {}
+  explicit DecodingBuilder(GraphBuilder &g) : g(g), d(g.desc()), b(g.builder()) {}
 
   /// i32 [?] input bounded by `bound`.
   void input(Signature &s, StringRef name, int64_t bound) {
