@@ -22,7 +22,7 @@
 #                                       /usr/share/datasets/fashion-mnist, Debian's
 #                                       dataset-fashion-mnist, which scripts/setup.sh installs).
 # On the GPU machine (carry .gpu-real):
-#   scripts/gpu-real-runs.sh run [--out DIR] [--only NAME]...
+#   scripts/gpu-real-runs.sh run [--out DIR] [--only NAME]... [--pack]
 #     trains each model (or those --only names) for at most its time limit of training
 #     ($LS2C_MT_SECONDS, default 150; $LS2C_BERT_SECONDS, 75; $LS2C_VIT_SECONDS, 75), about 6
 #     minutes for all three. Results in DIR (default $OUT, else .gpu-real/out): NAME.log,
@@ -34,6 +34,8 @@
 #     $LS2C_TORCH_PYTHON, default /opt/torch/.venv/bin/python3 else python3) for the same time
 #     limit: NAME.torch.json, NAME.torch.log and, for the Transformer,
 #     transformer-multi30k.torch.test_2016_flickr.ids; about twice the time.
+#   --pack (with either): at the end DIR holds only real-runs.tgz, every result but the
+#     checkpoints (the device tool returns a few files of limited size; unpack it into DIR here).
 # Back on the compiler machine, with DIR fetched:
 #   .venv/bin/python bench/real_side_by_side.py summarize --out DIR
 #     scores both translations with sacreBLEU and writes DIR/real_side_by_side.json and a table.
@@ -126,12 +128,13 @@ run_gpu() {
     echo "$G is missing: run scripts/gpu-real-runs.sh prepare here and carry $G" >&2
     return 2
   fi
-  local out=${OUT:-$G/out} only=() name status=0 torch=0 py
+  local out=${OUT:-$G/out} only=() name status=0 torch=0 pack=0 py
   while [ $# -gt 0 ]; do
     case "$1" in
     --out) out=$2; shift 2 ;;
     --torch) torch=1; shift ;;
     --only) only+=("$2"); shift 2 ;;
+    --pack) pack=1; shift ;;
     *) echo "unknown option $1" >&2; return 2 ;;
     esac
   done
@@ -158,6 +161,12 @@ run_gpu() {
   done
   echo
   table "$out" "${only[@]}"
+  if [ $pack = 1 ]; then
+    # The device tool returns a few files under a size limit: one archive of
+    # the logs, metrics and hypotheses, the checkpoints left out.
+    tar czf "$out.tgz" --exclude='*.safetensors' -C "$out" . && rm -rf "$out" && mkdir -p "$out" &&
+      mv "$out.tgz" "$out/real-runs.tgz" && echo "packed: $out/real-runs.tgz"
+  fi
   return $status
 }
 
@@ -168,7 +177,7 @@ run)
   exit $? ;;
 prepare) ;;
 *)
-  echo "usage: $0 [prepare] | run [--torch] [--out DIR] [--only NAME]..." >&2
+  echo "usage: $0 [prepare] | run [--torch] [--pack] [--out DIR] [--only NAME]..." >&2
   exit 2 ;;
 esac
 
