@@ -2,6 +2,7 @@
 #include "ls2c/Generation/ReferenceDecoder.h"
 
 #include "ls2c/Frontend/Decoding.h"
+#include "ls2c/Generation/DecodingState.h"
 #include "ls2c/Model/ParameterLayout.h"
 #include "ls2c/Reference/Interpreter.h"
 #include "ls2c/Transforms/Passes.h"
@@ -11,6 +12,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace ls2c::generation {
 
@@ -47,22 +49,16 @@ struct ReferenceDecoder::State {
   std::vector<HostTensor> parameters; ///< in ParameterLayout order
   int64_t layers = 0, rowWidth = 0;   ///< kv_heads * head_dim
 
-  // The encoded sources: per decoder layer key and value rows, and each
-  // source's first row and length.
-  std::vector<HostTensor> memory;
-  std::vector<int32_t> memoryStart, memoryLength;
-
-  // The hypotheses and their caches: per layer key and value.
-  std::vector<int32_t> sourceOf, cached;
-  std::vector<HostTensor> cache;
-
-  int64_t capacity() const { return desc.max_seq_len; }
+  // The encoded sources' key and value rows per decoder layer, and the
+  // hypotheses' caches per layer key and value; their bookkeeping.
+  std::vector<HostTensor> memory, cache;
+  std::optional<DecodingState> book;
 
   ElementType cacheType = ElementType::F32; ///< the past arguments' type
 
   HostTensor emptyCache(size_t hypotheses) const {
     return HostTensor::zeros(cacheType,
-                             {static_cast<int64_t>(hypotheses) * capacity(), desc.kv_heads,
+                             {static_cast<int64_t>(hypotheses) * desc.max_seq_len, desc.kv_heads,
                               desc.headDim()});
   }
 
@@ -107,6 +103,7 @@ ReferenceDecoder::ReferenceDecoder(const ModelDescription &desc,
   }
   s.encodeFn = s.module->lookupSymbol<mlir::func::FuncOp>("encode");
   s.decodeFn = s.module->lookupSymbol<mlir::func::FuncOp>("decode");
+  s.book.emplace(desc, static_cast<bool>(s.encodeFn));
   s.layers = desc.decoder_layers;
   s.rowWidth = desc.kv_heads * desc.headDim();
   // Parameters come first in both functions, in ParameterLayout order.
@@ -135,150 +132,81 @@ bool ReferenceDecoder::hasSource() const { return static_cast<bool>(state->encod
 
 void ReferenceDecoder::encode(const std::vector<std::vector<int32_t>> &sources) {
   State &s = *state;
-  if (!s.encodeFn)
-    throw GenerationError(s.desc.name + ": a decoder model has no source to encode");
-  std::vector<int32_t> ids, positions, cu = {0};
-  s.memoryStart.clear();
-  s.memoryLength.clear();
-  for (const std::vector<int32_t> &src : sources) {
-    s.memoryStart.push_back(static_cast<int32_t>(ids.size()));
-    s.memoryLength.push_back(static_cast<int32_t>(src.size()));
-    for (size_t j = 0; j < src.size(); ++j) {
-      ids.push_back(src[j]);
-      positions.push_back(static_cast<int32_t>(j));
-    }
-    cu.push_back(static_cast<int32_t>(ids.size()));
-  }
-  if (sources.empty() || static_cast<int64_t>(ids.size()) > s.desc.max_batch_tokens)
-    throw GenerationError(s.desc.name + ": " + std::to_string(sources.size()) + " sources of " +
-                          std::to_string(ids.size()) + " tokens; a batch holds 1 to " +
-                          std::to_string(s.desc.max_batch_tokens) + " tokens");
-  s.memory = s.run(s.encodeFn, {{"src_ids", intTensor(ids)},
-                                {"src_position_ids", intTensor(positions)},
-                                {"src_cu_seqlens", intTensor(cu)}});
+  DecodingState::Sources in = s.book->encode(sources);
+  s.memory = s.run(s.encodeFn, {{"src_ids", intTensor(in.ids)},
+                                {"src_position_ids", intTensor(in.positions)},
+                                {"src_cu_seqlens", intTensor(in.cuSeqlens)}});
 }
 
 void ReferenceDecoder::start(const std::vector<int32_t> &sourceOf) {
   State &s = *state;
-  if (sourceOf.empty() || static_cast<int64_t>(sourceOf.size()) > s.desc.max_batch_tokens)
-    throw GenerationError(s.desc.name + ": " + std::to_string(sourceOf.size()) +
-                          " hypotheses; a step holds 1 to " +
-                          std::to_string(s.desc.max_batch_tokens));
-  if (s.encodeFn)
-    for (int32_t src : sourceOf)
-      if (src < 0 || static_cast<size_t>(src) >= s.memoryStart.size())
-        throw GenerationError("hypothesis source " + std::to_string(src) + " was not encoded (" +
-                              std::to_string(s.memoryStart.size()) + " sources)");
-  s.sourceOf = sourceOf;
-  s.cached.assign(sourceOf.size(), 0);
+  s.book->start(sourceOf);
   s.cache.assign(static_cast<size_t>(2 * s.layers), s.emptyCache(sourceOf.size()));
 }
 
 std::vector<float> ReferenceDecoder::step(const std::vector<std::vector<int32_t>> &tokens) {
   State &s = *state;
-  const size_t n = s.sourceOf.size();
-  if (tokens.size() != n)
-    throw GenerationError(std::to_string(tokens.size()) + " token lists for " +
-                          std::to_string(n) + " hypotheses");
-  std::vector<int32_t> ids, positions, cu = {0}, starts, lengths;
-  for (size_t h = 0; h < n; ++h) {
-    if (tokens[h].empty())
-      throw GenerationError("hypothesis " + std::to_string(h) + " was fed no token");
-    if (s.cached[h] + static_cast<int64_t>(tokens[h].size()) > s.capacity())
-      throw GenerationError("hypothesis " + std::to_string(h) + " would hold " +
-                            std::to_string(s.cached[h] + tokens[h].size()) +
-                            " tokens, past max_seq_len " + std::to_string(s.capacity()));
-    for (size_t j = 0; j < tokens[h].size(); ++j) {
-      ids.push_back(tokens[h][j]);
-      positions.push_back(s.cached[h] + static_cast<int32_t>(j));
-    }
-    cu.push_back(static_cast<int32_t>(ids.size()));
-    starts.push_back(static_cast<int32_t>(static_cast<int64_t>(h) * s.capacity()));
-    lengths.push_back(s.cached[h]);
-  }
-  if (static_cast<int64_t>(ids.size()) > s.desc.max_batch_tokens)
-    throw GenerationError(std::to_string(ids.size()) + " tokens in one step, past max_batch_tokens " +
-                          std::to_string(s.desc.max_batch_tokens));
-  starts.push_back(static_cast<int32_t>(static_cast<int64_t>(n) * s.capacity()));
+  const DecodingState::Step in = s.book->step(tokens);
+  const size_t n = s.book->hypotheses();
   const bool source = static_cast<bool>(s.encodeFn);
-  std::map<std::string, HostTensor> in = {
-      {source ? "tgt_ids" : "input_ids", intTensor(ids)},
-      {source ? "tgt_position_ids" : "position_ids", intTensor(positions)},
-      {source ? "tgt_cu_seqlens" : "cu_seqlens", intTensor(cu)},
-      {"cache_starts", intTensor(starts)},
-      {"cache_lengths", intTensor(lengths)}};
+  std::map<std::string, HostTensor> args = {
+      {source ? "tgt_ids" : "input_ids", intTensor(in.ids)},
+      {source ? "tgt_position_ids" : "position_ids", intTensor(in.positions)},
+      {source ? "tgt_cu_seqlens" : "cu_seqlens", intTensor(in.cuSeqlens)},
+      {"cache_starts", intTensor(in.cacheStarts)},
+      {"cache_lengths", intTensor(in.cacheLengths)}};
   for (int64_t i = 0; i < s.layers; ++i) {
     std::string layer = std::to_string(i);
-    in["past." + layer + ".key"] = s.cache[2 * i];
-    in["past." + layer + ".value"] = s.cache[2 * i + 1];
+    args["past." + layer + ".key"] = s.cache[2 * i];
+    args["past." + layer + ".value"] = s.cache[2 * i + 1];
     if (source) {
-      in["memory." + layer + ".key"] = s.memory[2 * i];
-      in["memory." + layer + ".value"] = s.memory[2 * i + 1];
+      args["memory." + layer + ".key"] = s.memory[2 * i];
+      args["memory." + layer + ".value"] = s.memory[2 * i + 1];
     }
   }
   if (source) {
-    std::vector<int32_t> memStarts, memLengths;
-    for (int32_t src : s.sourceOf) {
-      memStarts.push_back(s.memoryStart[src]);
-      memLengths.push_back(s.memoryLength[src]);
-    }
-    memStarts.push_back(0); // not read
-    in["memory_starts"] = intTensor(memStarts);
-    in["memory_lengths"] = intTensor(memLengths);
+    args["memory_starts"] = intTensor(in.memoryStarts);
+    args["memory_lengths"] = intTensor(in.memoryLengths);
   }
-  std::vector<HostTensor> out = s.run(s.decodeFn, std::move(in));
+  std::vector<HostTensor> out = s.run(s.decodeFn, std::move(args));
 
   // Append the new keys and values; return each hypothesis' last logits.
   const auto width = static_cast<size_t>(s.rowWidth);
+  const auto slot = static_cast<size_t>(s.book->capacity());
   for (int64_t i = 0; i < 2 * s.layers; ++i) {
     const HostTensor &present = out[1 + i];
     HostTensor &cache = s.cache[i];
     for (size_t h = 0; h < n; ++h) {
-      size_t from = static_cast<size_t>(cu[h]) * width;
-      size_t to = (h * static_cast<size_t>(s.capacity()) + static_cast<size_t>(s.cached[h])) * width;
-      size_t count = tokens[h].size() * width;
-      std::copy_n(present.floats.begin() + static_cast<long>(from), count,
+      size_t from = static_cast<size_t>(in.cuSeqlens[h]) * width;
+      size_t to = (h * slot + static_cast<size_t>(s.book->cached(h))) * width;
+      std::copy_n(present.floats.begin() + static_cast<long>(from), tokens[h].size() * width,
                   cache.floats.begin() + static_cast<long>(to));
     }
   }
+  s.book->advance(tokens);
   const HostTensor &logits = out[0];
   const auto vocab = static_cast<size_t>(s.desc.vocab);
   std::vector<float> result(n * vocab);
   for (size_t h = 0; h < n; ++h) {
-    size_t row = static_cast<size_t>(cu[h + 1] - 1);
+    size_t row = static_cast<size_t>(in.cuSeqlens[h + 1] - 1);
     for (size_t j = 0; j < vocab; ++j)
       result[h * vocab + j] = static_cast<float>(logits.floats[row * vocab + j]);
-    s.cached[h] += static_cast<int32_t>(tokens[h].size());
   }
   return result;
 }
 
 void ReferenceDecoder::select(const std::vector<int32_t> &parent) {
   State &s = *state;
-  if (parent.empty() || static_cast<int64_t>(parent.size()) > s.desc.max_batch_tokens)
-    throw GenerationError(std::to_string(parent.size()) + " hypotheses; a step holds 1 to " +
-                          std::to_string(s.desc.max_batch_tokens));
-  for (int32_t p : parent)
-    if (p < 0 || static_cast<size_t>(p) >= s.sourceOf.size())
-      throw GenerationError("parent " + std::to_string(p) + " is not one of the " +
-                            std::to_string(s.sourceOf.size()) + " hypotheses");
-  const size_t slot = static_cast<size_t>(s.capacity()) * static_cast<size_t>(s.rowWidth);
+  s.book->select(parent); // checks the parents; hypothesis i now holds parent[i]'s length
+  const size_t slot = static_cast<size_t>(s.book->capacity()) * static_cast<size_t>(s.rowWidth);
   for (HostTensor &cache : s.cache) {
     HostTensor next = s.emptyCache(parent.size());
-    for (size_t i = 0; i < parent.size(); ++i) {
-      size_t used = static_cast<size_t>(s.cached[parent[i]]) * static_cast<size_t>(s.rowWidth);
-      std::copy_n(cache.floats.begin() + static_cast<long>(parent[i] * slot), used,
+    for (size_t i = 0; i < parent.size(); ++i)
+      std::copy_n(cache.floats.begin() + static_cast<long>(static_cast<size_t>(parent[i]) * slot),
+                  static_cast<size_t>(s.book->cached(i)) * static_cast<size_t>(s.rowWidth),
                   next.floats.begin() + static_cast<long>(i * slot));
-    }
     cache = std::move(next);
   }
-  std::vector<int32_t> sourceOf, cached;
-  for (int32_t p : parent) {
-    sourceOf.push_back(s.sourceOf[p]);
-    cached.push_back(s.cached[p]);
-  }
-  s.sourceOf = std::move(sourceOf);
-  s.cached = std::move(cached);
 }
 
 } // namespace ls2c::generation

@@ -11,6 +11,7 @@
 
 #include "ls2c/Frontend/Decoding.h"
 #include "ls2c/Frontend/Frontend.h"
+#include "ls2c/Generation/DecodingState.h"
 #include "ls2c/Generation/ReferenceDecoder.h"
 #include "ls2c/Generation/Search.h"
 #include "ls2c/Reference/Interpreter.h"
@@ -21,6 +22,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 
 using namespace ls2c;
@@ -352,6 +354,45 @@ TEST(Decoding, RefusesWhatTheModelCannotHold) {
   EXPECT_THROW(ReferenceDecoder(d, params2), GenerationError);
   ModelDescription bert = preset("tiny-bert");
   EXPECT_FALSE(canGenerate(bert));
+}
+
+TEST(Decoding, StateChecksAndPacksEachStep) {
+  // The bookkeeping both backends share (DecodingState.h): the packed
+  // inputs of a step, lockstep only for one token at equal lengths, and
+  // refusals naming the rule.
+  ModelDescription d = preset("tiny-transformer");
+  DecodingState book(d, /*hasSource=*/true);
+  DecodingState::Sources src = book.encode({{5, 6, 2}, {7, 2}});
+  EXPECT_EQ(src.ids, (std::vector<int32_t>{5, 6, 2, 7, 2}));
+  EXPECT_EQ(src.positions, (std::vector<int32_t>{0, 1, 2, 0, 1}));
+  EXPECT_EQ(src.cuSeqlens, (std::vector<int32_t>{0, 3, 5}));
+  book.start({0, 1, 1});
+  DecodingState::Step first = book.step({{2, 9}, {2}, {2}});
+  EXPECT_FALSE(first.lockstep);
+  EXPECT_EQ(first.positions, (std::vector<int32_t>{0, 1, 0, 0}));
+  EXPECT_EQ(first.cacheStarts, (std::vector<int32_t>{0, 32, 64, 96}));
+  EXPECT_EQ(first.memoryStarts, (std::vector<int32_t>{0, 3, 3, 0}));
+  EXPECT_EQ(first.memoryLengths, (std::vector<int32_t>{3, 2, 2}));
+  book.advance({{2, 9}, {2}, {2}});
+  book.select({1, 2});
+  DecodingState::Step next = book.step({{4}, {4}});
+  EXPECT_TRUE(next.lockstep);
+  EXPECT_EQ(next.positions, (std::vector<int32_t>{1, 1}));
+  EXPECT_EQ(next.cacheLengths, (std::vector<int32_t>{1, 1}));
+  auto message = [](const std::function<void()> &f) {
+    try {
+      f();
+    } catch (const GenerationError &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message([&] { book.step({{4}, {100}}); }),
+            "id 100 is outside the vocabulary [0, 100)");
+  EXPECT_EQ(message([&] { book.step({{4}, std::vector<int32_t>(32, 4)}); }),
+            "hypothesis 1 would hold 33 tokens, past max_seq_len 32");
+  EXPECT_EQ(message([&] { book.select({0, 2}); }), "parent 2 is not one of the 2 hypotheses");
+  EXPECT_EQ(message([&] { book.encode({{100}}); }), "source id 100 is outside src_vocab 100");
 }
 
 /// A decoder whose next-token distribution is a fixed function of the last

@@ -54,7 +54,8 @@ runtime::Program decodingProgram(runtime::Program program, const ModelDescriptio
 
 GpuDecoder::GpuDecoder(runtime::Program program, const ModelDescription &d,
                        const std::map<std::string, reference::HostTensor> &weights, bool graphs)
-    : desc(d), executor(decodingProgram(std::move(program), d)) {
+    : desc(d), executor(decodingProgram(std::move(program), d)),
+      book(d, d.architecture == Architecture::EncoderDecoder) {
   decodeFn = findFunction(executor.program(), "decode");
   encodeFn = findFunction(executor.program(), "encode");
   executor.setGraphs(graphs);
@@ -135,46 +136,13 @@ static Executor::Call makeCall(const Function &f,
 }
 
 void GpuDecoder::encode(const std::vector<std::vector<int32_t>> &sources) {
-  if (!encodeFn)
-    throw generation::GenerationError("a decoder model has no source to encode");
-  std::vector<int32_t> ids, positions, cu = {0};
-  memoryStart.clear();
-  memoryLength.clear();
-  for (const std::vector<int32_t> &src : sources) {
-    memoryStart.push_back(static_cast<int32_t>(ids.size()));
-    memoryLength.push_back(static_cast<int32_t>(src.size()));
-    for (size_t j = 0; j < src.size(); ++j) {
-      ids.push_back(src[j]);
-      positions.push_back(static_cast<int32_t>(j));
-    }
-    cu.push_back(static_cast<int32_t>(ids.size()));
-  }
-  if (sources.empty() || static_cast<int64_t>(ids.size()) > desc.max_batch_tokens)
-    throw generation::GenerationError(
-        std::to_string(sources.size()) + " sources of " + std::to_string(ids.size()) +
-        " tokens; a batch holds 1 to " + std::to_string(desc.max_batch_tokens) + " tokens");
-  for (int32_t id : ids)
-    if (id < 0 || id >= desc.src_vocab)
-      throw generation::GenerationError("source id " + std::to_string(id) +
-                                        " is outside src_vocab " + std::to_string(desc.src_vocab));
-  setInput(*encodeFn, "src_ids", ids);
-  setInput(*encodeFn, "src_position_ids", positions);
-  setInput(*encodeFn, "src_cu_seqlens", cu);
+  generation::DecodingState::Sources in = book.encode(sources);
+  setInput(*encodeFn, "src_ids", in.ids);
+  setInput(*encodeFn, "src_position_ids", in.positions);
+  setInput(*encodeFn, "src_cu_seqlens", in.cuSeqlens);
+  // The memory stays in @encode's result buffers until the next encode().
   Executor::Call call = makeCall(*encodeFn, parameters, inputs, {}, results);
   executor.run("encode", call, stream);
-  // The memory is the encoder's results, kept until the next encode().
-  memory.clear();
-  for (const TensorSpec &s : encodeFn->results) {
-    DeviceTensor &r = results["encode/" + s.name];
-    DeviceTensor &m = memory[s.name];
-    m.buffer = DeviceBuffer(std::max<size_t>(r.buffer.size(), 1), "memory " + s.name);
-    m.shape = r.shape;
-    m.dtype = r.dtype;
-    check(cudaMemcpyAsync(m.buffer.data(), r.buffer.data(),
-                          numel(r.shape) * runtime::dtypeBytes(r.dtype),
-                          cudaMemcpyDeviceToDevice, stream),
-          "copying the encoder's memory");
-  }
 }
 
 void GpuDecoder::reserve(int set, size_t hypotheses) {
@@ -190,18 +158,8 @@ void GpuDecoder::reserve(int set, size_t hypotheses) {
 }
 
 void GpuDecoder::start(const std::vector<int32_t> &sources) {
-  if (sources.empty() || static_cast<int64_t>(sources.size()) > desc.max_batch_tokens)
-    throw generation::GenerationError(std::to_string(sources.size()) +
-                                      " hypotheses; a step holds 1 to " +
-                                      std::to_string(desc.max_batch_tokens));
-  if (encodeFn)
-    for (int32_t s : sources)
-      if (s < 0 || static_cast<size_t>(s) >= memoryStart.size())
-        throw generation::GenerationError("hypothesis source " + std::to_string(s) +
-                                          " was not encoded");
+  book.start(sources);
   reserve(current, sources.size());
-  sourceOf = sources;
-  cached.assign(sources.size(), 0);
 }
 
 void GpuDecoder::copies(const std::vector<void *> &dst, const std::vector<const void *> &src,
@@ -226,58 +184,25 @@ void GpuDecoder::copies(const std::vector<void *> &dst, const std::vector<const 
 }
 
 std::vector<float> GpuDecoder::step(const std::vector<std::vector<int32_t>> &tokens) {
-  const size_t n = sourceOf.size();
-  if (tokens.size() != n)
-    throw generation::GenerationError(std::to_string(tokens.size()) + " token lists for " +
-                                      std::to_string(n) + " hypotheses");
-  const auto capacity = static_cast<int32_t>(desc.max_seq_len);
-  std::vector<int32_t> ids, positions, cu = {0}, starts, lengths;
-  bool lockstep = true;
-  for (size_t h = 0; h < n; ++h) {
-    if (tokens[h].empty())
-      throw generation::GenerationError("hypothesis " + std::to_string(h) + " was fed no token");
-    if (cached[h] + static_cast<int64_t>(tokens[h].size()) > capacity)
-      throw generation::GenerationError("hypothesis " + std::to_string(h) +
-                                        " would pass max_seq_len " + std::to_string(capacity));
-    for (size_t j = 0; j < tokens[h].size(); ++j) {
-      if (tokens[h][j] < 0 || tokens[h][j] >= desc.vocab)
-        throw generation::GenerationError("id " + std::to_string(tokens[h][j]) +
-                                          " is outside the vocabulary");
-      ids.push_back(tokens[h][j]);
-      positions.push_back(cached[h] + static_cast<int32_t>(j));
-    }
-    cu.push_back(static_cast<int32_t>(ids.size()));
-    starts.push_back(static_cast<int32_t>(h) * capacity);
-    lengths.push_back(cached[h]);
-    lockstep &= tokens[h].size() == 1 && cached[h] == cached[0];
-  }
-  starts.push_back(static_cast<int32_t>(n) * capacity);
-  if (static_cast<int64_t>(ids.size()) > desc.max_batch_tokens)
-    throw generation::GenerationError(std::to_string(ids.size()) +
-                                      " tokens in one step, past max_batch_tokens " +
-                                      std::to_string(desc.max_batch_tokens));
+  const generation::DecodingState::Step in = book.step(tokens);
+  const size_t n = book.hypotheses();
+  const auto capacity = static_cast<size_t>(book.capacity());
   const bool source = encodeFn != nullptr;
   const Function &f = *decodeFn;
-  setInput(f, source ? "tgt_ids" : "input_ids", ids);
-  setInput(f, source ? "tgt_position_ids" : "position_ids", positions);
-  setInput(f, source ? "tgt_cu_seqlens" : "cu_seqlens", cu);
-  setInput(f, "cache_starts", starts);
-  setInput(f, "cache_lengths", lengths);
-  if (source) {
-    std::vector<int32_t> memStarts, memLengths;
-    for (int32_t s : sourceOf) {
-      memStarts.push_back(memoryStart[static_cast<size_t>(s)]);
-      memLengths.push_back(memoryLength[static_cast<size_t>(s)]);
-    }
-    memStarts.push_back(0); // not read
-    setInput(f, "memory_starts", memStarts);
-    setInput(f, "memory_lengths", memLengths);
-  }
+  setInput(f, source ? "tgt_ids" : "input_ids", in.ids);
+  setInput(f, source ? "tgt_position_ids" : "position_ids", in.positions);
+  setInput(f, source ? "tgt_cu_seqlens" : "cu_seqlens", in.cuSeqlens);
+  setInput(f, "cache_starts", in.cacheStarts);
+  setInput(f, "cache_lengths", in.cacheLengths);
   std::map<std::string, const DeviceTensor *> byName;
-  for (const auto &[name, t] : memory)
-    byName[name] = &t;
+  if (source) {
+    setInput(f, "memory_starts", in.memoryStarts);
+    setInput(f, "memory_lengths", in.memoryLengths);
+    for (const TensorSpec &s : encodeFn->results)
+      byName[s.name] = &results.at("encode/" + s.name);
+  }
   // The caches bind as [hypotheses x max_seq_len, kv_heads, head_dim].
-  std::vector<int64_t> pastShape = {static_cast<int64_t>(n) * capacity, desc.kv_heads,
+  std::vector<int64_t> pastShape = {static_cast<int64_t>(n * capacity), desc.kv_heads,
                                     desc.headDim()};
   for (int64_t i = 0; i < desc.decoder_layers; ++i)
     for (const char *part : {"key", "value"})
@@ -301,9 +226,9 @@ std::vector<float> GpuDecoder::step(const std::vector<std::vector<int32_t>> &tok
           results.at("decode/" + layerName("present", i, part ? "value" : "key"));
       auto *base = static_cast<char *>(cache[current][static_cast<size_t>(2 * i + part)].data());
       const auto *from = static_cast<const char *>(present.buffer.data());
-      if (lockstep) {
-        check(cudaMemcpy2DAsync(base + static_cast<size_t>(cached[0]) * rowBytes,
-                                static_cast<size_t>(capacity) * rowBytes, from, rowBytes,
+      if (in.lockstep) {
+        check(cudaMemcpy2DAsync(base + static_cast<size_t>(book.cached(0)) * rowBytes,
+                                capacity * rowBytes, from, rowBytes,
                                 rowBytes, n, cudaMemcpyDeviceToDevice, stream),
               "appending to the KV cache");
         continue;
@@ -312,36 +237,28 @@ std::vector<float> GpuDecoder::step(const std::vector<std::vector<int32_t>> &tok
       std::vector<const void *> src;
       std::vector<size_t> bytes;
       for (size_t h = 0; h < n; ++h) {
-        dst.push_back(base + (h * static_cast<size_t>(capacity) + static_cast<size_t>(cached[h])) *
-                                 rowBytes);
-        src.push_back(from + static_cast<size_t>(cu[h]) * rowBytes);
+        dst.push_back(base + (h * capacity + static_cast<size_t>(book.cached(h))) * rowBytes);
+        src.push_back(from + static_cast<size_t>(in.cuSeqlens[h]) * rowBytes);
         bytes.push_back(tokens[h].size() * rowBytes);
       }
       copies(dst, src, bytes);
     }
+  book.advance(tokens);
   check(cudaStreamSynchronize(stream), "decode step");
   const DeviceTensor &logits = results.at("decode/logits");
   std::vector<double> all = downloadTensor(logits);
   const auto vocab = static_cast<size_t>(desc.vocab);
   std::vector<float> out(n * vocab);
   for (size_t h = 0; h < n; ++h) {
-    size_t row = static_cast<size_t>(cu[h + 1] - 1);
+    size_t row = static_cast<size_t>(in.cuSeqlens[h + 1] - 1);
     for (size_t j = 0; j < vocab; ++j)
       out[h * vocab + j] = static_cast<float>(all[row * vocab + j]);
-    cached[h] += static_cast<int32_t>(tokens[h].size());
   }
   return out;
 }
 
 void GpuDecoder::select(const std::vector<int32_t> &parent) {
-  if (parent.empty() || static_cast<int64_t>(parent.size()) > desc.max_batch_tokens)
-    throw generation::GenerationError(std::to_string(parent.size()) +
-                                      " hypotheses; a step holds 1 to " +
-                                      std::to_string(desc.max_batch_tokens));
-  for (int32_t p : parent)
-    if (p < 0 || static_cast<size_t>(p) >= sourceOf.size())
-      throw generation::GenerationError("parent " + std::to_string(p) + " is not one of the " +
-                                        std::to_string(sourceOf.size()) + " hypotheses");
+  book.select(parent); // checks the parents; hypothesis i now holds parent[i]'s length
   const int next = 1 - current;
   reserve(next, parent.size());
   const size_t slot = static_cast<size_t>(desc.max_seq_len) * rowBytes;
@@ -350,7 +267,7 @@ void GpuDecoder::select(const std::vector<int32_t> &parent) {
   std::vector<size_t> bytes;
   for (size_t t = 0; t < cache[current].size(); ++t)
     for (size_t i = 0; i < parent.size(); ++i) {
-      size_t used = static_cast<size_t>(cached[static_cast<size_t>(parent[i])]) * rowBytes;
+      size_t used = static_cast<size_t>(book.cached(i)) * rowBytes;
       if (used == 0)
         continue;
       dst.push_back(static_cast<char *>(cache[next][t].data()) + i * slot);
@@ -359,13 +276,6 @@ void GpuDecoder::select(const std::vector<int32_t> &parent) {
       bytes.push_back(used);
     }
   copies(dst, src, bytes);
-  std::vector<int32_t> s, c;
-  for (int32_t p : parent) {
-    s.push_back(sourceOf[static_cast<size_t>(p)]);
-    c.push_back(cached[static_cast<size_t>(p)]);
-  }
-  sourceOf = std::move(s);
-  cached = std::move(c);
   current = next;
 }
 

@@ -18,6 +18,7 @@
 
 #include "DeviceTensors.h"
 
+#include "ls2c/Generation/DecodingState.h"
 #include "ls2c/Generation/IncrementalDecoder.h"
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Reference/HostTensor.h"
@@ -66,13 +67,14 @@ private:
   const runtime::Function *encodeFn = nullptr, *decodeFn = nullptr;
   cudaStream_t stream = nullptr;
   size_t rowBytes = 0; ///< one cached token of one layer's keys
-  std::map<std::string, DeviceTensor> parameters, inputs, results, memory;
-  std::vector<int32_t> memoryStart, memoryLength;
+  /// Inputs and results by "function/name"; @encode's results are the
+  /// memory @decode reads, until the next encode().
+  std::map<std::string, DeviceTensor> parameters, inputs, results;
+  generation::DecodingState book;
   /// Two cache sets, each 2 x layers buffers (layer i: 2i keys, 2i+1 values).
   std::vector<runtime::DeviceBuffer> cache[2];
   size_t slots[2] = {0, 0};
   int current = 0;
-  std::vector<int32_t> sourceOf, cached;
   /// Stands for the cache arguments in makeCall; step() binds the caches.
   DeviceTensor placeholder;
 };
