@@ -105,6 +105,7 @@ private:
 
   static Dim staticDim(int64_t size) { return Dim{size, -1, 0}; }
 
+  /// Valid until the next insertion into out.shapes (which may move it).
   ArrayRef<Dim> shapeOf(Value v) { return out.shapes[v]; }
 
   /// Fills the dynamic dims of `result` in order from `dynamic` and its
@@ -194,6 +195,11 @@ private:
   }
 
   LogicalResult visit(Operation *op) {
+    // Every case below indexes its operands' dims.
+    for (OpOperand &operand : op->getOpOperands())
+      if (isa<RankedTensorType>(operand.get().getType()) && !out.shapes.count(operand.get()))
+        return op->emitError("reads a tensor whose symbolic dims are unknown (operand #")
+               << operand.getOperandNumber() << ")";
     return llvm::TypeSwitch<Operation *, LogicalResult>(op)
         .Case([&](ls2::DimOp o) -> LogicalResult {
           out.indices[o.getResult()] =
@@ -283,7 +289,8 @@ private:
           return success();
         })
         .Case([&](ls2::AttentionOp o) -> LogicalResult {
-          ArrayRef<Dim> q = shapeOf(o.getQuery());
+          // A copy: inserting the results may move the map's storage.
+          SmallVector<Dim, 4> q(shapeOf(o.getQuery()));
           out.shapes[o.getResult()] = SmallVector<Dim, 4>(q);
           out.shapes[o.getLse()] = {q[0], q[1]};
           return success();
