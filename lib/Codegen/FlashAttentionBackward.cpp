@@ -104,14 +104,13 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     src += firstKeyTileLoads();
     src += rowStats("BM");
     src += R"cuda(    ls2_sync();
-    long long rows[RB][2];
     float rowL[RB][2], rowD[RB][2], acc[RB][DT][4];
+    auto rowOf = [&](int rb, int r) -> long long { return first + (wrb + 16 * rb + g + 8 * r); };
 #pragma unroll
     for (int rb = 0; rb < RB; ++rb) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const int row = wrb + 16 * rb + g + 8 * r;
-        rows[rb][r] = first + row;
         rowL[rb][r] = sL[row];
         rowD[rb][r] = sD[row];
       }
@@ -161,12 +160,12 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
 )cuda";
     if (s.dropout)
       src += R"cuda(          uint4 words[2];
-          ls2_row_pair_philox(words, seed_value, offset_value, (unsigned)stream, q0 + rows[rb][0],
+          ls2_row_pair_philox(words, seed_value, offset_value, (unsigned)stream, q0 + rowOf(rb, 0),
                               HQ, h, n0 + nt * 8 + 2 * t4);
 )cuda";
     src += R"cuda(#pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const float p = exp2f(fmaf(s[rb][nt][e], SCALE_LOG2, -rowL[rb][e / 2]));
+            const float p = ls2_exp2(fmaf(s[rb][nt][e], SCALE_LOG2, -rowL[rb][e / 2]));
 )cuda";
     src += s.dropout ? "            const float mask = ls2_attention_keep(words[e / 2], n0 + nt * 8 + 2 * t4 + "
                        "(e & 1), RATE) ? KEEP_SCALE : 0.0f;\n"
@@ -195,7 +194,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     for (int rb = 0; rb < RB; ++rb)
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const long long i = rows[rb][r];
+        const long long i = rowOf(rb, r);
         if (i >= lq) continue;
 #pragma unroll
         for (int dt = 0; dt < DT; ++dt) {
@@ -298,7 +297,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     src += R"cuda(#pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int c = nt * 8 + 2 * t4 + (e & 1);
-            const float p = exp2f(fmaf(st[nt][e], SCALE_LOG2, -tL[c]));
+            const float p = ls2_exp2(fmaf(st[nt][e], SCALE_LOG2, -tL[c]));
 )cuda";
     src += s.dropout ? "            const float mask = ls2_attention_keep(words[e], keys[e / 2], RATE) ? "
                        "KEEP_SCALE : 0.0f;\n"

@@ -115,7 +115,17 @@ GeneratedKernel generateWideDkDv(Operation *op, const AttentionSpec &s, const Gr
             }
       }
       // P (with the dropout mask and scale) and dS = P (dP mask - D), rounded
-      // to the storage type as FlashAttention does, into sP and sS.
+      // to the storage type as FlashAttention does, into sP and sS. The rows'
+      // bias and D in registers first: the stores to sP and sS may alias tL
+      // and tD for the compiler, which would reload them per element.
+      float rowL[2][2], rowD[2][2];
+#pragma unroll
+      for (int rb = 0; rb < 2; ++rb)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          rowL[rb][h] = tL[wq + 16 * rb + g + 8 * h];
+          rowD[rb][h] = tD[wq + 16 * rb + g + 8 * h];
+        }
 #pragma unroll
       for (int rb = 0; rb < 2; ++rb)
 #pragma unroll
@@ -129,14 +139,13 @@ GeneratedKernel generateWideDkDv(Operation *op, const AttentionSpec &s, const Gr
   src += R"cuda(          float pv[4], ds[4];
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const int row = wq + 16 * rb + g + 8 * (e / 2);
-            const float p = exp2f(fmaf(st[rb][nt][e], SCALE_LOG2, -tL[row]));
+            const float p = ls2_exp2(fmaf(st[rb][nt][e], SCALE_LOG2, -rowL[rb][e / 2]));
 )cuda";
   src += s.dropout ? "            const float mask = ls2_attention_keep(words[e / 2], first + wk + nt * 8 + "
                      "2 * t4 + (e & 1), RATE) ? KEEP_SCALE : 0.0f;\n"
                    : "            const float mask = 1.0f;\n";
   src += R"cuda(            pv[e] = p * mask;
-            ds[e] = p * (dpt[rb][nt][e] * mask - tD[row]);
+            ds[e] = p * (dpt[rb][nt][e] * mask - rowD[rb][e / 2]);
           }
           const int row = wq + 16 * rb + g, col = wk + nt * 8 + 2 * t4;
           *reinterpret_cast<unsigned *>(sP + row * LDP + col) = ls2_pack(pv[0], pv[1]);

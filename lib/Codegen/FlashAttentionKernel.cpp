@@ -62,13 +62,13 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
     // running max (log2 units) and l this lane's part of the sum of
     // exp2(s - m) before dropout.
     float m[RB][2], l[RB][2], acc[RB][DT][4];
-    long long rows[RB][2];
+    // The sequence row of (rb, r), recomputed where used rather than held in
+    // eight registers: the forward runs at the 255-register limit.
+    auto rowOf = [&](int rb, int r) -> long long { return first + (wrb + 16 * rb + g + 8 * r); };
 #pragma unroll
     for (int rb = 0; rb < RB; ++rb) {
       m[rb][0] = m[rb][1] = NEG_INF;
       l[rb][0] = l[rb][1] = 0.0f;
-      rows[rb][0] = first + wrb + 16 * rb + g;
-      rows[rb][1] = rows[rb][0] + 8;
 #pragma unroll
       for (int dt = 0; dt < DT; ++dt)
         acc[rb][dt][0] = acc[rb][dt][1] = acc[rb][dt][2] = acc[rb][dt][3] = 0.0f;
@@ -113,7 +113,7 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
         for (int r = 0; r < 2; ++r) {
           mx[r] = fmaxf(m[rb][r], ls2_quad_max(mx[r]) * SCALE_LOG2);
           base[r] = mx[r] == NEG_INF ? 0.0f : mx[r]; // a row with no key yet
-          correction[r] = exp2f(m[rb][r] - base[r]);
+          correction[r] = ls2_exp2(m[rb][r] - base[r]);
           m[rb][r] = mx[r];
           l[rb][r] *= correction[r];
         }
@@ -121,7 +121,7 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            s[rb][nt][e] = exp2f(fmaf(s[rb][nt][e], SCALE_LOG2, -base[e / 2]));
+            s[rb][nt][e] = ls2_exp2(fmaf(s[rb][nt][e], SCALE_LOG2, -base[e / 2]));
             l[rb][e / 2] += s[rb][nt][e];
           }
 #pragma unroll
@@ -140,7 +140,7 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
         for (int nt = 0; nt < NT; ++nt) {
           const long long j = n0 + nt * 8 + 2 * t4;
           uint4 words[2];
-          ls2_row_pair_philox(words, seed_value, offset_value, (unsigned)stream, q0 + rows[rb][0],
+          ls2_row_pair_philox(words, seed_value, offset_value, (unsigned)stream, q0 + rowOf(rb, 0),
                               HQ, h, j);
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
@@ -172,7 +172,7 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const float sum = ls2_quad_sum(l[rb][r]);
-        const long long i = rows[rb][r];
+        const long long i = rowOf(rb, r);
         if (i >= lq) continue;
         const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
 #pragma unroll

@@ -122,24 +122,41 @@ __device__ __forceinline__ void ls2_load_tile(ls2_t *tile, const ls2_t *src, lon
                                               long long valid, long long stride, long long c0,
                                               bool vectors) {
   constexpr int CHUNKS = D / 8;
-  if constexpr (${THREADS} % CHUNKS == 0) {
-    constexpr int STEP = ${THREADS} / CHUNKS;
-    const int col = (threadIdx.x % CHUNKS) * 8, first = threadIdx.x / CHUNKS;
-    const ls2_t *from = src + (r0 + first) * stride + c0 + col;
-    ls2_t *to = tile + first * LDS + col;
+  // One test of `vectors` a tile, not a chunk, and 32-bit row tests: with
+  // a branch and 64-bit compares per chunk the forward's key-tile loop spent
+  // about 15 instructions a chunk, 16 chunks a tile, beside its 256 mma
+  // (its SASS; H200, 4x16x4096x128 forward 1.82 -> 1.71 ms).
+  const int rows = (int)(valid < ROWS ? (valid > 0 ? valid : 0) : ROWS);
+  if (vectors) {
+    if constexpr (${THREADS} % CHUNKS == 0) {
+      constexpr int STEP = ${THREADS} / CHUNKS;
+      const int col = (threadIdx.x % CHUNKS) * 8, first = threadIdx.x / CHUNKS;
+      const ls2_t *from = src + (r0 + first) * stride + c0 + col;
+      const long long step = STEP * stride;
+      const unsigned to = (unsigned)__cvta_generic_to_shared(tile + first * LDS + col);
 #pragma unroll
-    for (int r = first, pass = 0; pass < (ROWS + STEP - 1) / STEP;
-         ++pass, r += STEP, from += STEP * stride, to += STEP * LDS) {
-      if (ROWS % STEP != 0 && r >= ROWS) break;
-      ls2_load_chunk(to, r < valid ? from : src, r < valid, vectors);
+      for (int pass = 0; pass < (ROWS + STEP - 1) / STEP; ++pass, from += step) {
+        const int r = first + pass * STEP;
+        if (ROWS % STEP != 0 && r >= ROWS) break;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                     :: "r"(to + pass * STEP * LDS * 2), "l"(r < rows ? from : src),
+                        "r"(r < rows ? 16 : 0)
+                     : "memory");
+      }
+    } else { // head dims 80, 96: rows of 10 or 12 chunks
+#pragma unroll
+      for (int c = threadIdx.x; c < ROWS * CHUNKS; c += ${THREADS}) {
+        const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
+        ls2_load_chunk(tile + r * LDS + col, r < rows ? src + (r0 + r) * stride + c0 + col : src,
+                       r < rows, true);
+      }
     }
-  } else { // head dims 80, 96: rows of 10 or 12 chunks
-#pragma unroll
+  } else {
+#pragma unroll 1
     for (int c = threadIdx.x; c < ROWS * CHUNKS; c += ${THREADS}) {
       const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
-      const bool in = r < valid;
-      ls2_load_chunk(tile + r * LDS + col, in ? src + (r0 + r) * stride + c0 + col : src, in,
-                     vectors);
+      ls2_load_chunk(tile + r * LDS + col, r < rows ? src + (r0 + r) * stride + c0 + col : src,
+                     r < rows, false);
     }
   }
 }
@@ -184,6 +201,16 @@ __device__ __forceinline__ int ls2_tile_sequence(const int *cu, long long entrie
     if (cu[mid] / tile + mid <= slot) lo = mid; else hi = mid - 1;
   }
   return lo;
+}
+// 2^x on the SFU with subnormal results flushed to 0 (ex2.approx.ftz, what
+// FlashAttention's exp2f compiles to under --use_fast_math): exp2f without
+// fast math adds a scaling around the same approximation to keep
+// subnormals, three more instructions per probability. A probability below
+// 2^-126 of its row's maximum adds nothing to a sum that holds 1.
+__device__ __forceinline__ float ls2_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
 }
 __device__ __forceinline__ float ls2_quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
@@ -364,7 +391,7 @@ std::string queryTileMask() {
           for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const long long i = rows[rb][e / 2], j = n0 + nt * 8 + 2 * t4 + (e & 1);
+              const long long i = rowOf(rb, e / 2), j = n0 + nt * 8 + 2 * t4 + (e & 1);
               if (!(j < lk${CAUSAL_OK})) s[rb][nt][e] = NEG_INF;
             }
       }

@@ -54,8 +54,8 @@ std::string firstKeyTileLoads();
 /// The head of the double-buffered loop over key tiles (forward and dq).
 std::string keyTileLoopHead();
 
-/// Forward and dq, after S of key tile n0 is in s[RB][NT][4] (rows
-/// rows[rb][2]): tiles that cross the sequence end or the causal diagonal
+/// Forward and dq, after S of key tile n0 is in s[RB][NT][4] (row
+/// rowOf(rb, r)): tiles that cross the sequence end or the causal diagonal
 /// set masked scores to -inf (P = 0); whole tiles skip the test.
 std::string queryTileMask();
 
