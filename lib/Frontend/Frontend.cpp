@@ -157,6 +157,8 @@ OwningOpRef<ModuleOp> buildForwardModule(MLIRContext &context,
                                                            ? std::nullopt
                                                            : std::optional<StringRef>(desc.name));
   (*module)->setAttr("ls2.optimizer", optimizerAttr(b, desc));
+  if (desc.activation_checkpointing)
+    (*module)->setAttr("ls2.activation_checkpointing", b.getUnitAttr());
   GraphBuilder g(b, desc);
 
   SmallVector<FunctionArgument> args = parameterArguments(desc, g.computeType());

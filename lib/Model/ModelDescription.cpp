@@ -171,7 +171,7 @@ const std::vector<std::string_view> kTopKeys = {
     "attention_dropout", "activation_dropout", "layer_norm_eps",
     "tie_embeddings", "share_embeddings", "dtype", "label_smoothing",
     "padding_idx", "image_size", "patch_size", "channels", "num_classes",
-    "optimizer"};
+    "activation_checkpointing", "optimizer"};
 // clang-format on
 const std::vector<std::string_view> kOptimizerKeys = {
     "type", "lr", "betas", "eps", "weight_decay", "clip_norm", "bucket_cap_mb",
@@ -343,6 +343,8 @@ private:
     if (share && *share && !applies(kED))
       failAt("share_embeddings", notApplicable());
     d_.share_embeddings = share.value_or(false);
+    d_.activation_checkpointing =
+        r_.boolean(root_, "$", "activation_checkpointing").value_or(false);
   }
 
   void checkSizes() {
@@ -573,6 +575,7 @@ nlohmann::json toJson(const ModelDescription &d) {
     j["share_embeddings"] = d.share_embeddings;
   j["dtype"] = toString(d.dtype);
   j["label_smoothing"] = d.label_smoothing;
+  j["activation_checkpointing"] = d.activation_checkpointing;
 
   const OptimizerConfig &o = d.optimizer;
   const ScheduleConfig &s = o.schedule;

@@ -61,16 +61,17 @@ std::string opName(Operation *op) {
 
 class Fuser {
 public:
-  Fuser(func::FuncOp f, bool report, bool rematerialize, bool geluGradEpilogue)
-      : func(f), report(report), rematerialize(rematerialize),
-        geluGradEpilogue(geluGradEpilogue) {}
+  Fuser(func::FuncOp f, bool report, bool rematerialize, bool geluGradEpilogue,
+        bool checkpointActivations)
+      : func(f), report(report), rematerialize(rematerialize || checkpointActivations),
+        geluGradEpilogue(geluGradEpilogue), checkpointActivations(checkpointActivations) {}
 
   LogicalResult run() {
     Block &block = func.getBody().front();
     canonicalizeDims(block);
     eraseDeadPureOps(block);
     {
-      PassSplit split = splitPasses(func, rematerialize);
+      PassSplit split = splitPasses(func, rematerialize, checkpointActivations);
       backward = std::move(split.backward);
       recomputed = std::move(split.recomputed);
       recomputedOps = split.recomputedOps;
@@ -249,6 +250,7 @@ private:
   bool report;
   bool rematerialize;
   bool geluGradEpilogue;
+  bool checkpointActivations;
   std::vector<Operation *> order;
   DenseMap<Operation *, int> pos;
   DenseMap<Operation *, OpClass> cls;
@@ -921,7 +923,10 @@ struct FusePass : ls2c::impl::FuseBase<FusePass> {
     func::FuncOp f = getOperation();
     if (f.isExternal())
       return;
-    if (failed(Fuser(f, report, rematerialize, geluGradEpilogue).run()))
+    auto module = f->getParentOfType<ModuleOp>();
+    bool checkpoint = checkpointActivations ||
+                      (module && module->hasAttr("ls2.activation_checkpointing"));
+    if (failed(Fuser(f, report, rematerialize, geluGradEpilogue, checkpoint).run()))
       return signalPassFailure();
   }
 };

@@ -15,8 +15,8 @@ namespace {
 
 class Splitter {
 public:
-  Splitter(func::FuncOp func, bool rematerialize)
-      : func(func), rematerialize(rematerialize) {}
+  Splitter(func::FuncOp func, bool rematerialize, bool checkpoint)
+      : func(func), rematerialize(rematerialize || checkpoint), checkpoint(checkpoint) {}
 
   PassSplit run() {
     markBackward(func.getBody().front());
@@ -26,6 +26,7 @@ public:
 private:
   func::FuncOp func;
   bool rematerialize;
+  bool checkpoint; ///< activation checkpointing (Rematerialize.h)
   PassSplit split;
 
   /// In a function that computes a loss and its gradients: the ops that
@@ -145,10 +146,74 @@ private:
                isa<FloatType>(type.getElementType()) &&
                type.getElementType().getIntOrFloatBitWidth() >= 32 &&
                !isSingleElement(type) && recomputable(v, 0);
+    yes |= checkpoint && !isCheckpoint(v) && fromCheckpoints(v);
     recomputeDecisions[v] = yes;
     return yes;
   }
   llvm::DenseMap<Value, bool> recomputeDecisions;
+
+  /// The layer scope of an op ("transformer.h.3": a scope whose last
+  /// component is a number), or "" outside the layers.
+  static std::string layerScope(Location loc) {
+    if (auto name = dyn_cast<NameLoc>(loc)) {
+      StringRef scope = name.getName().getValue();
+      StringRef last = scope.rsplit('.').second;
+      bool number = !last.empty() && llvm::all_of(last, [](char c) { return c >= '0' && c <= '9'; });
+      return number ? scope.str() : "";
+    }
+    if (auto fused = dyn_cast<FusedLoc>(loc))
+      for (Location l : fused.getLocations())
+        if (std::string s = layerScope(l); !s.empty())
+          return s;
+    return "";
+  }
+
+  /// Activation checkpointing: what the forward keeps for the backward
+  /// (Rematerialize.h); every other forward value of a layer is recomputed.
+  bool isCheckpoint(Value v) {
+    Operation *def = v.getDefiningOp();
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!def || split.backward.contains(def) || def->getNumRegions() > 0 || !type ||
+        isSingleElement(type) ||
+        isa<ls2::ConstantOp, ls2::IotaOp, ls2::RandomUniformOp, ls2::ReduceSumOp,
+            ls2::ReduceMaxOp, ls2::AttentionOp>(def))
+      return true;
+    std::string scope = layerScope(def->getLoc());
+    if (scope.empty())
+      return true;
+    // What the layer passes on (the residual stream to the next layer).
+    return llvm::any_of(v.getUsers(), [&](Operation *u) {
+      return !split.backward.contains(u) && layerScope(u->getLoc()) != scope;
+    });
+  }
+
+  /// Where a checkpointing recomputation stops: a checkpoint, or a value
+  /// the backward reads and does not recompute.
+  bool stopsRecomputation(Value v) {
+    if (isCheckpoint(v))
+      return true;
+    return llvm::any_of(v.getUsers(),
+                        [&](Operation *u) { return split.backward.contains(u); }) &&
+           !willRecompute(v);
+  }
+
+  /// Whether `v` can be recomputed from checkpoints (never through an
+  /// attention: its results are checkpoints and it is not run again).
+  bool fromCheckpoints(Value v) {
+    auto it = fromCheckpointsMemo.find(v);
+    if (it != fromCheckpointsMemo.end())
+      return it->second;
+    fromCheckpointsMemo[v] = false; // a guard; SSA has no cycles
+    Operation *def = v.getDefiningOp();
+    bool yes = def && def->getNumRegions() == 0 &&
+               !isa<ls2::AttentionOp, ls2::AttentionGradOp>(def) &&
+               llvm::all_of(def->getOperands(), [&](Value o) {
+                 return stopsRecomputation(o) || fromCheckpoints(o);
+               });
+    fromCheckpointsMemo[v] = yes;
+    return yes;
+  }
+  llvm::DenseMap<Value, bool> fromCheckpointsMemo;
 
   /// A forward value the backward can recompute within a few cheap
   /// elementwise ops from values stored anyway; a chain that would need a
@@ -174,7 +239,11 @@ private:
       if (Value c = copies.lookup(v))
         return c;
       Operation *def = v.getDefiningOp();
-      if ((depth > 0 && isStoredAnyway(v)) || !def || split.backward.contains(def))
+      // A checkpointing chain goes back to checkpoints and values the
+      // backward reads anyway; a cheap one stops at what is stored anyway.
+      bool stop = depth > 0 && (checkpoint ? !willRecompute(v) && stopsRecomputation(v)
+                                           : isStoredAnyway(v));
+      if (stop || !def || split.backward.contains(def))
         return v;
       IRMapping map;
       for (Value o : def->getOperands())
@@ -183,8 +252,9 @@ private:
       split.backward.insert(copy);
       split.recomputed.insert(copy);
       ++split.recomputedOps;
-      copies[v] = copy->getResult(0);
-      return copy->getResult(0);
+      for (auto [result, copied] : llvm::zip(def->getResults(), copy->getResults()))
+        copies[result] = copied;
+      return copy->getResult(cast<OpResult>(v).getResultNumber());
     };
     for (Operation &op : llvm::make_early_inc_range(block)) {
       if (!split.backward.contains(&op) || op.hasTrait<OpTrait::IsTerminator>())
@@ -212,8 +282,8 @@ private:
 
 } // namespace
 
-PassSplit splitPasses(func::FuncOp function, bool rematerialize) {
-  return Splitter(function, rematerialize).run();
+PassSplit splitPasses(func::FuncOp function, bool rematerialize, bool checkpointActivations) {
+  return Splitter(function, rematerialize, checkpointActivations).run();
 }
 
 } // namespace ls2c::fusion

@@ -11,6 +11,10 @@
 //     backward reads and does not itself recompute);
 //   - a widening cast read by both passes gets a backward copy, so the
 //     forward stores the narrow value.
+// With activation checkpointing, every forward value of a transformer layer
+// the backward reads is recomputed there (GEMMs included) from the
+// checkpoints: arguments, attention results, row statistics and the values
+// a layer passes to another scope (ls2-fuse's description).
 // (ls2-fuse then keeps loops from mixing the passes.)
 //
 //===----------------------------------------------------------------------===//
@@ -35,9 +39,10 @@ struct PassSplit {
   llvm::SmallVector<mlir::Value> narrowedCasts;
 };
 
-/// Splits `function`'s block into passes and, with `rematerialize`, edits it
-/// as described above.
-PassSplit splitPasses(mlir::func::FuncOp function, bool rematerialize);
+/// Splits `function`'s block into passes and, with `rematerialize` (and
+/// `checkpointActivations`), edits it as described above.
+PassSplit splitPasses(mlir::func::FuncOp function, bool rematerialize,
+                      bool checkpointActivations = false);
 
 } // namespace ls2c::fusion
 

@@ -200,6 +200,9 @@ TEST(ModelDescriptionTest, EncoderDefaultsFollowBert) {
   EXPECT_DOUBLE_EQ(d.layer_norm_eps, 1e-12);
   EXPECT_TRUE(d.tie_embeddings);
   EXPECT_FALSE(d.share_embeddings);
+  EXPECT_FALSE(d.activation_checkpointing);
+  EXPECT_TRUE(parse(patched(tinyEncoder(), {{"activation_checkpointing", true}}))
+                  .activation_checkpointing);
   EXPECT_EQ(d.dtype, ls2c::DType::F32);
   EXPECT_EQ(d.padding_idx, 0);
   EXPECT_EQ(d.image_size, 0);
@@ -439,6 +442,8 @@ TEST(ModelDescriptionBadInput, BoolForNumber) {
             "t.json: $.tie_embeddings: 1: must be a boolean (true or false)");
   EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"norm", 1}})),
             "t.json: $.norm: 1: must be a string");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"activation_checkpointing", 1}})),
+            "t.json: $.activation_checkpointing: 1: must be a boolean (true or false)");
 }
 
 TEST(ModelDescriptionBadInput, BetasWrongLength) {

@@ -117,6 +117,9 @@ struct ModelDescription {
   int64_t padding_idx = -1; ///< -1 = no padding token
   int64_t image_size = 0, patch_size = 0, channels = 0,
           num_classes = 0; ///< ViT only; 0 elsewhere
+  /// Train step: recompute each layer's activations in the backward except
+  /// the attention's results (ls2-fuse's checkpoint-activations).
+  bool activation_checkpointing = false;
   OptimizerConfig optimizer;
 
   /// hidden / heads (elements per attention head).

@@ -164,6 +164,21 @@ def Fuse : Pass<"ls2-fuse", "::mlir::func::FuncOp"> {
     passes is duplicated so the forward stores the narrow value. The
     report says how many bytes fewer are saved.
 
+    Activation checkpointing (`checkpoint-activations`, or a module with
+    the unit attribute `ls2.activation_checkpointing`): every forward value
+    of a transformer layer (ops whose location is a layer scope such as
+    `transformer.h.3`) that the backward reads is recomputed there, GEMMs
+    included, from the checkpoints: arguments, the attention's out and lse
+    (so the backward never runs an attention forward again; Megatron's
+    selective recomputation, Korthikanti et al., "Reducing Activation
+    Recomputation in Large Transformer Models", 2022, recomputes the
+    attention core instead), row statistics and
+    the values a layer passes to another scope (the residual stream). The
+    forward then stores per layer its input, the attention's out and lse
+    and the row statistics; the backward recomputes the rest of the layer's
+    forward (for a GPT: ln_1, the QKV, output and first MLP GEMMs, ln_2 and
+    the GELU) just before it needs them.
+
     Before:
       %s = ls2.reduce_sum %x [1] : tensor<?x64xf32> -> tensor<?xf32>
       %m = ls2.div %s, %c64 : tensor<?xf32>, tensor<f32>
@@ -181,7 +196,13 @@ def Fuse : Pass<"ls2-fuse", "::mlir::func::FuncOp"> {
     Option<"geluGradEpilogue", "gelu-grad-epilogue", "bool", /*default=*/"false",
            "attach the tanh GELU's gradient to its dgrad GEMM as cuBLASLt's "
            "DGELU(_BGRAD); off by default: on an H200 it ran the FFN's dgrad "
-           "at 170 TFLOP/s against 620 for the plain GEMM">
+           "at 170 TFLOP/s against 620 for the plain GEMM">,
+    Option<"checkpointActivations", "checkpoint-activations", "bool", /*default=*/"false",
+           "activation checkpointing: recompute in the backward every value a "
+           "transformer layer computes and the backward reads, GEMMs "
+           "included, except the attention's results (out and lse) and the "
+           "values a layer passes on; on by itself in a module marked "
+           "ls2.activation_checkpointing (the description's field)">
   ];
   let dependentDialects = ["::ls2c::ls2::LS2Dialect"];
 }
