@@ -158,7 +158,8 @@ private:
     if (auto name = dyn_cast<NameLoc>(loc)) {
       StringRef scope = name.getName().getValue();
       StringRef last = scope.rsplit('.').second;
-      bool number = !last.empty() && llvm::all_of(last, [](char c) { return c >= '0' && c <= '9'; });
+      bool number = !last.empty() &&
+                    llvm::all_of(last, [](char c) { return c >= '0' && c <= '9'; });
       return number ? scope.str() : "";
     }
     if (auto fused = dyn_cast<FusedLoc>(loc))
