@@ -78,12 +78,18 @@ suggestKey(std::string_view key, const std::vector<std::string_view> &known) {
   }
   if (best || key.size() < 3)
     return best;
-  // Prefixes catch Hugging Face spellings: "hidden_size" -> "hidden".
+  // Prefixes catch Hugging Face spellings: "hidden_size" -> "hidden"; the
+  // longest shared one wins ("activation_checkpoint" ->
+  // "activation_checkpointing", not "activation").
+  size_t bestShared = 0;
   for (std::string_view k : known)
     if (k.size() >= 3 &&
-        (k.substr(0, key.size()) == key || key.substr(0, k.size()) == k))
-      return k;
-  return std::nullopt;
+        (k.substr(0, key.size()) == key || key.substr(0, k.size()) == k) &&
+        std::min(k.size(), key.size()) > bestShared) {
+      best = k;
+      bestShared = std::min(k.size(), key.size());
+    }
+  return best;
 }
 
 //===----------------------------------------------------------------------===//

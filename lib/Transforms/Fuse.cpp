@@ -62,9 +62,10 @@ std::string opName(Operation *op) {
 class Fuser {
 public:
   Fuser(func::FuncOp f, bool report, bool rematerialize, bool geluGradEpilogue,
-        bool checkpointActivations)
+        bool checkpointActivations, bool epilogues)
       : func(f), report(report), rematerialize(rematerialize || checkpointActivations),
-        geluGradEpilogue(geluGradEpilogue), checkpointActivations(checkpointActivations) {}
+        geluGradEpilogue(geluGradEpilogue), checkpointActivations(checkpointActivations),
+        attachGemmEpilogues(epilogues) {}
 
   LogicalResult run() {
     Block &block = func.getBody().front();
@@ -77,6 +78,7 @@ public:
       recomputedOps = split.recomputedOps;
       rematerialized = split.duplicatedCasts;
       rematerializedValues = std::move(split.narrowedCasts);
+      recomputedGemms = std::move(split.recomputedGemms);
     }
     // Bounds of the program as it will be fused (after the copies above).
     FailureOr<ShapeBounds> computed = ShapeBounds::compute(func);
@@ -240,6 +242,7 @@ private:
   int64_t recomputedOps = 0;
   int64_t rematerialized = 0, rematerializedBytes = 0;
   SmallVector<Value> rematerializedValues; // the forward casts now stored narrow
+  llvm::DenseSet<Operation *> recomputedGemms; // and their copies: no epilogues
 
   llvm::DenseSet<Operation *> backward;
   llvm::DenseSet<Operation *> recomputed; ///< backward copies of forward ops
@@ -251,6 +254,7 @@ private:
   bool rematerialize;
   bool geluGradEpilogue;
   bool checkpointActivations;
+  bool attachGemmEpilogues;
   std::vector<Operation *> order;
   DenseMap<Operation *, int> pos;
   DenseMap<Operation *, OpClass> cls;
@@ -816,7 +820,8 @@ private:
       made.push_back(materialize(ops, ls2::FusionKind::Loop, 0, index++));
     }
     EpilogueReport epilogues;
-    attachEpilogues(made, report ? &epilogues : nullptr, geluGradEpilogue);
+    if (attachGemmEpilogues)
+      attachEpilogues(made, report ? &epilogues : nullptr, geluGradEpilogue, &recomputedGemms);
     // Dead views and sizes left behind.
     for (changed = true; changed;) {
       changed = false;
@@ -926,7 +931,7 @@ struct FusePass : ls2c::impl::FuseBase<FusePass> {
     auto module = f->getParentOfType<ModuleOp>();
     bool checkpoint = checkpointActivations ||
                       (module && module->hasAttr("ls2.activation_checkpointing"));
-    if (failed(Fuser(f, report, rematerialize, geluGradEpilogue, checkpoint).run()))
+    if (failed(Fuser(f, report, rematerialize, geluGradEpilogue, checkpoint, epilogues).run()))
       return signalPassFailure();
   }
 };

@@ -620,8 +620,9 @@ const char *cublasName(ls2::GemmActivation a, bool bias, bool aux, bool bgrad) {
 
 class Attacher {
 public:
-  Attacher(SmallVector<ls2::FusionOp> &made, EpilogueReport *report, bool geluGradEpilogue)
-      : made(made), report(report), geluGradEpilogue(geluGradEpilogue) {}
+  Attacher(SmallVector<ls2::FusionOp> &made, EpilogueReport *report, bool geluGradEpilogue,
+           const llvm::DenseSet<Operation *> *keepPlain)
+      : made(made), report(report), geluGradEpilogue(geluGradEpilogue), keepPlain(keepPlain) {}
 
   void run() {
     attachActivations();
@@ -637,7 +638,19 @@ private:
   SmallVector<ls2::FusionOp> &made;
   EpilogueReport *report;
   bool geluGradEpilogue;
+  const llvm::DenseSet<Operation *> *keepPlain;
   llvm::DenseSet<Operation *> erased;
+
+  /// A GEMM the backward recomputes, or a backward copy of one: an
+  /// epilogue skips rounding the product before the bias, so one of the
+  /// pair with an epilogue and one without would give different bits.
+  bool mustStayPlain(ls2::MatmulOp m, ls2::FusionOp f) {
+    if (!keepPlain || !keepPlain->contains(m.getOperation()))
+      return false;
+    refused(f, "its GEMM is recomputed by activation checkpointing (or is such a copy); the "
+               "forward and its copy must compute the same bits");
+    return true;
+  }
 
   void attached(ls2::FusionOp f, ls2::MatmulOp m, const std::string &what) {
     if (report)
@@ -702,6 +715,8 @@ private:
     }
 
     for (ForwardCandidate &c : forwards) {
+      if (mustStayPlain(c.gemm, c.group))
+        continue;
       bool relu = c.activation == ls2::GemmActivation::Relu;
       Value saved = c.saved >= 0 ? c.group.getResult(c.saved) : Value();
       SmallVector<BackwardCandidate> grads;
@@ -881,7 +896,7 @@ private:
             Value gemm = f.getInputs()[xArg.getArgNumber()];
             auto m = gemm.getDefiningOp<ls2::MatmulOp>();
             if (m && gemm == m.getResult() && !m.getBias() &&
-                !m.getActivation() && gemm.hasOneUse()) {
+                !m.getActivation() && gemm.hasOneUse() && !mustStayPlain(m, f)) {
               ls2::MatmulOp n = rebuildPlain(
                   m, f.getInputs()[biasArg.getArgNumber()],
                   m.getBiasGrad() ? m.getBiasGrad().getType() : Type());
@@ -923,8 +938,8 @@ private:
 } // namespace
 
 void attachEpilogues(SmallVector<ls2::FusionOp> &made, EpilogueReport *report,
-                     bool geluGradEpilogue) {
-  Attacher(made, report, geluGradEpilogue).run();
+                     bool geluGradEpilogue, const llvm::DenseSet<Operation *> *keepPlain) {
+  Attacher(made, report, geluGradEpilogue, keepPlain).run();
 }
 
 } // namespace ls2c::fusion

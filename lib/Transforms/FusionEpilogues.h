@@ -28,6 +28,7 @@
 
 #include "ls2/IR/LS2Dialect.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <string>
@@ -45,8 +46,12 @@ struct EpilogueReport {
 /// `geluGradEpilogue`: also the tanh GELU's gradient (DGELU_BGRAD); off,
 /// such a group is refused with the reason (ls2-fuse's option of that
 /// name) and stays a generated kernel reading the forward's aux.
+/// `keepPlain`: GEMMs that get no bias or activation epilogue (those
+/// activation checkpointing recomputes, and their copies), so a forward
+/// GEMM and its recomputed copy compute the same bits.
 void attachEpilogues(llvm::SmallVector<ls2::FusionOp> &made,
-                     EpilogueReport *report = nullptr, bool geluGradEpilogue = false);
+                     EpilogueReport *report = nullptr, bool geluGradEpilogue = false,
+                     const llvm::DenseSet<mlir::Operation *> *keepPlain = nullptr);
 
 } // namespace ls2c::fusion
 

@@ -146,6 +146,10 @@ private:
                isa<FloatType>(type.getElementType()) &&
                type.getElementType().getIntOrFloatBitWidth() >= 32 &&
                !isSingleElement(type) && recomputable(v, 0);
+    // What a layer passes on is kept: recomputing it (even cheaply) would
+    // chain each layer's recomputation into the next one's.
+    if (checkpoint && isCheckpoint(v) && def && !layerScope(def->getLoc()).empty())
+      yes = false;
     yes |= checkpoint && !isCheckpoint(v) && fromCheckpoints(v);
     recomputeDecisions[v] = yes;
     return yes;
@@ -253,6 +257,10 @@ private:
       split.backward.insert(copy);
       split.recomputed.insert(copy);
       ++split.recomputedOps;
+      if (isa<ls2::MatmulOp>(def)) {
+        split.recomputedGemms.insert(def);
+        split.recomputedGemms.insert(copy);
+      }
       for (auto [result, copied] : llvm::zip(def->getResults(), copy->getResults()))
         copies[result] = copied;
       return copy->getResult(cast<OpResult>(v).getResultNumber());

@@ -37,6 +37,9 @@ struct PassSplit {
   /// The forward casts whose backward copies were made (their inputs, half
   /// the bytes, are what the forward stores now).
   llvm::SmallVector<mlir::Value> narrowedCasts;
+  /// The GEMMs activation checkpointing recomputes and their backward
+  /// copies: they keep no bias or activation epilogue (attachEpilogues).
+  llvm::DenseSet<mlir::Operation *> recomputedGemms;
 };
 
 /// Splits `function`'s block into passes and, with `rematerialize` (and

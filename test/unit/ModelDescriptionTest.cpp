@@ -444,6 +444,10 @@ TEST(ModelDescriptionBadInput, BoolForNumber) {
             "t.json: $.norm: 1: must be a string");
   EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"activation_checkpointing", 1}})),
             "t.json: $.activation_checkpointing: 1: must be a boolean (true or false)");
+  // The longest shared prefix names the field meant.
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"activation_checkpoint", true}})),
+            "t.json: $.activation_checkpoint: unknown key (did you mean "
+            "\"activation_checkpointing\"?)");
 }
 
 TEST(ModelDescriptionBadInput, BetasWrongLength) {

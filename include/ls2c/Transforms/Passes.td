@@ -177,7 +177,9 @@ def Fuse : Pass<"ls2-fuse", "::mlir::func::FuncOp"> {
     forward then stores per layer its input, the attention's out and lse
     and the row statistics; the backward recomputes the rest of the layer's
     forward (for a GPT: ln_1, the QKV, output and first MLP GEMMs, ln_2 and
-    the GELU) just before it needs them.
+    the GELU) just before it needs them. A recomputed GEMM and its forward
+    original take no bias or activation epilogue, so both compute the same
+    bits in fp16/bf16 too (an epilogue skips rounding the product).
 
     Before:
       %s = ls2.reduce_sum %x [1] : tensor<?x64xf32> -> tensor<?xf32>
@@ -197,6 +199,11 @@ def Fuse : Pass<"ls2-fuse", "::mlir::func::FuncOp"> {
            "attach the tanh GELU's gradient to its dgrad GEMM as cuBLASLt's "
            "DGELU(_BGRAD); off by default: on an H200 it ran the FFN's dgrad "
            "at 170 TFLOP/s against 620 for the plain GEMM">,
+    Option<"epilogues", "epilogues", "bool", /*default=*/"true",
+           "attach groups that only finish a GEMM as its cuBLASLt epilogues; "
+           "off, every such group stays a generated kernel (an epilogue skips "
+           "rounding the product before the bias, so in fp16/bf16 the two "
+           "differ in the last bits)">,
     Option<"checkpointActivations", "checkpoint-activations", "bool", /*default=*/"false",
            "activation checkpointing: recompute in the backward every value a "
            "transformer layer computes and the backward reads, GEMMs "
