@@ -15,6 +15,7 @@ trap 'rm -rf "$LOG_DIR"' EXIT
 declare -a STAGES TIMES
 passed=0
 failed=0
+skipped=0
 status=0
 
 stage() { # stage NAME COMMAND...: runs COMMAND, records its time, stops on failure
@@ -40,7 +41,7 @@ summary() {
   for i in "${!STAGES[@]}"; do
     printf '  %-28s %5ss\n' "${STAGES[$i]}" "${TIMES[$i]}"
   done
-  echo "tests: $passed passed, $failed failed"
+  echo "tests: $passed passed, $failed failed, $skipped skipped (they need a GPU or NCCL)"
   exit $status
 }
 
@@ -53,14 +54,18 @@ count_lit() {
   failed=$((failed + ${f:-0}))
 }
 
-# ctest prints "N% tests passed, F tests failed out of T".
+# ctest prints "N% tests passed, F tests failed out of T" and counts a
+# skipped test (GTEST_SKIP: no GPU) as passed; its progress line says
+# "***Skipped".
 count_ctest() {
-  local line t f
+  local line t f k
   line=$(grep -E 'tests passed, [0-9]+ tests? failed out of' "$1" | tail -1)
   t=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$line")
   f=$(sed -E 's/.*passed, ([0-9]+) tests? failed.*/\1/' <<<"$line")
-  passed=$((passed + ${t:-0} - ${f:-0}))
+  k=$(grep -c '\*\*\*Skipped' "$1" || true)
+  passed=$((passed + ${t:-0} - ${f:-0} - ${k:-0}))
   failed=$((failed + ${f:-0}))
+  skipped=$((skipped + ${k:-0}))
 }
 
 run_lit() {
