@@ -7,8 +7,6 @@ using namespace mlir;
 
 namespace ls2c {
 
-namespace {
-
 std::string scopeOf(Location loc) {
   if (auto name = dyn_cast<NameLoc>(loc))
     return name.getName().str();
@@ -18,8 +16,6 @@ std::string scopeOf(Location loc) {
         return s;
   return "";
 }
-
-} // namespace
 
 ProgramStats collectProgramStats(func::FuncOp f) {
   ProgramStats s;

@@ -1,6 +1,8 @@
 //===- Rematerialize.cpp - forward/backward split and recomputation ------===//
 #include "Rematerialize.h"
 
+#include "ls2c/Analysis/ProgramStats.h"
+
 #include "ls2/IR/LS2Dialect.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -146,31 +148,26 @@ private:
                isa<FloatType>(type.getElementType()) &&
                type.getElementType().getIntOrFloatBitWidth() >= 32 &&
                !isSingleElement(type) && recomputable(v, 0);
-    // What a layer passes on is kept: recomputing it (even cheaply) would
-    // chain each layer's recomputation into the next one's.
-    if (checkpoint && isCheckpoint(v) && def && !layerScope(def->getLoc()).empty())
-      yes = false;
-    yes |= checkpoint && !isCheckpoint(v) && fromCheckpoints(v);
+    if (checkpoint) {
+      if (!isCheckpoint(v))
+        yes = yes || fromCheckpoints(v);
+      else if (def && !layerScope(def->getLoc()).empty())
+        // What a layer passes on is kept: recomputing it (even cheaply)
+        // would chain each layer's recomputation into the next one's.
+        yes = false;
+    }
     recomputeDecisions[v] = yes;
     return yes;
   }
   llvm::DenseMap<Value, bool> recomputeDecisions;
 
-  /// The layer scope of an op ("transformer.h.3": a scope whose last
-  /// component is a number), or "" outside the layers.
+  /// The layer scope of an op ("transformer.h.3": a frontend scope whose
+  /// last component is a number), or "" outside the layers.
   static std::string layerScope(Location loc) {
-    if (auto name = dyn_cast<NameLoc>(loc)) {
-      StringRef scope = name.getName().getValue();
-      StringRef last = scope.rsplit('.').second;
-      bool number = !last.empty() &&
-                    llvm::all_of(last, [](char c) { return c >= '0' && c <= '9'; });
-      return number ? scope.str() : "";
-    }
-    if (auto fused = dyn_cast<FusedLoc>(loc))
-      for (Location l : fused.getLocations())
-        if (std::string s = layerScope(l); !s.empty())
-          return s;
-    return "";
+    std::string scope = scopeOf(loc);
+    StringRef last = StringRef(scope).rsplit('.').second;
+    bool number = !last.empty() && llvm::all_of(last, [](char c) { return c >= '0' && c <= '9'; });
+    return number ? scope : "";
   }
 
   /// Activation checkpointing: what the forward keeps for the backward

@@ -33,6 +33,10 @@ struct ProgramStats {
   int64_t arenaLowerBound = -1; ///< ls2.arena_lower_bound_bytes
 };
 
+/// The frontend scope of a location: its NameLoc's name (the first one
+/// inside a FusedLoc), e.g. "bert.encoder.layer.3"; "" when it has none.
+std::string scopeOf(mlir::Location loc);
+
 /// Counts `function`'s launches and reads its buffer plan attributes.
 ProgramStats collectProgramStats(mlir::func::FuncOp function);
 
