@@ -90,7 +90,7 @@ def write_batches(cfg_dir, name, ranks):
     from batches import make_batch, save_batch
     from descriptions import config
     c = config(json.load(open(os.path.join(cfg_dir, "model.json"))))
-    _, nseq, seqlen = CONFIGS[name]
+    _, nseq, seqlen, _ = CONFIGS[name]
     written = 0
     for r in range(ranks):
         if not os.path.exists(batch_path(cfg_dir, r)):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ls2c beside PyTorch eager and torch.compile: train-step time and memory of the same model.
 
-Configurations (the presets as they are, dropout included; the batch is one random packed batch
+Configurations (the presets as they are, dropout included, or with the fields named below; the batch is one random packed batch
 of equal-length sequences, batches.make_batch):
 
     bert-base          32 x 512 tokens, fp16 (AMP + GradScaler)
@@ -9,6 +9,12 @@ of equal-length sequences, batches.make_batch):
     transformer-base   16 x 256 tokens per side (4,096), fp16
     transformer-base-512  2 x 256 tokens per side (512), fp16 (launch-bound)
     vit-b16            64 images of 224 x 224, bf16
+    bert-base-ckpt, gpt2-medium-ckpt   as bert-base and gpt2-medium, with activation_checkpointing
+                       (PyTorch: torch.utils.checkpoint around each layer)
+    gpt-1.3b-32k       one 32,768-token sequence, bench/models/gpt-1.3b-sp.json (24 x 2048, bf16)
+                       with max_seq_len = max_batch_tokens = 32,768; gpt-1.3b-32k-ckpt with
+                       activation_checkpointing; gpt-1.3b-64k, gpt-1.3b-128k-ckpt and
+                       gpt-1.3b-256k-ckpt the same at 65,536, 131,072 and 262,144 tokens
 
     prepare --out DIR [--config C ...]   (compiler machine) DIR/C/model.json, DIR/C/model.ls2b
                                          and DIR/C/stats.json: `ls2c compile --stats` figures
@@ -47,13 +53,28 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-# config: (preset, sequences or images, tokens per sequence (per side), or None for ViT)
+# config: (description: an examples/ preset or a bench/models/ file, sequences or images,
+# tokens per sequence (per side) or None for ViT, fields set over the description's)
+GPT_13B = "models/gpt-1.3b-sp.json"
 CONFIGS = {
-    "bert-base": ("bert-base", 32, 512),
-    "gpt2-medium": ("gpt2-medium", 16, 1024),
-    "transformer-base": ("transformer-base", 16, 256),
-    "transformer-base-512": ("transformer-base", 2, 256),
-    "vit-b16": ("vit-b16", 64, None),
+    "bert-base": ("bert-base", 32, 512, {}),
+    "gpt2-medium": ("gpt2-medium", 16, 1024, {}),
+    "transformer-base": ("transformer-base", 16, 256, {}),
+    "transformer-base-512": ("transformer-base", 2, 256, {}),
+    "vit-b16": ("vit-b16", 64, None, {}),
+    # Activation checkpointing: ls2c's description field, torch.utils.checkpoint per layer in PyTorch.
+    "bert-base-ckpt": ("bert-base", 32, 512, {"activation_checkpointing": True}),
+    "gpt2-medium-ckpt": ("gpt2-medium", 16, 1024, {"activation_checkpointing": True}),
+    # One 32,768-token sequence through a 1.3B-shaped GPT (bf16), without and with checkpointing.
+    "gpt-1.3b-32k": (GPT_13B, 1, 32768, {"max_seq_len": 32768, "max_batch_tokens": 32768}),
+    "gpt-1.3b-32k-ckpt": (GPT_13B, 1, 32768, {"max_seq_len": 32768, "max_batch_tokens": 32768,
+                                              "activation_checkpointing": True}),
+    # Longer single sequences: the longest one GPU holds, without and with checkpointing.
+    "gpt-1.3b-64k": (GPT_13B, 1, 65536, {"max_seq_len": 65536, "max_batch_tokens": 65536}),
+    "gpt-1.3b-128k-ckpt": (GPT_13B, 1, 131072, {"max_seq_len": 131072, "max_batch_tokens": 131072,
+                                                "activation_checkpointing": True}),
+    "gpt-1.3b-256k-ckpt": (GPT_13B, 1, 262144, {"max_seq_len": 262144, "max_batch_tokens": 262144,
+                                                "activation_checkpointing": True}),
 }
 DEFAULT = ["bert-base", "gpt2-medium", "transformer-base", "vit-b16"]
 GiB = float(1 << 30)
@@ -63,11 +84,16 @@ GiB = float(1 << 30)
 
 def prepare(args):
     for name in args.config or DEFAULT:
-        preset = CONFIGS[name][0]
+        source, _, _, fields = CONFIGS[name]
         out = os.path.join(args.out, name)
         os.makedirs(out, exist_ok=True)
         model = os.path.join(out, "model.json")
-        shutil.copyfile(os.path.join(ROOT, "examples", preset + ".json"), model)
+        path = os.path.join(HERE, source) if source.endswith(".json") else os.path.join(ROOT, "examples",
+                                                                                          source + ".json")
+        desc = dict(json.load(open(path)), **fields)
+        with open(model + ".tmp", "w") as f:
+            json.dump(desc, f, indent=1)
+        os.replace(model + ".tmp", model)
         stats = subprocess.run([args.ls2c, "compile", model, "--stats"], check=True, capture_output=True,
                                text=True).stdout
         peak = re.search(r"estimated peak device memory: (\d+) bytes", stats)
@@ -247,7 +273,7 @@ def bench_config(args, name):
     cfg_dir = os.path.join(args.dir, name)
     c = config(json.load(open(os.path.join(cfg_dir, "model.json"))))
     stats = json.load(open(os.path.join(cfg_dir, "stats.json")))
-    _, nseq, seqlen = CONFIGS[name]
+    _, nseq, seqlen, _ = CONFIGS[name]
     arrays, lengths = make_batch(c, nseq, seqlen or c["max_seq_len"], seed=1, uniform=True)
     tokens = int((arrays.get("cu_seqlens") if "cu_seqlens" in arrays else arrays["src_cu_seqlens"])[-1])
     res = {"config": name, "dtype": c["dtype"], "sequences": nseq, "tokens": tokens, "ls2c_stats": stats}
@@ -266,7 +292,7 @@ def bench_config(args, name):
             except Exception as e:
                 res["ls2c"] = {"error": str(e)}
                 print(f"ls2c: FAILED: {e}", flush=True)
-    for mode in ["eager"] + ([] if args.skip_compile else ["compile"]):
+    for mode in [] if args.skip_torch else ["eager"] + ([] if args.skip_compile else ["compile"]):
         try:
             res[mode] = run_torch(c, arrays, lengths, mode == "compile", args)
             r = res[mode]
@@ -341,8 +367,10 @@ def main():
     r.add_argument("--skip-compile", action="store_true")
     r.add_argument("--compile-mode", default="default", help="torch.compile mode (default, reduce-overhead, ...)")
     r.add_argument("--skip-ls2c", action="store_true")
-    r.add_argument("--attention", choices=["kernels", "cudnn"], default="kernels",
-                   help="ls2c's attention: the generated kernels or cuDNN's fused attention")
+    r.add_argument("--attention", choices=["kernels", "cudnn", "auto"], default="kernels",
+                   help="ls2c's attention: the generated kernels, cuDNN's fused attention, or per shape "
+                        "the faster of the two (timed on the first step)")
+    r.add_argument("--skip-torch", action="store_true", help="ls2c alone (lengths PyTorch would take minutes on)")
     r.add_argument("--tmp", help="folder for ls2c's output files (GBs for big models)")
     r.add_argument("--json")
     for x in (p, r):

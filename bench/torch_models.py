@@ -28,6 +28,11 @@ padding). A batch is a dict of tensors named as ls2c's inputs plus Python tuples
 lengths ("lengths"; encoder_decoder: "src_lengths", "tgt_lengths"). When every sequence has the
 same length, attention runs on [B, heads, S, D] through scaled_dot_product_attention (what the
 benchmarks use); otherwise on one [T, T] block-diagonal mask.
+
+With the description's `activation_checkpointing` each encoder, decoder or ViT layer runs under
+torch.utils.checkpoint (non-reentrant, RNG state preserved): its input is kept and the layer,
+attention included, runs again in the backward (ls2c keeps the attention's output and log-sum-exp
+instead and does not run attention again).
 """
 import math
 import re
@@ -35,6 +40,7 @@ import re
 import numpy as np
 import torch
 import torch.nn.functional as F
+import torch.utils.checkpoint
 from torch import nn
 
 import descriptions
@@ -295,6 +301,12 @@ class Model(nn.Module):
             return x + self._drop(branch(self._ln(x, norm)), drop)
         return self._ln(x + self._drop(branch(x), drop), norm)
 
+    def _layer(self, body, x):
+        """body(x) for one layer, under torch.utils.checkpoint with activation_checkpointing."""
+        if self.c.get("activation_checkpointing") and self.training and torch.is_grad_enabled():
+            return torch.utils.checkpoint.checkpoint(body, x, use_reentrant=False)
+        return body(x)
+
     def _ffn(self, x, fc1, fc2, proj):
         return proj(self._drop(self._act(proj(x, fc1)), self.c["activation_dropout"]), fc2)
 
@@ -322,13 +334,17 @@ class Model(nn.Module):
         for i in range(c["encoder_layers"]):
             n = f"bert.encoder.layer.{i}."
 
-            def attn(h):
+            def attn(h, n=n):  # bound now: a checkpointed layer runs again after the loop
                 q, k, v = (self._linear(h, n + "attention.self." + w) for w in ("query", "key", "value"))
                 return self._linear(self._attn(q, k, v, lengths, lengths, False), n + "attention.output.dense")
 
-            x = self._residual(x, n + "attention.output.LayerNorm", attn)
-            x = self._residual(x, n + "output.LayerNorm",
-                               lambda h: self._ffn(h, n + "intermediate.dense", n + "output.dense", self._linear))
+            def layer(x, n=n, attn=attn):
+                x = self._residual(x, n + "attention.output.LayerNorm", attn)
+                return self._residual(x, n + "output.LayerNorm",
+                                      lambda h: self._ffn(h, n + "intermediate.dense", n + "output.dense",
+                                                          self._linear))
+
+            x = self._layer(layer, x)
         if c["norm"] == "pre":
             x = self._ln(x, "bert.encoder.final_layer_norm")
         h = self._ln(self._act(self._linear(x, "cls.predictions.transform.dense")),
@@ -347,13 +363,17 @@ class Model(nn.Module):
         for i in range(c["decoder_layers"]):
             n = f"transformer.h.{i}."
 
-            def attn(h):
+            def attn(h, n=n):  # bound now: a checkpointed layer runs again after the loop
                 qkv = self._conv1d(h, n + "attn.c_attn")
                 q, k, v = qkv[:, :H], qkv[:, H:H + KV], qkv[:, H + KV:]
                 return self._conv1d(self._attn(q, k, v, lengths, lengths, True), n + "attn.c_proj")
 
-            x = self._residual(x, n + "ln_1", attn)
-            x = self._residual(x, n + "ln_2", lambda h: self._ffn(h, n + "mlp.c_fc", n + "mlp.c_proj", self._conv1d))
+            def layer(x, n=n, attn=attn):
+                x = self._residual(x, n + "ln_1", attn)
+                return self._residual(x, n + "ln_2",
+                                      lambda h: self._ffn(h, n + "mlp.c_fc", n + "mlp.c_proj", self._conv1d))
+
+            x = self._layer(layer, x)
         if c["norm"] == "pre":
             x = self._ln(x, "transformer.ln_f")
         logits = F.linear(x, self.p("transformer.wte.weight" if c["tie_embeddings"] else "lm_head.weight"))
@@ -411,13 +431,16 @@ class Model(nn.Module):
         for i in range(c["encoder_layers"]):
             n = f"blocks.{i}."
 
-            def attn(h):
+            def attn(h, n=n):  # bound now: a checkpointed layer runs again after the loop
                 qkv = self._linear(h, n + "attn.qkv")
                 q, k, v = qkv[:, :H], qkv[:, H:H + KV], qkv[:, H + KV:]
                 return self._linear(self._attn(q, k, v, lengths, lengths, False), n + "attn.proj")
 
-            x = self._residual(x, n + "norm1", attn)
-            x = self._residual(x, n + "norm2", lambda h: self._ffn(h, n + "mlp.fc1", n + "mlp.fc2", self._linear))
+            def layer(x, n=n, attn=attn):
+                x = self._residual(x, n + "norm1", attn)
+                return self._residual(x, n + "norm2", lambda h: self._ffn(h, n + "mlp.fc1", n + "mlp.fc2", self._linear))
+
+            x = self._layer(layer, x)
         if c["norm"] == "pre":
             x = self._ln(x, "norm")
         logits = self._linear(x.reshape(B, N, H)[:, 0], "head")

@@ -3,12 +3,14 @@
 # benchmark against PyTorch eager and torch.compile (bench/side_by_side.py).
 #
 # On the compiler machine (MLIR, no GPU):
-#   scripts/gpu-bench.sh [prepare]      builds ls2c and ls2c-gpu-step in $LS2C_BUILD_DIR (default
+#   scripts/gpu-bench.sh [prepare [CONFIG...]]
+#                                       builds ls2c and ls2c-gpu-step in $LS2C_BUILD_DIR (default
 #                                       build; LS2C_NO_BUILD=1 uses the binaries as they are) and
 #                                       writes .gpu-bench/ (git-ignored, < 64 MiB): bin/ (the
 #                                       MLIR-free ls2c-gpu-step, and libfmt if it links it), parity/
 #                                       (descriptions + sm_90 bundles of the parity cases), bench/
-#                                       (bundles + compile statistics of the benchmark configs)
+#                                       (bundles + compile statistics of the default benchmark
+#                                       configs, and of the CONFIGs named)
 # On the GPU machine (carry .gpu-bench; bench/*.py travel with the tree):
 #   scripts/gpu-bench.sh run [all|parity [CASE...]|bench [CONFIG...]] [--out DIR]
 #     parity: bench/parity.py on the GPU cases (tiny-*, bert-base and gpt2-small in fp32 and in
@@ -71,18 +73,23 @@ run)
   shift
   run_gpu "$@"
   exit $? ;;
-prepare) ;;
+prepare) [ $# -gt 0 ] && shift ;;
 *)
-  echo "usage: $0 [prepare] | run [all|parity [CASE...]|bench [CONFIG...]] [--out DIR]" >&2
+  echo "usage: $0 [prepare [CONFIG...]] | run [all|parity [CASE...]|bench [CONFIG...]] [--out DIR]" >&2
   exit 2 ;;
 esac
+# The default configurations, and those named (bench/side_by_side.py's CONFIGS).
+extra=()
+if [ $# -gt 0 ]; then
+  for c in bert-base gpt2-medium transformer-base vit-b16 "$@"; do extra+=(--config "$c"); done
+fi
 
 . scripts/gpu-carry.sh
 carry_build ls2c-gpu-step
 carry_start "$G"
 carry_tool "$BUILD/tools/ls2c-gpu-step/ls2c-gpu-step" "$G"
 "$PY" bench/parity.py prepare --out "$G/parity" --ls2c "$BUILD/tools/ls2c/ls2c"
-"$PY" bench/side_by_side.py prepare --out "$G/bench" --ls2c "$BUILD/tools/ls2c/ls2c"
+"$PY" bench/side_by_side.py prepare --out "$G/bench" --ls2c "$BUILD/tools/ls2c/ls2c" "${extra[@]}"
 carry_size_check "$G" 64 "a device call carries"
 echo
 echo "On the GPU machine (carry $G), one command runs the checks and the benchmark:"

@@ -118,6 +118,16 @@ DeviceTensor uploadTensor(const std::vector<double> &values, const std::vector<i
   return t;
 }
 
+DeviceTensor zeroTensor(const std::vector<int64_t> &shape, DType dtype, size_t capacityBytes,
+                        const std::string &what) {
+  DeviceTensor t;
+  t.shape = shape;
+  t.dtype = dtype;
+  t.buffer = DeviceBuffer(std::max(capacityBytes, numel(shape) * dtypeBytes(dtype)), what);
+  t.buffer.fill(0);
+  return t;
+}
+
 std::vector<double> downloadTensor(const DeviceTensor &t) {
   std::vector<uint8_t> bytes(numel(t.shape) * dtypeBytes(t.dtype));
   if (!bytes.empty())

@@ -216,10 +216,8 @@ int run(const Options &o) {
   std::vector<int64_t> ws = {static_cast<int64_t>(program.workspaceElements)};
   size_t wsBytes = program.workspaceElements * 4;
   state["master_weights"] = uploadTensor(master, ws, DType::F32, wsBytes, "master weights");
-  state["exp_avg"] = uploadTensor(std::vector<double>(master.size(), 0.0), ws, DType::F32, wsBytes,
-                            "exp_avg");
-  state["exp_avg_sq"] = uploadTensor(std::vector<double>(master.size(), 0.0), ws, DType::F32,
-                               wsBytes, "exp_avg_sq");
+  state["exp_avg"] = zeroTensor(ws, DType::F32, wsBytes, "exp_avg");
+  state["exp_avg_sq"] = zeroTensor(ws, DType::F32, wsBytes, "exp_avg_sq");
   state["loss_scale"] =
       uploadTensor({program.computeDType == "f16" ? 65536.0 : 1.0}, {}, DType::F32, 4, "loss scale");
   state["step"] = uploadTensor({0.0}, {}, DType::I64, 8, "step");
@@ -230,8 +228,7 @@ int run(const Options &o) {
   state["dropout_seed"] =
       uploadTensor({static_cast<double>(o.dropoutSeed)}, {}, DType::I64, 8, "dropout seed");
   state["dropout_offset"] = uploadTensor({0.0}, {}, DType::I64, 8, "offset");
-  state["gradients"] = uploadTensor(std::vector<double>(master.size(), 0.0), ws, DType::F32,
-                                    wsBytes, "gradients");
+  state["gradients"] = zeroTensor(ws, DType::F32, wsBytes, "gradients");
 
   // Batch inputs and buffers (sinusoidal tables) of @accumulate_gradients:
   // one set per simulated rank (--simulate-ranks), else this rank's.

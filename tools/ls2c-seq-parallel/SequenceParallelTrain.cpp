@@ -246,8 +246,7 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, Executor &spExecu
         cu, {static_cast<int64_t>(cu.size())}, DType::I32, cu.size() * 4, "cu_seqlens");
     const std::vector<int64_t> w = {static_cast<int64_t>(master.size())};
     m->state["master_weights"] = tools::uploadTensor(master, w, DType::F32, master.size() * 4, "master");
-    m->state["gradients"] = tools::uploadTensor(std::vector<double>(master.size(), 0.0), w,
-                                                DType::F32, master.size() * 4, "gradients");
+    m->state["gradients"] = tools::zeroTensor(w, DType::F32, master.size() * 4, "gradients");
     m->state["loss_scale"] =
         tools::uploadTensor({baseScale * m->weight}, {}, DType::F32, 4, "loss scale");
     m->state["dropout_seed"] =
