@@ -6,22 +6,26 @@
 # Here (MLIR, no GPU):   scripts/gpu-sp.sh prepare
 #   builds ls2c and ls2c-seq-parallel (LS2C_NO_BUILD=1: as they are) and writes .gpu-sp/
 #   (git-ignored): bin/, lib/ and the --program=sequence-parallel bundles of
-#   bench/models/{gpt-1.3b-sp,sp-gqa-bf16,sp-f32,sp-encoder-fp16}.json for sm_90, and the train
-#   step of sp-gqa-bf16 (--train).
+#   bench/models/{gpt-1.3b-sp,gpt-1.3b-sp2,sp-gqa-bf16,sp-f32,sp-encoder-fp16}.json for sm_90,
+#   and the train steps of sp-gqa-bf16 and gpt-1.3b-sp2 (--train; the latter a 1.3B-shaped GPT
+#   with activation checkpointing whose memory plan is one of 2 ranks' share of 262,144 tokens).
 # There (carry [".gpu-sp"]):
 #   scripts/gpu-sp.sh check [nccl] simulated ranks on GPU 0 (P = 1-5 and 8, both schedules, causal
 #                                  and not, GQA, lengths not divisible by P, float64 on small
 #                                  shapes) and, with 2+ GPUs, real NCCL ranks; one line each;
 #                                  exit 1 if any check fails; `nccl`: the real ranks' only
 #   scripts/gpu-sp.sh train-time P SEQ [ARGS]   the GQA model's train step (--train) on P real
-#                                  ranks, timed
+#                                  ranks, timed (TRAIN_MODEL=gpt-1.3b-sp2: the 1.3B-shaped one;
+#                                  RANK_TIMEOUT: seconds per rank process, default 300)
 #   scripts/gpu-sp.sh bench [ARGS] bench/cp_side_by_side.py run with the 1.3B-shaped bundle
 #                                  (ARGS: its options, e.g. --gpus 1,2 --seq 32768,65536)
 # All three write their logs and JSON under $OUT (else .gpu-sp-results).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 G=.gpu-sp
-MODELS=(gpt-1.3b-sp sp-gqa-bf16 sp-f32 sp-encoder-fp16)
+MODELS=(gpt-1.3b-sp gpt-1.3b-sp2 sp-gqa-bf16 sp-f32 sp-encoder-fp16)
+# Models whose train step (--train) is compiled too.
+TRAIN_MODELS=(sp-gqa-bf16 gpt-1.3b-sp2)
 
 usage() {
   echo "usage: $0 prepare | check [nccl] | train-time P SEQ [ARGS...] | bench [ARGS...]" >&2
@@ -48,7 +52,7 @@ ranks() {
   port=$(( 20000 + RANDOM % 20000 ))
   for ((r = 0; r < n; r++)); do
     RANK=$r LOCAL_RANK=$r WORLD_SIZE=$n LOCAL_WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-      timeout 300 "$G/bin/ls2c-seq-parallel" "$@" > "$RESULTS/rank-$r.log" 2>&1 &
+      timeout "${RANK_TIMEOUT:-300}" "$G/bin/ls2c-seq-parallel" "$@" > "$RESULTS/rank-$r.log" 2>&1 &
     pids+=($!)
   done
   for ((r = 0; r < n; r++)); do
@@ -134,13 +138,13 @@ train-time)
   [[ $2 =~ ^[1-9][0-9]*$ && $3 =~ ^[1-9][0-9]*$ ]] ||
     { echo "train-time P SEQ: P ($2) and SEQ ($3) must be integers >= 1" >&2; exit 2; }
   gpu_env
-  p=$2 seq=$3
+  p=$2 seq=$3 m=${TRAIN_MODEL:-sp-gqa-bf16}
   shift 3
   if [ "$p" -eq 1 ]; then
-    "$G/bin/ls2c-seq-parallel" "$G/sp-gqa-bf16.ls2b" --train "$G/sp-gqa-bf16-train.ls2b" --seq "$seq" \
+    "$G/bin/ls2c-seq-parallel" "$G/$m.ls2b" --train "$G/$m-train.ls2b" --seq "$seq" \
       --time 5 --warmup 2 --json-line "$@"
   else
-    ranks "$p" "$G/sp-gqa-bf16.ls2b" --train "$G/sp-gqa-bf16-train.ls2b" --seq "$seq" --time 5 \
+    ranks "$p" "$G/$m.ls2b" --train "$G/$m-train.ls2b" --seq "$seq" --time 5 \
       --warmup 2 --json-line "$@"
   fi
   exit $? ;;
@@ -160,8 +164,9 @@ for m in "${MODELS[@]}"; do
   "$BUILD/tools/ls2c/ls2c" compile "bench/models/$m.json" --program=sequence-parallel --arch=sm_90 \
     -o "$G/$m.ls2b"
 done
-# The GQA model's train step too (--train).
-"$BUILD/tools/ls2c/ls2c" compile bench/models/sp-gqa-bf16.json --arch=sm_90 -o "$G/sp-gqa-bf16-train.ls2b"
+for m in "${TRAIN_MODELS[@]}"; do
+  "$BUILD/tools/ls2c/ls2c" compile "bench/models/$m.json" --arch=sm_90 -o "$G/$m-train.ls2b"
+done
 carry_size_check "$G" 50 "kept for a device call's carry"
 echo
 echo "On the GPU machine (carry $G): scripts/gpu-sp.sh check; scripts/gpu-sp.sh bench --gpus 1,2"

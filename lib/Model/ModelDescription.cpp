@@ -138,6 +138,7 @@ const IntField kIntFields[] = {
     {"patch_size", &MD::patch_size, kV, kV, 0, true},
     {"channels", &MD::channels, kV, 0, 0, true},
     {"num_classes", &MD::num_classes, kV, kV, 0, true},
+    {"sequence_parallel_size", &MD::sequence_parallel_size, kD, 0, 1, true},
 };
 
 // Per-architecture defaults: those of BERT, GPT-2, fairseq's Transformer and
@@ -171,7 +172,7 @@ const std::vector<std::string_view> kTopKeys = {
     "attention_dropout", "activation_dropout", "layer_norm_eps",
     "tie_embeddings", "share_embeddings", "dtype", "label_smoothing",
     "padding_idx", "image_size", "patch_size", "channels", "num_classes",
-    "activation_checkpointing", "optimizer"};
+    "activation_checkpointing", "sequence_parallel_size", "optimizer"};
 // clang-format on
 const std::vector<std::string_view> kOptimizerKeys = {
     "type", "lr", "betas", "eps", "weight_decay", "clip_norm", "bucket_cap_mb",
@@ -374,7 +375,23 @@ private:
       failAt("src_vocab", "must be at least 2");
     if (applies(kV))
       checkVit();
-    if (d_.max_seq_len > d_.max_batch_tokens) {
+    if (d_.sequence_parallel_size > kMaxSequenceParallelSize)
+      failAt("sequence_parallel_size",
+             fmt::format("must be at most {}", kMaxSequenceParallelSize));
+    // A rank holds about max_seq_len / P of a sequence's tokens (the last
+    // chunk padded): max_batch_tokens bounds one rank's. Positions stay i32.
+    if (d_.max_seq_len > kMaxBatchTokens)
+      failAt("max_seq_len", fmt::format("must be at most {} (positions are "
+                                        "32-bit integers)",
+                                        kMaxBatchTokens));
+    if (d_.sequence_parallel_size > 1 &&
+        d_.max_seq_len > d_.max_batch_tokens * d_.sequence_parallel_size)
+      failAt("max_seq_len",
+             fmt::format("must not exceed max_batch_tokens x "
+                         "sequence_parallel_size ({} x {})",
+                         d_.max_batch_tokens, d_.sequence_parallel_size));
+    if (d_.sequence_parallel_size == 1 &&
+        d_.max_seq_len > d_.max_batch_tokens) {
       if (root_.contains("max_seq_len"))
         failAt("max_seq_len",
                fmt::format("must not exceed max_batch_tokens ({})",

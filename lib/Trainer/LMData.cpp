@@ -61,6 +61,13 @@ private:
 
 std::unique_ptr<TrainingData> loadLMData(const TrainOptions &o, const ModelDescription &desc) {
   int64_t seqLen = desc.max_seq_len;
+  if (seqLen > desc.max_batch_tokens)
+    throw TrainError(o.model + ": max_seq_len " + std::to_string(seqLen) +
+                     " exceeds max_batch_tokens " + std::to_string(desc.max_batch_tokens) +
+                     " (sequence_parallel_size " +
+                     std::to_string(desc.sequence_parallel_size) +
+                     "): a sequence this long trains only split across ranks, with "
+                     "ls2c-seq-parallel --train");
   int64_t sequences = o.batchSequences ? o.batchSequences : desc.max_batch_tokens / seqLen;
   int64_t batchTokens = 0;
   if (__builtin_mul_overflow(sequences, seqLen, &batchTokens) ||

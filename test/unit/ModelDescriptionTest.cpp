@@ -622,6 +622,39 @@ TEST(ModelDescriptionBadInput, MaxSeqLenAboveMaxBatchTokens) {
             "= num_patches + 1, one image)");
 }
 
+TEST(ModelDescriptionTest, SequenceParallelSizeBoundsOneRanksTokens) {
+  // 1 by default; a decoder split over P ranks may hold max_seq_len up to
+  // max_batch_tokens x P (the 1.3B-shaped GPT of issue 10: 262,144 tokens
+  // over 2 ranks of 131,072).
+  EXPECT_EQ(parse(tinyDecoder()).sequence_parallel_size, 1);
+  ls2c::ModelDescription d = parse(patched(
+      tinyDecoder(),
+      {{"max_seq_len", 262144}, {"max_batch_tokens", 131072}, {"sequence_parallel_size", 2}}));
+  EXPECT_EQ(d.sequence_parallel_size, 2);
+  EXPECT_EQ(d.max_seq_len, 262144);
+  EXPECT_EQ(parse(ls2c::toJson(d)).sequence_parallel_size, 2);
+  EXPECT_EQ(errorOf(patched(tinyDecoder(), {{"max_seq_len", 262145},
+                                            {"max_batch_tokens", 131072},
+                                            {"sequence_parallel_size", 2}})),
+            "t.json: $.max_seq_len: 262145: must not exceed max_batch_tokens x "
+            "sequence_parallel_size (131072 x 2)");
+  EXPECT_EQ(errorOf(patched(tinyDecoder(), {{"sequence_parallel_size", 0}})),
+            "t.json: $.sequence_parallel_size: 0: must be a positive integer");
+  EXPECT_EQ(errorOf(patched(tinyDecoder(), {{"sequence_parallel_size", 4097}})),
+            "t.json: $.sequence_parallel_size: 4097: must be at most 4096");
+  EXPECT_EQ(errorOf(patched(tinyDecoder(), {{"max_seq_len", 3000000000LL},
+                                            {"max_batch_tokens", 1000000000},
+                                            {"sequence_parallel_size", 4}})),
+            "t.json: $.max_seq_len: 3000000000: must be at most 2147483647 "
+            "(positions are 32-bit integers)");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"sequence_parallel_size", 2}})),
+            "t.json: $.sequence_parallel_size: 2: does not apply to architecture "
+            "'encoder'");
+  // 1 is what every architecture has.
+  EXPECT_EQ(parse(patched(tinyVit(), {{"sequence_parallel_size", 1}})).sequence_parallel_size,
+            1);
+}
+
 TEST(ModelDescriptionBadInput, VocabBelow2) {
   expectBad("vocab-below-2", "$.vocab", "1: must be at least 2");
   EXPECT_EQ(errorOf(patched(tinyEncoderDecoder(), {{"src_vocab", 1}})),

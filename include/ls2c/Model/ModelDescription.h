@@ -31,6 +31,8 @@ inline constexpr int64_t kMaxLayers = 1024;
 /// Token ids, positions and cu_seqlens are i32 in the graph.
 inline constexpr int64_t kMaxBatchTokens = 2147483647;
 inline constexpr int64_t kMaxHeadDim = 256;
+/// Most ranks one sequence may be split over (sequence_parallel_size).
+inline constexpr int64_t kMaxSequenceParallelSize = 4096;
 /// Deepest nesting of JSON arrays and objects accepted (a description needs
 /// 3: $.optimizer.schedule, $.optimizer.betas). Checked before the JSON is
 /// parsed, so no stage ever walks a deeper document.
@@ -120,6 +122,10 @@ struct ModelDescription {
   /// Train step: recompute each layer's activations in the backward except
   /// the attention's results (ls2-fuse's checkpoint-activations).
   bool activation_checkpointing = false;
+  /// Decoder: ranks P one sequence is split over by sequence parallelism
+  /// (ls2c-seq-parallel --train). max_batch_tokens then bounds one rank's
+  /// tokens and max_seq_len may reach max_batch_tokens x P; 1 elsewhere.
+  int64_t sequence_parallel_size = 1;
   OptimizerConfig optimizer;
 
   /// hidden / heads (elements per attention head).
