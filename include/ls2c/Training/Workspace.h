@@ -79,11 +79,13 @@ std::vector<AccumulationGroup> planAccumulationGroups(const WorkspaceLayout &wor
                                                       int64_t maxGroupElements);
 
 /// Initializes a master workspace (size totalElements, fp32) as each
-/// parameter's ParameterInit says, from a generator seeded with `seed`:
-/// Normal(0, std) (Box-Muller), Xavier-uniform U(-a, a) with a =
-/// sqrt(6 / (fan_in + fan_out)) over the weight's first two dims (fan_out =
-/// dim 0, fan_in = the product of the rest, as torch.nn.init does for
-/// [out, in] weights), ones, zeros. Padding stays zero. Same seed, same bits.
+/// parameter's ParameterInit says: Normal(0, std) (Box-Muller),
+/// Xavier-uniform U(-a, a) with a = sqrt(6 / (fan_in + fan_out)) over the
+/// weight's first two dims (fan_out = dim 0, fan_in = the product of the
+/// rest, as torch.nn.init does for [out, in] weights), ones, zeros. Padding
+/// stays zero. Element e's uniform draws are SplitMix64 hashes of (`seed`,
+/// 2e) and (`seed`, 2e + 1), so it runs on all cores and the same seed
+/// gives the same bits on any machine and thread count.
 std::vector<float> initializeWorkspace(const WorkspaceLayout &workspace,
                                        uint64_t seed);
 
