@@ -25,6 +25,7 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -49,6 +50,8 @@ struct Group {
   /// column = (reduced rows N, columns H).
   int64_t outer = 0, inner = 1;
   int64_t savedBytes = 0;
+  /// The first and last of its ops in program order (Fuser::pos).
+  int minPos = std::numeric_limits<int>::max(), maxPos = -1;
   bool alive = true;
 };
 
@@ -283,6 +286,8 @@ private:
         g.outer = out ? in / out : 0;
       }
     }
+    if (auto it = pos.find(op); it != pos.end())
+      g.minPos = g.maxPos = it->second;
     groupOf[op] = static_cast<int>(groups.size());
     groups.push_back(std::move(g));
   }
@@ -399,13 +404,30 @@ private:
       auto it = groupOf.find(op);
       return it == groupOf.end() ? -1 : it->second;
     };
-    llvm::DenseSet<Operation *> seen;
+    // Users follow their producers in program order, so past b's last op
+    // nothing leads back into b, unless through a group with ops on both
+    // sides of it (a kernel that runs when its last input is ready): with
+    // none, the search stops there; with one, it searches everything.
+    const int last = groups[b].maxPos;
+    bool straddled = false;
+    for (size_t g = 0; g < groups.size() && !straddled; ++g)
+      straddled = groups[g].alive && static_cast<int>(g) != a && static_cast<int>(g) != b &&
+                  groups[g].minPos <= last && groups[g].maxPos > last;
+    std::vector<char> seen(order.size(), 0);
+    // A group's users are pushed once, at the first of its ops reached.
+    std::vector<char> groupExpanded(groups.size(), 0);
     std::vector<Operation *> stack;
+    auto visit = [&](Operation *u) {
+      auto it = pos.find(u);
+      if (it == pos.end() || seen[it->second] || (!straddled && it->second > last))
+        return;
+      seen[it->second] = 1;
+      stack.push_back(u);
+    };
     auto pushUsers = [&](Operation *op) {
       for (Value r : op->getResults())
         for (Operation *u : r.getUsers())
-          if (pos.count(u) && seen.insert(u).second)
-            stack.push_back(u);
+          visit(u);
     };
     // Start outside both groups: a's direct edges into b (through views,
     // which launch nothing) are what fuses.
@@ -416,8 +438,8 @@ private:
           continue;
         }
         int g = groupOfOp(u);
-        if (g != a && g != b && pos.count(u) && seen.insert(u).second)
-          stack.push_back(u);
+        if (g != a && g != b)
+          visit(u);
       }
     };
     for (Operation *op : groups[a].ops)
@@ -434,9 +456,11 @@ private:
       // Any other op (another group, opaque, view): follow its results, and
       // for a group everything it will compute.
       pushUsers(op);
-      if (g >= 0)
+      if (g >= 0 && !groupExpanded[g]) {
+        groupExpanded[g] = 1;
         for (Operation *member : groups[g].ops)
           pushUsers(member);
+      }
     }
     return false;
   }
@@ -497,6 +521,8 @@ private:
   /// `bytes` more.
   void absorb(int into, int from, int64_t bytes) {
     groups[into].savedBytes += groups[from].savedBytes + bytes;
+    groups[into].minPos = std::min(groups[into].minPos, groups[from].minPos);
+    groups[into].maxPos = std::max(groups[into].maxPos, groups[from].maxPos);
     for (Operation *op : groups[from].ops) {
       groupOf[op] = into;
       groups[into].ops.push_back(op);
