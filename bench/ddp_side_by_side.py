@@ -2,7 +2,8 @@
 """ls2c data parallel beside PyTorch DDP with torch.compile: tokens/s and scaling efficiency.
 
 Weak scaling, as DDP is used: every GPU trains on its own batch of the configuration's size
-(side_by_side.py's configurations: the presets as they are, dropout included):
+(side_by_side.py's configurations: the presets as they are, dropout included, or with the fields
+it names):
 
     bert-base      32 x 512 tokens per GPU, fp16 (AMP + GradScaler)
     gpt2-medium    16 x 1024 tokens per GPU, bf16 (AMP)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks bench/torch_models.py's activation checkpointing: for the tiny presets (dropout off,
+"""Checks bench/torch_models.py's activation checkpointing: for the four tiny presets (dropout off,
 fp32, CUDA if present), the loss and every parameter gradient with `activation_checkpointing`
 equal those without it within 1e-6 relative L2 (the recomputation runs the same ops again).
 Prints one line per preset; exit 1 if any differs."""
@@ -20,19 +20,20 @@ def grads(c, batch):
     model = Model(c, seed=1).to(batch["device"]).train()
     loss = model({k: v for k, v in batch.items() if k != "device"})
     loss.backward()
-    return float(loss), {n: p.grad.detach().double() for n, p in model.named_reference_parameters()}
+    return float(loss.detach()), {n: p.grad.detach().double() for n, p in model.named_reference_parameters()}
 
 
 def main():
     device = "cuda" if torch.cuda.is_available() else "cpu"
     failed = 0
-    for preset in ("tiny-gpt", "tiny-bert", "tiny-vit"):
+    for preset in ("tiny-gpt", "tiny-bert", "tiny-vit", "tiny-transformer"):
         desc = json.load(open(os.path.join(HERE, "..", "examples", preset + ".json")))
         for k in ("hidden_dropout", "attention_dropout", "activation_dropout"):
             desc[k] = 0.0
         desc["dtype"] = "fp32"
         c = config(desc)
-        arrays, lengths = make_batch(c, 3, c["max_seq_len"] if c["architecture"] == "vit" else 17, seed=2, uniform=True)
+        arrays, lengths = make_batch(c, 3, c["max_seq_len"] if c["architecture"] == "vit" else 17, seed=2,
+                                     uniform=True)
         batch = dict(to_torch(arrays, lengths, device), device=device)
         loss, g = grads(c, batch)
         loss_ck, g_ck = grads(dict(c, activation_checkpointing=True), batch)

@@ -29,7 +29,7 @@ lengths ("lengths"; encoder_decoder: "src_lengths", "tgt_lengths"). When every s
 same length, attention runs on [B, heads, S, D] through scaled_dot_product_attention (what the
 benchmarks use); otherwise on one [T, T] block-diagonal mask.
 
-With the description's `activation_checkpointing` each encoder, decoder or ViT layer runs under
+With the description's `activation_checkpointing` each layer of every architecture runs under
 torch.utils.checkpoint (non-reentrant, RNG state preserved): its input is kept and the layer,
 attention included, runs again in the backward (ls2c keeps the attention's output and log-sum-exp
 instead and does not run attention again).
@@ -396,20 +396,26 @@ class Model(nn.Module):
         x = scale * F.embedding(b["src_ids"], src_emb) + F.embedding(b["src_position_ids"], self.pos_table)
         x = self._drop(x, c["hidden_dropout"])
         for i in range(c["encoder_layers"]):
-            n = f"encoder.layers.{i}."
-            x = self._residual(x, n + "self_attn_layer_norm", lambda h: att(n + "self_attn.", h, h, src_len, src_len, False))
-            x = self._residual(x, n + "final_layer_norm", ffn(n))
+            def enc_layer(x, n=f"encoder.layers.{i}."):  # n bound now: a checkpointed layer runs again later
+                x = self._residual(x, n + "self_attn_layer_norm",
+                                   lambda h: att(n + "self_attn.", h, h, src_len, src_len, False))
+                return self._residual(x, n + "final_layer_norm", ffn(n))
+
+            x = self._layer(enc_layer, x)
         if c["norm"] == "pre":
             x = self._ln(x, "encoder.layer_norm")
         enc = x
         y = scale * F.embedding(b["tgt_ids"], tgt_emb) + F.embedding(b["tgt_position_ids"], self.pos_table)
         y = self._drop(y, c["hidden_dropout"])
         for i in range(c["decoder_layers"]):
-            n = f"decoder.layers.{i}."
-            y = self._residual(y, n + "self_attn_layer_norm", lambda h: att(n + "self_attn.", h, h, tgt_len, tgt_len, True))
-            y = self._residual(y, n + "encoder_attn_layer_norm",
-                               lambda h: att(n + "encoder_attn.", h, enc, tgt_len, src_len, False))
-            y = self._residual(y, n + "final_layer_norm", ffn(n))
+            def dec_layer(y, n=f"decoder.layers.{i}."):
+                y = self._residual(y, n + "self_attn_layer_norm",
+                                   lambda h: att(n + "self_attn.", h, h, tgt_len, tgt_len, True))
+                y = self._residual(y, n + "encoder_attn_layer_norm",
+                                   lambda h: att(n + "encoder_attn.", h, enc, tgt_len, src_len, False))
+                return self._residual(y, n + "final_layer_norm", ffn(n))
+
+            y = self._layer(dec_layer, y)
         if c["norm"] == "pre":
             y = self._ln(y, "decoder.layer_norm")
         w = tgt_emb if c["tie_embeddings"] else self.p("decoder.output_projection.weight")

@@ -81,7 +81,9 @@ esac
 # The default configurations, and those named (bench/side_by_side.py's CONFIGS).
 extra=()
 if [ $# -gt 0 ]; then
-  for c in bert-base gpt2-medium transformer-base vit-b16 "$@"; do extra+=(--config "$c"); done
+  defaults=" bert-base gpt2-medium transformer-base vit-b16 "
+  for c in $defaults; do extra+=(--config "$c"); done
+  for c in "$@"; do [[ $defaults == *" $c "* ]] || extra+=(--config "$c"); done
 fi
 
 . scripts/gpu-carry.sh

@@ -378,18 +378,25 @@ private:
     if (d_.sequence_parallel_size > kMaxSequenceParallelSize)
       failAt("sequence_parallel_size",
              fmt::format("must be at most {}", kMaxSequenceParallelSize));
-    // A rank holds about max_seq_len / P of a sequence's tokens (the last
-    // chunk padded): max_batch_tokens bounds one rank's. Positions stay i32.
-    if (d_.max_seq_len > kMaxBatchTokens)
-      failAt("max_seq_len", fmt::format("must be at most {} (positions are "
-                                        "32-bit integers)",
-                                        kMaxBatchTokens));
-    if (d_.sequence_parallel_size > 1 &&
-        d_.max_seq_len > d_.max_batch_tokens * d_.sequence_parallel_size)
-      failAt("max_seq_len",
-             fmt::format("must not exceed max_batch_tokens x "
-                         "sequence_parallel_size ({} x {})",
-                         d_.max_batch_tokens, d_.sequence_parallel_size));
+    // A rank holds at most 2 chunks of ceil(max_seq_len / 2P) tokens of a
+    // sequence (zigzag; DistAttn one of ceil(max_seq_len / P)):
+    // max_batch_tokens bounds one rank's. Positions stay i32.
+    if (d_.sequence_parallel_size > 1) {
+      const int64_t share =
+          2 * ((d_.max_seq_len + 2 * d_.sequence_parallel_size - 1) /
+               (2 * d_.sequence_parallel_size));
+      if (d_.max_seq_len > kMaxBatchTokens)
+        failAt("max_seq_len", fmt::format("must be at most {} (positions "
+                                          "are 32-bit integers)",
+                                          kMaxBatchTokens));
+      if (share > d_.max_batch_tokens)
+        failAt("max_seq_len",
+               fmt::format("a rank's share, 2 x ceil(max_seq_len / (2 x "
+                           "sequence_parallel_size {})) = {} tokens, must "
+                           "not exceed max_batch_tokens ({})",
+                           d_.sequence_parallel_size, share,
+                           d_.max_batch_tokens));
+    }
     if (d_.sequence_parallel_size == 1 &&
         d_.max_seq_len > d_.max_batch_tokens) {
       if (root_.contains("max_seq_len"))

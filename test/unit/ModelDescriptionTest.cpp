@@ -636,8 +636,21 @@ TEST(ModelDescriptionTest, SequenceParallelSizeBoundsOneRanksTokens) {
   EXPECT_EQ(errorOf(patched(tinyDecoder(), {{"max_seq_len", 262145},
                                             {"max_batch_tokens", 131072},
                                             {"sequence_parallel_size", 2}})),
-            "t.json: $.max_seq_len: 262145: must not exceed max_batch_tokens x "
-            "sequence_parallel_size (131072 x 2)");
+            "t.json: $.max_seq_len: 262145: a rank's share, 2 x ceil(max_seq_len / "
+            "(2 x sequence_parallel_size 2)) = 131074 tokens, must not exceed "
+            "max_batch_tokens (131072)");
+  // Zigzag's two chunks of ceil(510 / 4) = 128 tokens exceed an odd bound.
+  EXPECT_EQ(errorOf(patched(tinyDecoder(), {{"max_seq_len", 510},
+                                            {"max_batch_tokens", 255},
+                                            {"sequence_parallel_size", 2}})),
+            "t.json: $.max_seq_len: 510: a rank's share, 2 x ceil(max_seq_len / "
+            "(2 x sequence_parallel_size 2)) = 256 tokens, must not exceed "
+            "max_batch_tokens (255)");
+  EXPECT_EQ(parse(patched(tinyDecoder(), {{"max_seq_len", 508},
+                                          {"max_batch_tokens", 255},
+                                          {"sequence_parallel_size", 2}}))
+                .max_seq_len,
+            508);
   EXPECT_EQ(errorOf(patched(tinyDecoder(), {{"sequence_parallel_size", 0}})),
             "t.json: $.sequence_parallel_size: 0: must be a positive integer");
   EXPECT_EQ(errorOf(patched(tinyDecoder(), {{"sequence_parallel_size", 4097}})),

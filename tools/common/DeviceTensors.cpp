@@ -4,6 +4,8 @@
 
 #include "FloatFormats.h"
 
+#include <cuda_runtime.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -125,6 +127,10 @@ DeviceTensor zeroTensor(const std::vector<int64_t> &shape, DType dtype, size_t c
   t.dtype = dtype;
   t.buffer = DeviceBuffer(std::max(capacityBytes, numel(shape) * dtypeBytes(dtype)), what);
   t.buffer.fill(0);
+  // cudaMemset may return before it is done, and the tools' streams do not
+  // wait for the legacy stream: the zeros land before any use.
+  if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
+    throw RuntimeError(what + ": zeroing it: " + cudaGetErrorString(e));
   return t;
 }
 

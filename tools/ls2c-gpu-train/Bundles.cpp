@@ -31,6 +31,9 @@ nlohmann::json comparable(ModelDescription d) {
   d.name.clear();
   d.hidden_dropout = d.attention_dropout = d.activation_dropout = 0;
   d.optimizer = OptimizerConfig{};
+  // Neither changes @forward: they shape the train step's memory only.
+  d.activation_checkpointing = false;
+  d.sequence_parallel_size = 1;
   return toJson(d);
 }
 

@@ -372,6 +372,17 @@ int run(const Options &o) {
                        "); compile it with ls2c compile MODEL.json --program=sequence-parallel "
                        "--arch=sm_90 -o " + o.bundle);
   const ModelDescription desc = parseModelDescription(program.description, o.bundle);
+  if (!o.train.empty()) {
+    // Before any GPU call: positions run to seq - 1 on the last rank, and
+    // past the learned table they would gather outside it.
+    const runtime::Program train = runtime::readBundle(o.train);
+    const ModelDescription trainDesc = parseModelDescription(train.description, o.train);
+    if (o.seq > trainDesc.max_seq_len)
+      throw std::invalid_argument(o.train + ": --seq " + std::to_string(o.seq) +
+                                  " exceeds its max_seq_len " +
+                                  std::to_string(trainDesc.max_seq_len) +
+                                  " (the position table's rows)");
+  }
   if (o.fp64) {
     // Float64 attention on the CPU costs about 4 B S^2 H D multiply-adds;
     // 2^34 is minutes on one core.

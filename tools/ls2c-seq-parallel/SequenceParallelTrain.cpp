@@ -182,12 +182,6 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, Executor &spExecu
     if (a.name == "input_ids")
       bound = a.maxShape[0];
 
-  // Positions run to seq - 1 on the last rank: past the learned table they
-  // would gather outside it.
-  if (o.seq > desc.max_seq_len)
-    throw std::invalid_argument(o.bundle + ": --seq " + std::to_string(o.seq) +
-                                " exceeds its max_seq_len " + std::to_string(desc.max_seq_len) +
-                                " (the position table's rows)");
   if (o.batch * o.seq > bound && o.check)
     throw std::invalid_argument(o.bundle + ": --check runs the whole " +
                                 std::to_string(o.batch * o.seq) +

@@ -124,7 +124,8 @@ struct ModelDescription {
   bool activation_checkpointing = false;
   /// Decoder: ranks P one sequence is split over by sequence parallelism
   /// (ls2c-seq-parallel --train). max_batch_tokens then bounds one rank's
-  /// tokens and max_seq_len may reach max_batch_tokens x P; 1 elsewhere.
+  /// tokens (a rank's share, 2 x ceil(max_seq_len / 2P), must fit it), so
+  /// max_seq_len may reach about max_batch_tokens x P; 1 elsewhere.
   int64_t sequence_parallel_size = 1;
   OptimizerConfig optimizer;
 
