@@ -127,9 +127,13 @@ private:
     if (!type || (isa<FloatType>(type.getElementType()) &&
                   type.getElementType().getIntOrFloatBitWidth() < 32))
       return true;
-    // A value the backward reads is stored anyway, unless the backward
-    // recomputes it too (GELU's tanh, which CSE shares with its
-    // derivative): then chains through it go on to what it is computed from.
+    return keptForBackward(v);
+  }
+
+  /// A value the backward reads is stored anyway, unless the backward
+  /// recomputes it too (GELU's tanh, which CSE shares with its derivative):
+  /// then chains through it go on to what it is computed from.
+  bool keptForBackward(Value v) {
     return llvm::any_of(v.getUsers(),
                         [&](Operation *u) { return split.backward.contains(u); }) &&
            !willRecompute(v);
@@ -192,11 +196,7 @@ private:
   /// Where a checkpointing recomputation stops: a checkpoint, or a value
   /// the backward reads and does not recompute.
   bool stopsRecomputation(Value v) {
-    if (isCheckpoint(v))
-      return true;
-    return llvm::any_of(v.getUsers(),
-                        [&](Operation *u) { return split.backward.contains(u); }) &&
-           !willRecompute(v);
+    return isCheckpoint(v) || keptForBackward(v);
   }
 
   /// Whether `v` can be recomputed from checkpoints (never through an
