@@ -289,7 +289,7 @@ double median(std::vector<double> v) {
 }
 
 /// --train: one decoder train step with its attentions sequence-parallel.
-int runTrain(const Options &o, World &world, runtime::Executor &spExecutor,
+int runTrain(const Options &o, runtime::Program train, World &world, runtime::Executor &spExecutor,
              const parallel::SchedulePlan &plan, const seqpar::Shape &shape,
              seqpar::Transport &transport, const std::string &described) {
   seqpar::TrainOptions t;
@@ -310,7 +310,7 @@ int runTrain(const Options &o, World &world, runtime::Executor &spExecutor,
     };
 #endif
   seqpar::TrainReport r = seqpar::runSequenceParallelTraining(
-      t, spExecutor, plan, shape, transport,
+      t, std::move(train), spExecutor, plan, shape, transport,
       [&](std::vector<double> v) { return world.sum(std::move(v)); }, gradientSum);
   const bool lead = world.rank == 0;
   int status = 0;
@@ -372,10 +372,11 @@ int run(const Options &o) {
                        "); compile it with ls2c compile MODEL.json --program=sequence-parallel "
                        "--arch=sm_90 -o " + o.bundle);
   const ModelDescription desc = parseModelDescription(program.description, o.bundle);
+  runtime::Program train;
   if (!o.train.empty()) {
     // Before any GPU call: positions run to seq - 1 on the last rank, and
     // past the learned table they would gather outside it.
-    const runtime::Program train = runtime::readBundle(o.train);
+    train = runtime::readBundle(o.train);
     const ModelDescription trainDesc = parseModelDescription(train.description, o.train);
     if (o.seq > trainDesc.max_seq_len)
       throw std::invalid_argument(o.train + ": --seq " + std::to_string(o.seq) +
@@ -453,7 +454,7 @@ int run(const Options &o) {
   };
 
   if (!o.train.empty())
-    return runTrain(o, world, executor, plan, shape, *transport, describe());
+    return runTrain(o, std::move(train), world, executor, plan, shape, *transport, describe());
 
   // Buffers first; a rank that cannot have them tells the others, so none
   // waits in NCCL for it.

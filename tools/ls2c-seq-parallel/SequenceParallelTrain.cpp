@@ -139,11 +139,11 @@ private:
 
 } // namespace
 
-TrainReport runSequenceParallelTraining(const TrainOptions &o, Executor &spExecutor,
+TrainReport runSequenceParallelTraining(const TrainOptions &o, runtime::Program program,
+                                        Executor &spExecutor,
                                         const parallel::SchedulePlan &plan, const Shape &shape,
                                         Transport &transport, const RankSum &rankSum,
                                         const GradientSum &gradientSum) {
-  runtime::Program program = runtime::readBundle(o.bundle);
   const ModelDescription desc = parseModelDescription(program.description, o.bundle);
   if (desc.architecture != Architecture::Decoder)
     throw std::invalid_argument(o.bundle + ": --train takes a decoder (GPT) bundle");

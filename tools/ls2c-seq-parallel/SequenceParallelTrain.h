@@ -34,7 +34,7 @@
 namespace ls2c::seqpar {
 
 struct TrainOptions {
-  std::string bundle;  ///< the model's training bundle (ls2c compile --arch)
+  std::string bundle;  ///< the training bundle's path (for messages)
   int64_t batch = 1, seq = 0;
   uint64_t seed = 1;   ///< parameters (the description's initialization) and token ids
   int ranks = 1;       ///< P
@@ -60,7 +60,10 @@ using RankSum = std::function<std::vector<double>(std::vector<double>)>;
 /// (real ranks), or null (simulated).
 using GradientSum = std::function<void(float *data, size_t elements, cudaStream_t stream)>;
 
-TrainReport runSequenceParallelTraining(const TrainOptions &o, runtime::Executor &spExecutor,
+/// `program`: the model's training bundle (ls2c compile --arch), read from
+/// o.bundle.
+TrainReport runSequenceParallelTraining(const TrainOptions &o, runtime::Program program,
+                                        runtime::Executor &spExecutor,
                                         const parallel::SchedulePlan &plan, const Shape &shape,
                                         Transport &transport, const RankSum &rankSum,
                                         const GradientSum &gradientSum);
