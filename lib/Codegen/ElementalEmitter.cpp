@@ -462,25 +462,41 @@ std::string ElementalEmitter::emitOp(Operation *op, Value value,
     std::string name = fresh("v");
     line(computeType(et) + " " + name + ";");
     int level = levelOf(value, index);
-    int64_t start = 0;
     auto inputs = c.getInputs();
-    for (auto [i, input] : llvm::enumerate(inputs)) {
-      int64_t size = tensorType(input).getDimSize(axis);
-      Index shifted = index;
-      if (start != 0)
-        shifted[axis].text = "(" + index[axis].text + " - " + std::to_string(start) + ")";
-      bool last = i + 1 == inputs.size();
-      std::string cond = "if (" + index[axis].text + " < " +
-                         std::to_string(start + size) + ") {";
-      line(i == 0 ? cond : last ? "} else {" : "} else " + cond);
-      pushScope(level, scopes.back().indent + 1);
-      std::string v = emit(input, shifted);
-      line(name + " = " + v + ";");
-      std::string body = popScope();
-      scopes.back().code += body;
-      start += size;
-    }
-    line("}");
+    std::vector<int64_t> starts{0}; // input k covers [starts[k], starts[k + 1])
+    for (Value input : inputs)
+      starts.push_back(starts.back() + tensorType(input).getDimSize(axis));
+    // A binary search over the inputs' boundaries (the op has at least one
+    // input): an element tests ceil(log2(n)) of them, where a chain of
+    // `else if`s had the last input's elements test all n (a gradient
+    // group's concat has up to kAccumulationGroupSlots inputs, 4 elements a
+    // thread). Each branch is a scope of its own, so nothing emitted in one
+    // is reused in another.
+    auto branch = [&](auto &self, size_t lo, size_t hi) -> void {
+      if (hi - lo == 1) {
+        Index shifted = index;
+        if (starts[lo] != 0)
+          shifted[axis].text = "(" + index[axis].text + " - " +
+                               std::to_string(starts[lo]) + ")";
+        line(name + " = " + emit(inputs[lo], shifted) + ";");
+        return;
+      }
+      size_t mid = lo + (hi - lo) / 2;
+      line("if (" + index[axis].text + " < " + std::to_string(starts[mid]) + ") {");
+      for (auto [from, to] : {std::pair{lo, mid}, std::pair{mid, hi}}) {
+        if (from != lo)
+          line("} else {");
+        pushScope(level, scopes.back().indent + 1);
+        self(self, from, to);
+        std::string body = popScope();
+        scopes.back().code += body;
+      }
+      line("}");
+    };
+    pushScope(level, scopes.back().indent);
+    branch(branch, 0, inputs.size());
+    std::string body = popScope();
+    scopes.back().code += body;
     return name;
   }
 

@@ -38,19 +38,24 @@ WorkspaceLayout planWorkspace(const ParameterLayout &layout) {
   return ws;
 }
 
-std::vector<AccumulationGroup> planAccumulationGroups(const WorkspaceLayout &workspace,
-                                                      int64_t maxGroupElements) {
+std::vector<AccumulationGroup>
+planAccumulationGroups(const WorkspaceLayout &workspace, int64_t maxGroupElements,
+                       size_t maxGroupSlots) {
   if (maxGroupElements < 1)
     throw std::invalid_argument("accumulation groups: the largest group must hold at "
                                 "least 1 element, not " +
                                 std::to_string(maxGroupElements));
+  if (maxGroupSlots < 1)
+    throw std::invalid_argument("accumulation groups: a group must take at least 1 "
+                                "parameter, not 0");
   std::vector<AccumulationGroup> groups; // from the top down
   int64_t held = 0;
   bool decayOfGroup = false;
   for (size_t i = workspace.slots.size(); i-- > 0;) {
     const WorkspaceSlot &slot = workspace.slots[i];
     bool decay = slot.offset < workspace.decayElements;
-    if (groups.empty() || decay != decayOfGroup || held + slot.numel > maxGroupElements) {
+    if (groups.empty() || decay != decayOfGroup || held + slot.numel > maxGroupElements ||
+        groups.back().slots.size() == maxGroupSlots) {
       groups.emplace_back();
       held = 0;
       decayOfGroup = decay;

@@ -42,23 +42,26 @@ TEST(Workspace, SlotsAreAlignedDisjointAndDecayFirst) {
   }
 }
 
-TEST(Workspace, AccumulationGroupsPartitionTheWorkspaceByDecayAndSize) {
+TEST(Workspace, AccumulationGroupsPartitionTheWorkspaceByDecaySizeAndCount) {
   for (const char *name : {"tiny-bert", "tiny-gpt", "tiny-transformer", "tiny-vit",
                            "bert-base", "gpt2-medium"})
     for (int64_t limit : {int64_t{1}, int64_t{1000}, int64_t{1} << 16,
-                          ls2c::kAccumulationGroupBytes / 4}) {
+                          ls2c::kAccumulationGroupBytes / 4})
+    for (size_t maxSlots : {size_t{1}, size_t{3}, ls2c::kAccumulationGroupSlots}) {
       ls2c::ParameterLayout layout = ls2c::buildParameterLayout(preset(name));
       ls2c::WorkspaceLayout ws = ls2c::planWorkspace(layout);
-      std::vector<ls2c::AccumulationGroup> groups = ls2c::planAccumulationGroups(ws, limit);
+      std::vector<ls2c::AccumulationGroup> groups =
+          ls2c::planAccumulationGroups(ws, limit, maxSlots);
       ASSERT_FALSE(groups.empty()) << name;
       EXPECT_EQ(groups.front().begin, 0) << name;
       EXPECT_EQ(groups.back().end, ws.totalElements) << name;
       std::vector<int> seen(ws.slots.size(), 0);
       for (size_t g = 0; g < groups.size(); ++g) {
         const ls2c::AccumulationGroup &group = groups[g];
-        SCOPED_TRACE(std::string(name) + " limit " + std::to_string(limit) + " group " +
-                     std::to_string(g));
+        SCOPED_TRACE(std::string(name) + " limit " + std::to_string(limit) + " slots " +
+                     std::to_string(maxSlots) + " group " + std::to_string(g));
         ASSERT_FALSE(group.slots.empty());
+        EXPECT_LE(group.slots.size(), maxSlots);
         if (g > 0) {
           EXPECT_EQ(group.begin, groups[g - 1].end);
         }
@@ -87,10 +90,13 @@ TEST(Workspace, AccumulationGroupsPartitionTheWorkspaceByDecayAndSize) {
           int64_t nextHeld = 0;
           for (size_t i : groups[g + 1].slots)
             nextHeld += ws.slots[i].numel;
-          // Walking down, the group above closed because of the region or
-          // the size: adding this group's top slot would have broken one.
+          // Walking down, the group above closed because of the region,
+          // the size or the count: this group's top slot would have broken
+          // one.
           const ls2c::WorkspaceSlot &top = ws.slots[group.slots.back()];
-          EXPECT_TRUE(!sameRegion || nextHeld + top.numel > limit) << top.spec->name;
+          EXPECT_TRUE(!sameRegion || nextHeld + top.numel > limit ||
+                      groups[g + 1].slots.size() == maxSlots)
+              << top.spec->name;
         }
       }
       for (size_t i = 0; i < seen.size(); ++i)
@@ -99,6 +105,25 @@ TEST(Workspace, AccumulationGroupsPartitionTheWorkspaceByDecayAndSize) {
   ls2c::WorkspaceLayout empty;
   EXPECT_TRUE(ls2c::planAccumulationGroups(empty, 10).empty());
   EXPECT_THROW(ls2c::planAccumulationGroups(empty, 0), std::invalid_argument);
+  EXPECT_THROW(ls2c::planAccumulationGroups(empty, 10, 0), std::invalid_argument);
+}
+
+TEST(Workspace, DeepModelsBiasesAndNormsSplitIntoGroupsOfAtMost128) {
+  ls2c::ModelDescription desc = preset("tiny-gpt");
+  desc.decoder_layers = 128;
+  ls2c::ParameterLayout layout = ls2c::buildParameterLayout(desc);
+  ls2c::WorkspaceLayout ws = ls2c::planWorkspace(layout);
+  std::vector<ls2c::AccumulationGroup> groups =
+      ls2c::planAccumulationGroups(ws, ls2c::kAccumulationGroupBytes / 4);
+  size_t noDecaySlots = 0, noDecayGroups = 0;
+  for (const ls2c::WorkspaceSlot &s : ws.slots)
+    noDecaySlots += !s.spec->weight_decay;
+  for (const ls2c::AccumulationGroup &g : groups)
+    noDecayGroups += !ws.slots[g.slots.front()].spec->weight_decay;
+  // Each layer's two norms' scale and shift and its four biases, and the
+  // final norm: 128 * 8 + 2, well under 25 MiB, cut only by the count.
+  EXPECT_EQ(noDecaySlots, 128u * 8 + 2);
+  EXPECT_EQ(noDecayGroups, (noDecaySlots + 127) / 128);
 }
 
 TEST(Workspace, InitializationFollowsEachParametersRule) {

@@ -250,8 +250,9 @@ void printStats(const ModelDescription &desc, mlir::ModuleOp module) {
     if (auto concat = ret->getOperand(1).getDefiningOp<ls2::ConcatOp>();
         concat && concat->hasAttr("ls2.in_place"))
       groups = concat.getInputs().size();
-  std::printf("gradient accumulation: %zu groups of at most %g MiB (optimizer.bucket_cap_mb)\n",
-              groups, desc.optimizer.bucket_cap_mb);
+  std::printf("gradient accumulation: %zu groups of at most %g MiB "
+              "(optimizer.bucket_cap_mb) and %zu parameters\n",
+              groups, desc.optimizer.bucket_cap_mb, kAccumulationGroupSlots);
   std::string inPlace;
   for (mlir::func::FuncOp f : {acc, opt})
     for (unsigned r = 0; r < f.getNumResults(); ++r)
