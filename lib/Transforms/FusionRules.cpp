@@ -159,8 +159,14 @@ Operation *definingOpThroughViews(Value v) {
 }
 
 bool isArgumentConversion(Operation *op) {
+  if (!isa<ls2::CastOp>(op))
+    return false;
+  // A layer's compute copy under activation checkpointing (TrainStep.cpp):
+  // a range of the master workspace, read by the layer's GEMMs.
+  if (op->hasAttr("ls2.compute_copy"))
+    return true;
   auto arg = dyn_cast<BlockArgument>(op->getOperand(0));
-  if (!isa<ls2::CastOp>(op) || !arg)
+  if (!arg)
     return false;
   // Parameters keep their one converted copy (written once, read by every
   // kernel of the layer). Another argument read once, by an op that is not

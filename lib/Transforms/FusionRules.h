@@ -55,9 +55,11 @@ bool isInPlaceConcat(mlir::Operation *op,
 
 /// A cast of a whole function argument that is a parameter, or that
 /// several ops or views read (the fp16/bf16 compute copy of the master
-/// workspace): one kernel writes it, and the ops that read it treat it like
-/// an argument. A cast of any other argument with one reader that is not a
-/// view is fused into that reader instead.
+/// workspace), or marked `ls2.compute_copy` (a layer's range of the master
+/// under activation checkpointing, TrainStep.cpp): one kernel writes it,
+/// and the ops that read it treat it like an argument. A cast of any other
+/// argument with one reader that is not a view is fused into that reader
+/// instead.
 bool isArgumentConversion(mlir::Operation *op);
 
 /// Whether `u` maps its operands element by element to results of `shape`

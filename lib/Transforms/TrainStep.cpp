@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 #include "BuildUtils.h"
 
+#include "ls2c/Analysis/ProgramStats.h"
 #include "ls2c/Training/Workspace.h"
 #include "ls2c/Transforms/Passes.h"
 
@@ -268,16 +269,74 @@ TrainStepPass::buildAccumulate(ModuleOp module, func::FuncOp fb,
     oneComputeType &= !computeType || t == computeType;
     computeType = t;
   }
+  bool narrowCopy = computeType && oneComputeType && computeType != f32;
+  // With activation checkpointing, each run of consecutive slots that one
+  // frontend scope reads first (a layer's weights, its biases and norms) is
+  // cast on its own, at that scope's location and right before its first
+  // reader: a layer's compute copy is then one of the layer's values, which
+  // the backward recomputes from the master (Rematerialize.cpp) rather than
+  // every layer's copy living from the forward to its backward, as
+  // torch.utils.checkpoint recomputes autocast's casts. Without it, one cast
+  // of the whole master (one kernel) serves the step.
+  bool castPerScope = narrowCopy && module->hasAttr("ls2.activation_checkpointing");
+  auto firstReader = [&](const WorkspaceSlot &slot) -> Operation * {
+    Value arg = fb.getArgument(params.at(slot.spec->name).argIndex);
+    Operation *first = nullptr;
+    for (Operation *u : arg.getUsers())
+      if (u->getBlock() == &fb.getBody().front() && (!first || u->isBeforeInBlock(first)))
+        first = u;
+    return first;
+  };
   Value computeCopy = master;
-  if (computeType && oneComputeType && computeType != f32)
+  if (narrowCopy && !castPerScope)
     computeCopy = buildCast(b, loc, master, computeType);
-  for (const WorkspaceSlot &slot : ws.slots) {
+  // The ops of each per-scope cast and its views, moved before their first
+  // reader once the body is cloned.
+  struct ScopeCopy {
+    Value copy; ///< the cast of the run's range of the master
+    SmallVector<Operation *> ops;
+    SmallVector<Value> views;
+  };
+  SmallVector<ScopeCopy> scopeCopies;
+  int64_t runBegin = 0;
+  std::string runScope;
+  for (auto [k, slot] : llvm::enumerate(ws.slots)) {
     const ParamInfo &p = params.at(slot.spec->name);
-    Value v = x.reshape(
-        x.slice(computeCopy, slot.offset, slot.offset + slot.numel),
-        p.type.getShape());
-    map.map(fb.getArgument(p.argIndex),
-            buildCast(b, loc, v, p.type.getElementType()));
+    Value base = computeCopy;
+    int64_t offset = slot.offset;
+    Location at = loc;
+    if (castPerScope) {
+      Operation *reader = firstReader(slot);
+      std::string scope = reader ? scopeOf(reader->getLoc()) : "";
+      at = reader ? reader->getLoc() : loc;
+      if (k == 0 || scope != runScope) {
+        int64_t end = slot.offset;
+        for (size_t j = k; j < ws.slots.size(); ++j) {
+          Operation *r = firstReader(ws.slots[j]);
+          if ((r ? scopeOf(r->getLoc()) : "") != scope)
+            break;
+          end = ws.slots[j].offset + ws.slots[j].numel;
+        }
+        Builder rx(b, at);
+        Value range = rx.slice(master, slot.offset, end);
+        Value cast = buildCast(b, at, range, computeType);
+        cast.getDefiningOp()->setAttr("ls2.compute_copy", b.getUnitAttr());
+        scopeCopies.push_back({cast, {range.getDefiningOp(), cast.getDefiningOp()}, {}});
+        runBegin = slot.offset;
+        runScope = scope;
+      }
+      base = scopeCopies.back().copy;
+      offset = slot.offset - runBegin;
+    }
+    Builder vx(b, at);
+    Value v = vx.reshape(vx.slice(base, offset, offset + slot.numel), p.type.getShape());
+    Value mapped = buildCast(b, at, v, p.type.getElementType());
+    if (castPerScope) {
+      for (Value w = mapped; w != base; w = w.getDefiningOp()->getOperand(0))
+        scopeCopies.back().ops.insert(scopeCopies.back().ops.begin() + 2, w.getDefiningOp());
+      scopeCopies.back().views.push_back(mapped);
+    }
+    map.map(fb.getArgument(p.argIndex), mapped);
   }
   map.map(fb.getArgument(seedIndex), entry->getArgument(2));
   for (auto [k, i] : llvm::enumerate(passThrough))
@@ -286,6 +345,16 @@ TrainStepPass::buildAccumulate(ModuleOp module, func::FuncOp fb,
   auto ret = cast<func::ReturnOp>(fb.getBody().front().getTerminator());
   for (Operation &op : fb.getBody().front().without_terminator())
     b.clone(op, map);
+  for (ScopeCopy &copy : scopeCopies) {
+    Operation *first = nullptr;
+    for (Value v : copy.views)
+      for (Operation *u : v.getUsers())
+        if (!first || u->isBeforeInBlock(first))
+          first = u;
+    if (first)
+      for (Operation *op : copy.ops)
+        op->moveBefore(first);
+  }
 
   // The gradients are added to the workspace group by group
   // (planAccumulationGroups), each group right after the op that finishes

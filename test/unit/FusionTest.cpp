@@ -18,6 +18,7 @@
 #include "ModelInputs.h"
 #include "ReferenceTestUtil.h"
 
+#include "ls2c/Analysis/ProgramStats.h"
 #include "ls2c/Frontend/Frontend.h"
 #include "ls2c/Model/ParameterLayout.h"
 #include "ls2c/Training/Workspace.h"
@@ -27,6 +28,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
+#include <cctype>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -435,6 +437,92 @@ void checkMerged(const std::string &preset, bool expectMerge) {
   for (size_t i = 0; i < got.size(); ++i)
     EXPECT_LE(relativeL2(got[i].floats, expected[i].floats), 1e-5)
         << preset << ": result " << i;
+}
+
+// Under activation checkpointing a bf16/fp16 train step casts each layer's
+// range of the master workspace on its own (`ls2.compute_copy`, before the
+// layer's first reader) and the backward recomputes it, rather than keeping
+// one cast of the whole master alive through the step. The checkpointed
+// @accumulate_gradients, fused and planned on its arena, computes the bits
+// of the unfused step without checkpointing; every copy made in the forward
+// is made again in the backward; q, k and v still merge into one GEMM (their
+// weights are views of the layer's copy).
+void checkLayerComputeCopies(const std::string &preset, ls2c::DType dtype) {
+  std::unique_ptr<Plain> plain =
+      buildPlain(preset, [&](ls2c::ModelDescription &d) { d.dtype = dtype; });
+  std::unique_ptr<Plain> ckpt = buildPlain(preset, [&](ls2c::ModelDescription &d) {
+    d.dtype = dtype;
+    d.activation_checkpointing = true;
+  });
+  ASSERT_TRUE(plain && ckpt);
+  auto acc = [](mlir::ModuleOp m) {
+    return m.lookupSymbol<mlir::func::FuncOp>("accumulate_gradients");
+  };
+  auto copies = [](mlir::Operation *root) {
+    int n = 0;
+    root->walk([&](ls2c::ls2::CastOp c) { n += c->hasAttr("ls2.compute_copy"); });
+    return n;
+  };
+  int layers = ckpt->desc.encoder_layers + ckpt->desc.decoder_layers;
+  // A layer's weights, and its biases and norms: two ranges a layer.
+  EXPECT_EQ(copies(acc(*plain->module)), 0) << preset;
+  int forwardCopies = copies(acc(*ckpt->module));
+  EXPECT_GE(forwardCopies, 2 * layers) << preset;
+
+  mlir::OwningOpRef<mlir::ModuleOp> merged = ckpt->module->clone();
+  mlir::PassManager mergePm(&ckpt->context);
+  mergePm.addNestedPass<mlir::func::FuncOp>(ls2c::createMergeGemms());
+  ASSERT_TRUE(mlir::succeeded(mergePm.run(*merged)));
+  EXPECT_LT(countMatmuls(acc(*merged)), countMatmuls(acc(*ckpt->module))) << preset;
+
+  mlir::OwningOpRef<mlir::ModuleOp> fused = ckpt->module->clone();
+  mlir::PassManager pm(&ckpt->context);
+  ls2c::FuseOptions options;
+  options.epilogues = false; // an epilogue rounds otherwise in bf16/fp16
+  pm.addNestedPass<mlir::func::FuncOp>(ls2c::createFuse(options));
+  pm.addNestedPass<mlir::func::FuncOp>(ls2c::createPlanBuffers());
+  ASSERT_TRUE(mlir::succeeded(pm.run(*fused)));
+  ASSERT_TRUE(mlir::succeeded(mlir::verify(*fused)));
+  int layerCopies = 0;
+  for (mlir::Operation &op : acc(*ckpt->module).getBody().front()) {
+    if (!op.hasAttr("ls2.compute_copy"))
+      continue;
+    std::string scope = ls2c::scopeOf(op.getLoc());
+    layerCopies += !scope.empty() && std::isdigit(static_cast<unsigned char>(scope.back()));
+  }
+  EXPECT_GE(layerCopies, 2 * layers) << preset;
+  EXPECT_EQ(copies(acc(*fused)), forwardCopies + layerCopies) << preset;
+
+  mlir::func::FuncOp forward = plain->module->lookupSymbol<mlir::func::FuncOp>("forward");
+  std::map<std::string, HostTensor> named;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    named[argName(forward, i)] = plain->args[i];
+  ls2c::ParameterLayout layout = ls2c::buildParameterLayout(plain->desc);
+  ls2c::WorkspaceLayout ws = ls2c::planWorkspace(layout); // points into layout
+  std::vector<float> init = ls2c::initializeWorkspace(ws, 11);
+  std::vector<HostTensor> accArgs = {
+      HostTensor::fromFloats(ElementType::F32, {ws.totalElements},
+                             std::vector<double>(init.begin(), init.end())),
+      HostTensor::fromFloats(ElementType::F32, {ws.totalElements},
+                             std::vector<double>(init.rbegin(), init.rend())),
+      HostTensor::scalarFloat(ElementType::F32, 1.0)};
+  for (unsigned i = 3; i < acc(*plain->module).getNumArguments(); ++i)
+    accArgs.push_back(named.at(argName(acc(*plain->module), i)));
+  Interpreter f32(Precision::F32);
+  Interpreter onArena(Precision::F32);
+  onArena.setUseArena(true);
+  std::vector<HostTensor> expected = f32.run(acc(*plain->module), accArgs);
+  std::vector<HostTensor> got = onArena.run(acc(*fused), accArgs);
+  ASSERT_EQ(expected.size(), got.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(sameBits(expected[i], got[i])) << preset << ": result " << i;
+}
+
+TEST(LayerComputeCopies, CheckpointedBf16TinyBertMatchesOneWholeCopy) {
+  checkLayerComputeCopies("tiny-bert", ls2c::DType::BF16);
+}
+TEST(LayerComputeCopies, CheckpointedFp16TinyTransformerMatchesOneWholeCopy) {
+  checkLayerComputeCopies("tiny-transformer", ls2c::DType::F16);
 }
 
 TEST(MergedGemms, TinyBertAgreesWithTheUnmergedProgram) { checkMerged("tiny-bert", true); }

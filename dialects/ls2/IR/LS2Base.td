@@ -34,7 +34,11 @@ def LS2_Dialect : Dialect {
     (`buildVJP`); `ls2-autodiff` builds the backward pass from it and marks
     each forward op whose results the backward reads with the unit
     attribute `ls2.saved` (those results stay alive, or are recomputed,
-    until the backward has used them).
+    until the backward has used them). Under activation checkpointing
+    `ls2-train-step` casts each layer's range of the master workspace on
+    its own and marks that `ls2.cast` with the unit attribute
+    `ls2.compute_copy`: one kernel writes it (ls2-fuse), and the backward
+    recomputes it like the layer's other values.
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
