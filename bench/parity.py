@@ -47,9 +47,18 @@ CASES = {
     "bert-base": ("bert-base", None, 8, 512, False, 1.0),
     "gpt2-small-fp32": ("gpt2-small", "fp32", 8, 1024, False, 0.25),
     "gpt2-small": ("gpt2-small", None, 8, 1024, False, 0.25),
+    "bert-base-ckpt": ("bert-base", None, 8, 512, False, 1.0),
+    "gpt2-small-ckpt": ("gpt2-small", None, 8, 1024, False, 0.25),
+}
+# Description fields a case sets on its preset: the checkpointed cases run the fp16/bf16 train
+# step that casts each layer's compute copy on its own and recomputes it in the backward.
+CASE_FIELDS = {
+    "bert-base-ckpt": {"activation_checkpointing": True},
+    "gpt2-small-ckpt": {"activation_checkpointing": True},
 }
 CPU_CASES = ["tiny-bert", "tiny-gpt", "tiny-transformer", "tiny-vit"]
-GPU_CASES = CPU_CASES + ["bert-base-fp32", "bert-base", "gpt2-small-fp32", "gpt2-small"]
+GPU_CASES = CPU_CASES + ["bert-base-fp32", "bert-base", "gpt2-small-fp32", "gpt2-small",
+                         "bert-base-ckpt", "gpt2-small-ckpt"]
 TOL = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 1e-2}
 LR_TOL = 1e-5
 SEED = 1234
@@ -66,6 +75,7 @@ def parity_description(case, steps):
         d[k] = 0.0
     if dtype:
         d["dtype"] = dtype
+    d.update(CASE_FIELDS.get(case, {}))
     opt = d.setdefault("optimizer", {})
     if lr_factor != 1.0:
         opt["lr"] = opt.get("lr", 1e-4) * lr_factor

@@ -13,11 +13,11 @@
 #                                       configs, and of the CONFIGs named)
 # On the GPU machine (carry .gpu-bench; bench/*.py travel with the tree):
 #   scripts/gpu-bench.sh run [all|parity [CASE...]|bench [CONFIG...]] [--out DIR]
-#     parity: bench/parity.py on the GPU cases (tiny-*, bert-base and gpt2-small in fp32 and in
-#             their preset dtype, 50 steps; or the CASEs named; $PARITY_ARGS adds options such as
-#             --noise-floor); bench: bench/side_by_side.py (default configs, or the CONFIGs
-#             named; ls2c's attention: $LS2C_ATTENTION, kernels (default) or cudnn); all: both
-#             (about 15 minutes). Each ends with bench/summary.py's
+#     parity: bench/parity.py on the GPU cases (tiny-*, bert-base and gpt2-small in fp32, in
+#             their preset dtype and checkpointed in it, 50 steps; or the CASEs named;
+#             $PARITY_ARGS adds options such as --noise-floor); bench: bench/side_by_side.py
+#             (default configs, or the CONFIGs named; ls2c's attention: $LS2C_ATTENTION, kernels
+#             (default) or cudnn); all: both (about 15 minutes). Each ends with bench/summary.py's
 #             short table. Results: DIR (default $OUT, else .gpu-bench/out)/parity.json,
 #             side_by_side.json and the logs. Exit status: non-zero if a check failed.
 set -euo pipefail
