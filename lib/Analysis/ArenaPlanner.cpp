@@ -102,8 +102,9 @@ std::vector<int64_t> placeGreedy(const std::vector<Group> &groups,
 
 /// Sweep over range endpoints. At one step all starts count before any end,
 /// since ranges are inclusive: a range ending at t and one starting at t are
-/// live together at t.
-int64_t lowerBound(const std::vector<Group> &groups) {
+/// live together at t. Returns the peak bytes; `peakStep` is the first step
+/// where they are live (-1 when nothing is).
+int64_t lowerBound(const std::vector<Group> &groups, int64_t &peakStep) {
   std::vector<std::tuple<int64_t, bool, int64_t>> events; // step, isEnd, bytes
   events.reserve(2 * groups.size());
   for (const Group &g : groups) {
@@ -114,9 +115,13 @@ int64_t lowerBound(const std::vector<Group> &groups) {
   }
   std::sort(events.begin(), events.end());
   int64_t live = 0, peak = 0;
+  peakStep = -1;
   for (const auto &e : events) {
     live += std::get<1>(e) ? -std::get<2>(e) : std::get<2>(e);
-    peak = std::max(peak, live);
+    if (live > peak) {
+      peak = live;
+      peakStep = std::get<0>(e);
+    }
   }
   return peak;
 }
@@ -280,7 +285,26 @@ ArenaPlan planArena(const std::vector<PlannedBuffer> &buffers,
 
   ArenaPlan plan;
   plan.alignment = alignment;
-  plan.lowerBoundBytes = lowerBound(groups);
+  plan.lowerBoundBytes = lowerBound(groups, plan.peakStep);
+  // One buffer per group live at the peak: the member live there (the
+  // largest of several).
+  for (const Group &g : groups) {
+    if (g.bytes == 0 || g.firstStep > plan.peakStep || g.lastStep < plan.peakStep)
+      continue;
+    size_t pick = g.members.front();
+    bool pickLive = false;
+    for (size_t m : g.members) {
+      bool live = buffers[m].firstStep <= plan.peakStep && plan.peakStep <= buffers[m].lastStep;
+      if ((live && !pickLive) ||
+          (live == pickLive && aligned[m] > aligned[pick]))
+        pick = m, pickLive = live;
+    }
+    plan.liveAtPeak.push_back({pick, g.bytes});
+  }
+  std::sort(plan.liveAtPeak.begin(), plan.liveAtPeak.end(),
+            [](const ArenaPlan::PeakBuffer &x, const ArenaPlan::PeakBuffer &y) {
+              return x.buffer < y.buffer;
+            });
   std::vector<int64_t> groupOffsets;
   if (options.strategy == ArenaStrategy::Best) {
     // Each order in turn; a later one is kept only when strictly smaller.

@@ -42,6 +42,23 @@ ProgramStats collectProgramStats(func::FuncOp f) {
     s.arenaBytes = a.getInt();
   if (auto a = f->getAttrOfType<IntegerAttr>("ls2.arena_lower_bound_bytes"))
     s.arenaLowerBound = a.getInt();
+  if (auto peak = f->getAttrOfType<DictionaryAttr>("ls2.arena_peak")) {
+    auto integer = [](DictionaryAttr d, StringRef key) -> int64_t {
+      auto a = d.getAs<IntegerAttr>(key);
+      return a ? a.getInt() : 0;
+    };
+    auto text = [](DictionaryAttr d, StringRef key) -> std::string {
+      auto a = d.getAs<StringAttr>(key);
+      return a ? a.str() : "";
+    };
+    s.peakStep = peak.getAs<IntegerAttr>("step") ? integer(peak, "step") : -1;
+    s.steps = integer(peak, "steps");
+    if (auto live = peak.getAs<ArrayAttr>("live"))
+      for (Attribute a : live)
+        if (auto row = dyn_cast<DictionaryAttr>(a))
+          s.peak.push_back({text(row, "name"), text(row, "scope"), integer(row, "count"),
+                            integer(row, "bytes")});
+  }
   return s;
 }
 

@@ -15,6 +15,7 @@
 #include "InPlaceResults.h"
 
 #include "ls2c/Analysis/ArenaPlanner.h"
+#include "ls2c/Analysis/ProgramStats.h"
 #include "ls2c/Analysis/ShapeBounds.h"
 #include "ls2c/Transforms/PaddedRows.h"
 
@@ -22,6 +23,8 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+#include <map>
 #include <stdexcept>
 
 namespace ls2c {
@@ -83,6 +86,53 @@ bool rowReductionInPlace(ls2::FusionOp f, unsigned input, Value result) {
   return llvm::all_of(arg.getUsers(), [&](Operation *u) {
     return isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(u) || fusion::isElementwiseOfShape(u, shape);
   });
+}
+
+/// What is live at the arena's peak, grouped by buffer name without its
+/// fusion group's number ("layer_norm_8#0" -> "layer_norm#0") and by the
+/// owner's frontend scope with layer numbers as '*' ("transformer.h.*"),
+/// largest first: {step, steps, live = [{name, scope, count, bytes}]}.
+/// `ls2c compile --stats` prints it.
+DictionaryAttr peakAttr(MLIRContext *ctx, const ArenaPlan &plan,
+                        const std::vector<PlannedBuffer> &buffers,
+                        const std::vector<Value> &owner, int64_t steps) {
+  struct Row {
+    int64_t count = 0, bytes = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Row> rows;
+  for (const ArenaPlan::PeakBuffer &p : plan.liveAtPeak) {
+    StringRef full(buffers[p.buffer].name);
+    auto [base, result] = full.split('#');
+    StringRef stem = base.rtrim("0123456789");
+    if (stem.size() < base.size() && stem.ends_with("_"))
+      base = stem.drop_back();
+    std::string scope, ownerScope = scopeOf(owner[p.buffer].getLoc());
+    for (StringRef rest = ownerScope; !rest.empty();) {
+      auto [part, tail] = rest.split('.');
+      bool number = llvm::all_of(part, [](char c) { return c >= '0' && c <= '9'; });
+      scope += (scope.empty() ? "" : ".") + (number && !part.empty() ? std::string("*") : part.str());
+      rest = tail;
+    }
+    Row &row = rows[{(base + "#" + result).str(), scope}];
+    ++row.count;
+    row.bytes += p.bytes;
+  }
+  std::vector<std::pair<std::pair<std::string, std::string>, Row>> sorted(rows.begin(),
+                                                                          rows.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto &x, const auto &y) {
+    return x.second.bytes > y.second.bytes;
+  });
+  Builder b(ctx);
+  SmallVector<Attribute> live;
+  for (const auto &[key, row] : sorted)
+    live.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr("name", b.getStringAttr(key.first)),
+         b.getNamedAttr("scope", b.getStringAttr(key.second)),
+         b.getNamedAttr("count", b.getI64IntegerAttr(row.count)),
+         b.getNamedAttr("bytes", b.getI64IntegerAttr(row.bytes))}));
+  return b.getDictionaryAttr({b.getNamedAttr("step", b.getI64IntegerAttr(plan.peakStep)),
+                              b.getNamedAttr("steps", b.getI64IntegerAttr(steps)),
+                              b.getNamedAttr("live", b.getArrayAttr(live))});
 }
 
 struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
@@ -249,6 +299,7 @@ struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
     f->setAttr("ls2.arena_bytes", IntegerAttr::get(i64, plan.arenaBytes));
     f->setAttr("ls2.arena_lower_bound_bytes",
                IntegerAttr::get(i64, plan.lowerBoundBytes));
+    f->setAttr("ls2.arena_peak", peakAttr(ctx, plan, buffers, owner, step));
     markInPlaceResults(f);
 
     if (print) {

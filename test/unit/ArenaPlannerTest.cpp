@@ -70,6 +70,39 @@ TEST(ArenaPlanner, ChainReachesTheLowerBound) {
   EXPECT_EQ(ls2c::verifyArenaPlan(b, plan), "");
 }
 
+// The chain above peaks at step 5 (buffers 4 and 5, 8 + 64 bytes); step 1
+// holds only 60 and step 2 64.
+TEST(ArenaPlanner, ReportsWhatIsLiveAtThePeak) {
+  std::vector<PlannedBuffer> b = {buf(0, 32, 0, 1), buf(1, 28, 1, 2),
+                                  buf(2, 36, 2, 3), buf(3, 16, 3, 4),
+                                  buf(4, 8, 4, 5),  buf(5, 64, 5, 6)};
+  ArenaPlan plan = ls2c::planArena(b, bytes());
+  EXPECT_EQ(plan.peakStep, 5);
+  ASSERT_EQ(plan.liveAtPeak.size(), 2u);
+  EXPECT_EQ(plan.liveAtPeak[0].buffer, 4u);
+  EXPECT_EQ(plan.liveAtPeak[0].bytes, 8);
+  EXPECT_EQ(plan.liveAtPeak[1].buffer, 5u);
+  EXPECT_EQ(plan.liveAtPeak[1].bytes, 64);
+  // An in-place pair counts once, at its larger member's size, and names
+  // the member live at the peak: B (40 bytes, in place of A's 50) with C.
+  std::vector<PlannedBuffer> pair = {buf(0, 50, 0, 2, "A"), inPlace(buf(1, 40, 2, 5, "B"), 0),
+                                     buf(2, 30, 4, 5, "C"), buf(3, 10, 0, 0, "D")};
+  ArenaPlan p = ls2c::planArena(pair, bytes());
+  EXPECT_EQ(p.lowerBoundBytes, 80);
+  EXPECT_EQ(p.peakStep, 4);
+  ASSERT_EQ(p.liveAtPeak.size(), 2u);
+  EXPECT_EQ(p.liveAtPeak[0].buffer, 1u);
+  EXPECT_EQ(p.liveAtPeak[0].bytes, 50);
+  EXPECT_EQ(p.liveAtPeak[1].buffer, 2u);
+  int64_t sum = 0;
+  for (const ArenaPlan::PeakBuffer &x : p.liveAtPeak)
+    sum += x.bytes;
+  EXPECT_EQ(sum, p.lowerBoundBytes);
+  ArenaPlan none = ls2c::planArena({buf(0, 0, 0, 3)}, bytes());
+  EXPECT_EQ(none.peakStep, -1);
+  EXPECT_TRUE(none.liveAtPeak.empty());
+}
+
 // T fits both below Q (a 101-byte gap) and between Q and S (60 bytes): best
 // fit takes the smaller gap, where first fit would take offset 0.
 TEST(ArenaPlanner, BestFitTakesTheSmallestGapThatFits) {

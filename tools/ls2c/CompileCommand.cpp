@@ -276,6 +276,27 @@ void printStats(const ModelDescription &desc, mlir::ModuleOp module) {
               bytesText(a.arenaBytes).c_str(), bytesText(a.arenaLowerBound).c_str(),
               a.arenaLowerBound > 0 ? double(a.arenaBytes) / double(a.arenaLowerBound)
                                     : 1.0);
+  if (a.peakStep >= 0) {
+    // What makes the peak: the largest groups of buffers live there.
+    std::printf("  live at its peak (step %lld of %lld):\n", static_cast<long long>(a.peakStep),
+                static_cast<long long>(a.steps));
+    constexpr size_t kShown = 8;
+    int64_t restBytes = 0, restCount = 0;
+    for (size_t i = 0; i < a.peak.size(); ++i) {
+      const PeakLive &row = a.peak[i];
+      if (i >= kShown) {
+        restBytes += row.bytes;
+        restCount += row.count;
+        continue;
+      }
+      std::printf("    %s: %lld x %s%s\n", bytesText(row.bytes).c_str(),
+                  static_cast<long long>(row.count), row.name.c_str(),
+                  row.scope.empty() ? "" : (" in " + row.scope).c_str());
+    }
+    if (restCount > 0)
+      std::printf("    %s: %lld more buffers\n", bytesText(restBytes).c_str(),
+                  static_cast<long long>(restCount));
+  }
   std::printf("  arena (optimizer): %s\n", bytesText(o.arenaBytes).c_str());
   std::printf("  workspaces (fp32 master, gradients, 2 Adam moments): %s\n",
               bytesText(workspaces).c_str());
@@ -390,8 +411,10 @@ int runCompile(const std::vector<std::string> &args) {
                 "  planned     + static arena offsets (ls2-plan-buffers)\n"
                 "--stats compiles to the planned program and prints launches "
                 "per function and\nper layer scope, the arena against its "
-                "lower bound and the estimated peak\ndevice memory of a train "
-                "step at max_batch_tokens. --fusion-report prints every\n"
+                "lower bound, what is live at the arena's\npeak (by buffer "
+                "name and scope, largest first) and the estimated peak device\n"
+                "memory of a train step at max_batch_tokens. --fusion-report "
+                "prints every\n"
                 "fusion group (with its layer scope) and every refused fusion "
                 "with its reason.\n"
                 "--emit=cuda prints the generated CUDA C++ kernel of every "

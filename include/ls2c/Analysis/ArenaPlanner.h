@@ -100,6 +100,18 @@ struct ArenaPlan {
   /// steps of the aligned sizes live at that step, counting an in-place
   /// group once (at its largest member) over its merged range.
   int64_t lowerBoundBytes = 0;
+  /// The first step at which lowerBoundBytes are live (-1: no buffer has
+  /// bytes).
+  int64_t peakStep = -1;
+  /// What is live at peakStep, by ascending buffer index: one buffer per
+  /// in-place group (the member live at that step, the largest of several)
+  /// with the bytes the group counts (its largest member's aligned size);
+  /// the bytes sum to lowerBoundBytes.
+  struct PeakBuffer {
+    size_t buffer = 0; ///< index into the planned buffers
+    int64_t bytes = 0;
+  };
+  std::vector<PeakBuffer> liveAtPeak;
   int64_t alignment = kDefaultArenaAlignment; ///< bytes
   /// The order that produced `offsets`: "greedy-by-size",
   /// "greedy-by-duration" or "greedy-by-area" (on a tie under

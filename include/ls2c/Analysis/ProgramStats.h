@@ -26,11 +26,25 @@ struct LaunchCounts {
   int64_t total() const { return kernels + gemms + attention + other; }
 };
 
+/// Buffers live at the arena's peak that share a name (without the fusion
+/// group's number) and a frontend scope (layer numbers as '*').
+struct PeakLive {
+  std::string name;  ///< "attention#0": the op or group name, '#', the result
+  std::string scope; ///< "transformer.h.*"; "" outside every scope
+  int64_t count = 0;
+  int64_t bytes = 0; ///< together, aligned (an in-place pair counted once)
+};
+
 struct ProgramStats {
   LaunchCounts launches;                      ///< the whole function
   std::map<std::string, LaunchCounts> scopes; ///< by frontend scope
   int64_t arenaBytes = -1;      ///< ls2.arena_bytes; -1 when not planned
   int64_t arenaLowerBound = -1; ///< ls2.arena_lower_bound_bytes
+  /// ls2.arena_peak: the step (of `steps`) where the arena's lower bound is
+  /// live, and what is live there, largest first. peakStep -1: not planned,
+  /// or nothing in the arena.
+  int64_t peakStep = -1, steps = 0;
+  std::vector<PeakLive> peak;
 };
 
 /// The frontend scope of a location: its NameLoc's name (the first one

@@ -3,7 +3,8 @@
 targets: the arena within 1.05x of its lower bound, launch counts for every layer, and for
 BERT-base at most 20 launches per encoder layer (GEMMs included, the attention core not) and an
 estimated peak device memory (32x512 tokens, fp16, AdamW) below the 10.2 GiB torch.compile
-peaked at. Prints one line per preset with the most launches any layer of each stack takes
+peaked at; what is live at the arena's peak (all of it, the rows past the eighth summed) adds up
+to the lower bound. Prints one line per preset with the most launches any layer of each stack takes
 (attention calls not counted); exits 1 naming the broken target.
 Usage: check-stats.py LS2C EXAMPLES_DIR PRESET..."""
 import re
@@ -25,6 +26,16 @@ for name in presets:
             r"\(\d+ kernels, \d+ GEMMs, (\d+) attention", out, re.M):
         layers.setdefault(re.sub(r"\.\d+$", "", scope), set()).add(int(n) - int(attention))
     problems = []
+    at_peak = re.search(r"live at its peak \(step (\d+) of (\d+)\):\n((?:    .*\n)+)", out)
+    if not at_peak:
+        problems.append("no breakdown of the arena's peak")
+    else:
+        step, steps = int(at_peak.group(1)), int(at_peak.group(2))
+        rows = [int(b) for b in re.findall(r"^    (\d+) bytes ", at_peak.group(3), re.M)]
+        if not 0 <= step < steps:
+            problems.append(f"peak step {step} outside [0, {steps})")
+        if sum(rows) != bound:
+            problems.append(f"the peak's rows sum to {sum(rows)} bytes, not the lower bound {bound}")
     if arena > 1.05 * bound:
         problems.append(f"arena {arena} > 1.05 x lower bound {bound}")
     if not layers:
