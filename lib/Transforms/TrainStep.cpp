@@ -261,7 +261,8 @@ TrainStepPass::buildAccumulate(ModuleOp module, func::FuncOp fb,
 
   IRMapping map;
   // fp16/bf16 compute copies: one cast of the whole master workspace (one
-  // kernel), whose slices are views, rather than a cast per parameter.
+  // kernel; per layer under checkpointing, below), whose slices are views,
+  // rather than a cast per parameter.
   Type computeType;
   bool oneComputeType = true;
   for (const WorkspaceSlot &slot : ws.slots) {
