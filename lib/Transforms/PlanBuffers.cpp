@@ -90,12 +90,13 @@ bool rowReductionInPlace(ls2::FusionOp f, unsigned input, Value result) {
 
 /// What is live at the arena's peak, grouped by buffer name without its
 /// fusion group's number ("layer_norm_8#0" -> "layer_norm#0") and by the
-/// owner's frontend scope with layer numbers as '*' ("transformer.h.*"),
-/// largest first: {step, steps, live = [{name, scope, count, bytes}]}.
-/// `ls2c compile --stats` prints it.
+/// owner's frontend scope with layer numbers as '*' ("transformer.h.*"; the
+/// model's name, `modelName`, kept as it is), largest first: {step, steps,
+/// live = [{name, scope, count, bytes}]}. `ls2c compile --stats` prints it.
 DictionaryAttr peakAttr(MLIRContext *ctx, const ArenaPlan &plan,
                         const std::vector<PlannedBuffer> &buffers,
-                        const std::vector<Value> &owner, int64_t steps) {
+                        const std::vector<Value> &owner, int64_t steps,
+                        StringRef modelName) {
   struct Row {
     int64_t count = 0, bytes = 0;
   };
@@ -106,8 +107,15 @@ DictionaryAttr peakAttr(MLIRContext *ctx, const ArenaPlan &plan,
     StringRef stem = base.rtrim("0123456789");
     if (stem.size() < base.size() && stem.ends_with("_"))
       base = stem.drop_back();
-    std::string scope, ownerScope = scopeOf(owner[p.buffer].getLoc());
-    for (StringRef rest = ownerScope; !rest.empty();) {
+    // The model's own name (the top scope, "gpt.1.3b" say) is kept as it is.
+    std::string ownerScope = scopeOf(owner[p.buffer].getLoc()), scope;
+    StringRef rest = ownerScope;
+    if (!modelName.empty() && rest.starts_with(modelName) &&
+        (rest.size() == modelName.size() || rest[modelName.size()] == '.')) {
+      scope = modelName.str();
+      rest = rest.drop_front(modelName.size()).ltrim('.');
+    }
+    while (!rest.empty()) {
       auto [part, tail] = rest.split('.');
       bool number = llvm::all_of(part, [](char c) { return c >= '0' && c <= '9'; });
       scope += (scope.empty() ? "" : ".") + (number && !part.empty() ? std::string("*") : part.str());
@@ -299,7 +307,10 @@ struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
     f->setAttr("ls2.arena_bytes", IntegerAttr::get(i64, plan.arenaBytes));
     f->setAttr("ls2.arena_lower_bound_bytes",
                IntegerAttr::get(i64, plan.lowerBoundBytes));
-    f->setAttr("ls2.arena_peak", peakAttr(ctx, plan, buffers, owner, step));
+    auto module = f->getParentOfType<ModuleOp>();
+    std::optional<StringRef> modelName = module ? module.getName() : std::nullopt;
+    f->setAttr("ls2.arena_peak",
+               peakAttr(ctx, plan, buffers, owner, step, modelName.value_or("")));
     markInPlaceResults(f);
 
     if (print) {
