@@ -56,8 +56,8 @@ ProgramStats collectProgramStats(func::FuncOp f) {
     if (auto live = peak.getAs<ArrayAttr>("live"))
       for (Attribute a : live)
         if (auto row = dyn_cast<DictionaryAttr>(a))
-          s.peak.push_back({text(row, "name"), text(row, "scope"), integer(row, "count"),
-                            integer(row, "bytes")});
+          s.peak.push_back({text(row, "name"), text(row, "type"), text(row, "scope"),
+                            integer(row, "count"), integer(row, "bytes")});
   }
   return s;
 }

@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 
 namespace ls2c {
 #define GEN_PASS_DEF_PLANBUFFERS
@@ -89,18 +90,19 @@ bool rowReductionInPlace(ls2::FusionOp f, unsigned input, Value result) {
 }
 
 /// What is live at the arena's peak, grouped by buffer name without its
-/// fusion group's number ("layer_norm_8#0" -> "layer_norm#0") and by the
-/// owner's frontend scope with layer numbers as '*' ("transformer.h.*"; the
-/// model's name, `modelName`, kept as it is), largest first: {step, steps,
-/// live = [{name, scope, count, bytes}]}. `ls2c compile --stats` prints it.
+/// fusion group's number ("layer_norm_8#0" -> "layer_norm#0"), its type
+/// at the shape bounds ("[32768 x 2048] bf16") and the owner's frontend
+/// scope with layer numbers as '*' ("transformer.h.*"; the model's name,
+/// `modelName`, kept as it is), largest first: {step, steps, live = [{name,
+/// type, scope, count, bytes}]}. `ls2c compile --stats` prints it.
 DictionaryAttr peakAttr(MLIRContext *ctx, const ArenaPlan &plan,
                         const std::vector<PlannedBuffer> &buffers,
-                        const std::vector<Value> &owner, int64_t steps,
-                        StringRef modelName) {
+                        const std::vector<Value> &owner, const ShapeBounds &bounds,
+                        int64_t steps, StringRef modelName) {
   struct Row {
     int64_t count = 0, bytes = 0;
   };
-  std::map<std::pair<std::string, std::string>, Row> rows;
+  std::map<std::tuple<std::string, std::string, std::string>, Row> rows; // name, type, scope
   for (const ArenaPlan::PeakBuffer &p : plan.liveAtPeak) {
     StringRef full(buffers[p.buffer].name);
     auto [base, result] = full.split('#');
@@ -121,12 +123,17 @@ DictionaryAttr peakAttr(MLIRContext *ctx, const ArenaPlan &plan,
       scope += (scope.empty() ? "" : ".") + (number && !part.empty() ? std::string("*") : part.str());
       rest = tail;
     }
-    Row &row = rows[{(base + "#" + result).str(), scope}];
+    // The shape at max_batch_tokens and the dtype: "[32768 x 2048] bf16".
+    std::string type = "[";
+    llvm::raw_string_ostream os(type);
+    llvm::interleave(bounds.shape(owner[p.buffer]), os, " x ");
+    os << "] " << cast<RankedTensorType>(owner[p.buffer].getType()).getElementType();
+    Row &row = rows[{(base + "#" + result).str(), os.str(), scope}];
     ++row.count;
     row.bytes += p.bytes;
   }
-  std::vector<std::pair<std::pair<std::string, std::string>, Row>> sorted(rows.begin(),
-                                                                          rows.end());
+  std::vector<std::pair<std::tuple<std::string, std::string, std::string>, Row>> sorted(
+      rows.begin(), rows.end());
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto &x, const auto &y) {
     return x.second.bytes > y.second.bytes;
   });
@@ -134,8 +141,9 @@ DictionaryAttr peakAttr(MLIRContext *ctx, const ArenaPlan &plan,
   SmallVector<Attribute> live;
   for (const auto &[key, row] : sorted)
     live.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("name", b.getStringAttr(key.first)),
-         b.getNamedAttr("scope", b.getStringAttr(key.second)),
+        {b.getNamedAttr("name", b.getStringAttr(std::get<0>(key))),
+         b.getNamedAttr("type", b.getStringAttr(std::get<1>(key))),
+         b.getNamedAttr("scope", b.getStringAttr(std::get<2>(key))),
          b.getNamedAttr("count", b.getI64IntegerAttr(row.count)),
          b.getNamedAttr("bytes", b.getI64IntegerAttr(row.bytes))}));
   return b.getDictionaryAttr({b.getNamedAttr("step", b.getI64IntegerAttr(plan.peakStep)),
@@ -310,7 +318,7 @@ struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
     auto module = f->getParentOfType<ModuleOp>();
     std::optional<StringRef> modelName = module ? module.getName() : std::nullopt;
     f->setAttr("ls2.arena_peak",
-               peakAttr(ctx, plan, buffers, owner, step, modelName.value_or("")));
+               peakAttr(ctx, plan, buffers, owner, *bounds, step, modelName.value_or("")));
     markInPlaceResults(f);
 
     if (print) {

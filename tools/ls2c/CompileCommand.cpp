@@ -289,8 +289,8 @@ void printStats(const ModelDescription &desc, mlir::ModuleOp module) {
         restCount += row.count;
         continue;
       }
-      std::printf("    %s: %lld x %s%s\n", bytesText(row.bytes).c_str(),
-                  static_cast<long long>(row.count), row.name.c_str(),
+      std::printf("    %s: %lld x %s %s%s\n", bytesText(row.bytes).c_str(),
+                  static_cast<long long>(row.count), row.name.c_str(), row.type.c_str(),
                   row.scope.empty() ? "" : (" in " + row.scope).c_str());
     }
     if (restCount > 0)
@@ -412,11 +412,11 @@ int runCompile(const std::vector<std::string> &args) {
                 "--stats compiles to the planned program and prints launches "
                 "per function and\nper layer scope, the arena against its "
                 "lower bound, what is live at the arena's\npeak (by buffer "
-                "name and scope, largest first) and the estimated peak device\n"
-                "memory of a train step at max_batch_tokens. --fusion-report "
-                "prints every\n"
-                "fusion group (with its layer scope) and every refused fusion "
-                "with its reason.\n"
+                "name, shape, dtype and scope, largest first) and the\n"
+                "estimated peak device memory of a train step at "
+                "max_batch_tokens.\n--fusion-report prints every "
+                "fusion group (with its layer scope) and every refused\n"
+                "fusion with its reason.\n"
                 "--emit=cuda prints the generated CUDA C++ kernel of every "
                 "fusion group (of the\nplanned program) with its launch "
                 "config.\n"

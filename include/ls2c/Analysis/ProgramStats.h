@@ -27,9 +27,10 @@ struct LaunchCounts {
 };
 
 /// Buffers live at the arena's peak that share a name (without the fusion
-/// group's number) and a frontend scope (layer numbers as '*').
+/// group's number), a type and a frontend scope (layer numbers as '*').
 struct PeakLive {
   std::string name;  ///< "attention#0": the op or group name, '#', the result
+  std::string type;  ///< at the shape bounds: "[32768 x 2048] bf16"
   std::string scope; ///< "transformer.h.*"; "" outside every scope
   int64_t count = 0;
   int64_t bytes = 0; ///< together, aligned (an in-place pair counted once)

@@ -262,10 +262,10 @@ def PlanBuffers : Pass<"ls2-plan-buffers", "::mlir::func::FuncOp"> {
     the arena) and `ls2.arena_bytes` and `ls2.arena_lower_bound_bytes` (the
     maximum over steps of the bytes live at once) to the function, and
     `ls2.arena_peak`, a dictionary of the peak `step`, the `steps` and
-    `live`, an array of dictionaries (`name`, `scope`, `count`, `bytes`):
-    what is live at the first step that reaches the lower bound, grouped by
-    buffer name without the fusion group's number and by scope with layer
-    numbers as `*`, largest first (`ls2c compile --stats` prints it). With
+    `live`, an array of dictionaries (`name`, `type`, `scope`, `count`,
+    `bytes`): what is live at the first step that reaches the lower bound,
+    grouped by buffer name without the fusion group's number, by type at
+    the shape bounds and by scope with layer numbers as `*`, largest first (`ls2c compile --stats` prints it). With
     `print`, lists every buffer: offset, size and live range in steps.
   }];
   let options = [
