@@ -132,6 +132,25 @@ size_t deviceBytesInUse() {
   return total - free;
 }
 
+/// A workspace tensor's fp32 values on the host (`bytes` of them).
+std::vector<float> downloadFloats(const DeviceTensor &t, size_t bytes) {
+  std::vector<float> v(bytes / sizeof(float));
+  t.buffer.download(v.data(), bytes);
+  return v;
+}
+
+/// One parameter's values of a workspace vector, widened and divided by
+/// `divisor` in double: the output file's F64 rows.
+std::vector<double> slotValues(const std::vector<float> &workspace, const ParameterSlot &slot,
+                               double divisor) {
+  auto first = workspace.begin() + static_cast<long>(slot.offset);
+  std::vector<double> v(first, first + static_cast<long>(numel(slot.shape)));
+  if (divisor != 1.0)
+    for (double &x : v)
+      x /= divisor;
+  return v;
+}
+
 /// The last train step's steps by label, slowest first, as a table.
 void printProfile(const std::vector<std::pair<std::string, float>> &times) {
   std::map<std::string, std::pair<double, int>> byLabel;
@@ -175,15 +194,16 @@ int run(const Options &o) {
   const ls2c::ModelDescription desc = ls2c::parseModelDescription(program.description, o.bundle);
 
   // Parameters into the fp32 master workspace, by reference name (or
-  // initialized as the description says).
-  std::vector<double> master(program.workspaceElements, 0.0);
+  // initialized as the description says). Held as float on the host, as on
+  // the device: a 1.3B model's workspace is 5.2 GB so, not 10.4.
+  std::vector<float> master(program.workspaceElements, 0.0f);
   if (o.initSeed >= 0) {
     ls2c::ParameterLayout layout = ls2c::buildParameterLayout(desc);
     ls2c::WorkspaceLayout ws = ls2c::planWorkspace(layout);
     std::vector<float> init = ls2c::initializeWorkspace(ws, static_cast<uint64_t>(o.initSeed));
     if (init.size() != master.size())
       throw RuntimeError(o.bundle + ": its description plans another workspace size");
-    std::copy(init.begin(), init.end(), master.begin());
+    master = std::move(init);
   }
   SafetensorsFile params;
   if (o.initSeed < 0)
@@ -197,13 +217,15 @@ int run(const Options &o) {
     if (it->second.shape != slot.shape)
       throw RuntimeError(o.params + ": parameter '" + slot.name + "' has the wrong shape");
     std::vector<double> v = floatValues(it->second, o.params + ": " + slot.name);
-    std::copy(v.begin(), v.end(), master.begin() + static_cast<long>(slot.offset));
+    // Rounded to fp32 here as the upload did before: the master is fp32.
+    std::transform(v.begin(), v.end(), master.begin() + static_cast<long>(slot.offset),
+                   [](double x) { return static_cast<float>(x); });
   }
   if (!o.saveParams.empty() && rank == 0) {
     SafetensorsFile initial;
     for (const ParameterSlot &slot : program.parameters) {
-      initial.tensors[slot.name] =
-          floatTensor("F32", slot.shape, master.data() + slot.offset, numel(slot.shape));
+      std::vector<double> v = slotValues(master, slot, 1.0);
+      initial.tensors[slot.name] = floatTensor("F32", slot.shape, v.data(), v.size());
     }
     initial.metadata = {{"ls2c.model", program.modelName}};
     writeSafetensors(o.saveParams, initial);
@@ -215,7 +237,10 @@ int run(const Options &o) {
   std::map<std::string, DeviceTensor> state;
   std::vector<int64_t> ws = {static_cast<int64_t>(program.workspaceElements)};
   size_t wsBytes = program.workspaceElements * 4;
-  state["master_weights"] = uploadTensor(master, ws, DType::F32, wsBytes, "master weights");
+  state["master_weights"].shape = ws;
+  state["master_weights"].buffer = DeviceBuffer(wsBytes, "master weights");
+  state["master_weights"].buffer.upload(master.data(), wsBytes);
+  master = {};
   state["exp_avg"] = zeroTensor(ws, DType::F32, wsBytes, "exp_avg");
   state["exp_avg_sq"] = zeroTensor(ws, DType::F32, wsBytes, "exp_avg_sq");
   state["loss_scale"] =
@@ -329,7 +354,13 @@ int run(const Options &o) {
     return out;
   };
 
-  std::vector<double> losses, norms, rates, firstGradients;
+  // Only a rank that writes -o keeps the first step's gradients (fp32, as
+  // on the device; a 5.2 GB copy at 1.3B parameters).
+  const bool writesOutput =
+      !o.output.empty() && (rank == 0 || o.output.find("{rank}") != std::string::npos);
+  std::vector<double> losses, norms, rates;
+  std::vector<float> firstGradients;
+  double firstGradientScale = 1.0;
   StepTimer accumulateTimer, optimizerTimer, reduceTimer;
   size_t peakBytes = 0;
   for (int64_t k = 0; k < o.steps; ++k) {
@@ -358,11 +389,9 @@ int run(const Options &o) {
       reduceTimer.finish();
     }
     losses.push_back(loss);
-    if (k == 0) {
-      firstGradients = downloadTensor(state.at("gradients"));
-      double scale = downloadTensor(state.at("loss_scale"))[0] * worldSize;
-      for (double &g : firstGradients)
-        g /= scale;
+    if (k == 0 && writesOutput) {
+      firstGradients = downloadFloats(state.at("gradients"), wsBytes);
+      firstGradientScale = downloadTensor(state.at("loss_scale"))[0] * worldSize;
     }
     std::vector<std::pair<std::string, float>> times;
     if (o.profile && k + 1 == o.steps)
@@ -400,9 +429,9 @@ int run(const Options &o) {
 
   // With --data-parallel every rank holds the same parameters: rank 0
   // writes, or each rank when -o names "{rank}".
-  if (o.output.empty() || (rank != 0 && o.output.find("{rank}") == std::string::npos))
+  if (!writesOutput)
     return 0;
-  std::vector<double> finalMaster = downloadTensor(state.at("master_weights"));
+  std::vector<float> finalMaster = downloadFloats(state.at("master_weights"), wsBytes);
   SafetensorsFile file;
   std::vector<int64_t> perStep = {o.steps};
   size_t n = static_cast<size_t>(o.steps);
@@ -410,11 +439,11 @@ int run(const Options &o) {
   file.tensors["grad_norm"] = floatTensor("F64", perStep, norms.data(), n);
   file.tensors["lr"] = floatTensor("F64", perStep, rates.data(), n);
   for (const ParameterSlot &slot : program.parameters) {
-    size_t count = numel(slot.shape);
-    file.tensors["grad/" + slot.name] =
-        floatTensor("F64", slot.shape, firstGradients.data() + slot.offset, count);
-    file.tensors["param/" + slot.name] =
-        floatTensor("F64", slot.shape, finalMaster.data() + slot.offset, count);
+    // The summed gradients unscaled (loss scale and ranks) in double.
+    std::vector<double> g = slotValues(firstGradients, slot, firstGradientScale);
+    std::vector<double> p = slotValues(finalMaster, slot, 1.0);
+    file.tensors["grad/" + slot.name] = floatTensor("F64", slot.shape, g.data(), g.size());
+    file.tensors["param/" + slot.name] = floatTensor("F64", slot.shape, p.data(), p.size());
   }
   file.metadata = {{"ls2c.model", program.modelName},
                    {"ls2c.device", executor.arch()},
