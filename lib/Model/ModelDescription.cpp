@@ -112,13 +112,15 @@ unsigned bit(Architecture a) {
 }
 
 // Integer fields: where they apply, where they are required, their "off"
-// value where they do not apply, and whether they are sizes (positive).
+// value where they do not apply, whether they are sizes (positive) and
+// whether they count the rows of a table ids or labels index.
 struct IntField {
   const char *key;
   int64_t MD::*member;
   unsigned applies, required;
   int64_t off;
   bool size;
+  bool table = false;
 };
 const IntField kIntFields[] = {
     {"encoder_layers", &MD::encoder_layers, kE | kED | kV, kE | kED | kV, 0,
@@ -128,16 +130,16 @@ const IntField kIntFields[] = {
     {"heads", &MD::heads, kAll, kAll, 0, true},
     {"kv_heads", &MD::kv_heads, kAll, 0, 0, true},
     {"ffn", &MD::ffn, kAll, kAll, 0, true},
-    {"vocab", &MD::vocab, kText, kText, 0, true},
-    {"src_vocab", &MD::src_vocab, kED, 0, 0, true},
-    {"type_vocab_size", &MD::type_vocab_size, kE, 0, 0, true},
+    {"vocab", &MD::vocab, kText, kText, 0, true, true},
+    {"src_vocab", &MD::src_vocab, kED, 0, 0, true, true},
+    {"type_vocab_size", &MD::type_vocab_size, kE, 0, 0, true, true},
     {"max_seq_len", &MD::max_seq_len, kAll, kText, 0, true},
     {"max_batch_tokens", &MD::max_batch_tokens, kAll, kAll, 0, true},
     {"padding_idx", &MD::padding_idx, kText, 0, -1, false},
     {"image_size", &MD::image_size, kV, kV, 0, true},
     {"patch_size", &MD::patch_size, kV, kV, 0, true},
     {"channels", &MD::channels, kV, 0, 0, true},
-    {"num_classes", &MD::num_classes, kV, kV, 0, true},
+    {"num_classes", &MD::num_classes, kV, kV, 0, true, true},
     {"sequence_parallel_size", &MD::sequence_parallel_size, kD, 0, 1, true},
 };
 
@@ -373,6 +375,12 @@ private:
     // An absent src_vocab defaults to vocab, which passed the check above.
     if (applies(kED) && d_.src_vocab < 2)
       failAt("src_vocab", "must be at least 2");
+    // Token ids, token types and labels index these tables as int32.
+    for (const IntField &f : kIntFields)
+      if (f.table && applies(f.applies) && d_.*f.member > kMaxClasses)
+        failAt(f.key, fmt::format("must be at most {} (token ids and labels "
+                                  "are int32)",
+                                  kMaxClasses));
     if (applies(kV))
       checkVit();
     if (d_.sequence_parallel_size > kMaxSequenceParallelSize)
@@ -553,6 +561,44 @@ private:
       if (driver && root_.contains(driver->key))
         failAt(driver->key, e.detail());
       r_.fail("$", e.detail());
+    }
+    checkActivationsFit();
+  }
+
+  // The memory plan sizes every activation at its bound (max_batch_tokens
+  // rows; a ViT's class logits one row an image); each in float64 (the
+  // reference interpreter's precision) must have a byte count that fits
+  // int64, or the planner's sizes would wrap.
+  void checkActivationsFit() {
+    struct Activation {
+      const char *key; ///< the field that sets its width
+      int64_t rows, width;
+      const char *rowsName;
+    };
+    const int64_t tokens = d_.max_batch_tokens;
+    int64_t qkv = 0;
+    // The merged q, k, v projection is the widest row a hidden size makes.
+    if (__builtin_mul_overflow(d_.hidden, int64_t{3}, &qkv))
+      qkv = INT64_MAX;
+    std::vector<Activation> acts = {{"hidden", tokens, qkv, "max_batch_tokens"},
+                                    {"ffn", tokens, d_.ffn, "max_batch_tokens"}};
+    if (applies(kText))
+      acts.push_back({"vocab", tokens, d_.vocab, "max_batch_tokens"});
+    if (applies(kED))
+      acts.push_back({"src_vocab", tokens, d_.src_vocab, "max_batch_tokens"});
+    if (applies(kV))
+      acts.push_back({"num_classes", tokens / d_.max_seq_len, d_.num_classes,
+                      "images (max_batch_tokens / (num_patches + 1))"});
+    for (const Activation &a : acts) {
+      int64_t bytes = 0;
+      if (!__builtin_mul_overflow(a.rows, a.width, &bytes) &&
+          !__builtin_mul_overflow(bytes, int64_t{8}, &bytes))
+        continue;
+      failAt(a.rows >= a.width ? "max_batch_tokens" : a.key,
+             fmt::format("a [{}, {}] activation ({} x {} elements) in "
+                         "float64 overflows 64-bit byte counts; lower "
+                         "max_batch_tokens or {}",
+                         a.rowsName, a.key, a.rows, a.width, a.key));
     }
   }
 

@@ -583,11 +583,11 @@ TEST(ModelDescriptionBadInput, HeadDimOver256) {
 }
 
 TEST(ModelDescriptionBadInput, ByteCountOverflow) {
-  // The embedding's element count (2^70) overflows.
-  expectBad("byte-count-overflow", "$.vocab",
-            "1099511627776: element count of "
-            "'bert.embeddings.word_embeddings.weight' [1099511627776, "
-            "1073741824] overflows 64-bit integers");
+  // The embedding's element count (2^64) overflows.
+  expectBad("byte-count-overflow", "$.hidden",
+            "8589934592: element count of "
+            "'bert.embeddings.word_embeddings.weight' [2147483648, "
+            "8589934592] overflows 64-bit integers");
   // About 3.1 * 2^60 elements fit in int64; their fp32 bytes do not.
   std::string path;
   std::string msg = errorOf(patched(tinyEncoder(), {{"vocab", int64_t(1) << 31},
@@ -666,6 +666,58 @@ TEST(ModelDescriptionTest, SequenceParallelSizeBoundsOneRanksTokens) {
   // 1 is what every architecture has.
   EXPECT_EQ(parse(patched(tinyVit(), {{"sequence_parallel_size", 1}})).sequence_parallel_size,
             1);
+}
+
+// Ids and labels are i32: a table has at most 2^31 rows.
+TEST(ModelDescriptionBadInput, TableAbove2To31Rows) {
+  const std::string rule = ": must be at most 2147483648 (token ids and labels are int32)";
+  EXPECT_EQ(errorOf(patched(tinyDecoder(), {{"vocab", (int64_t(1) << 31) + 1}})),
+            "t.json: $.vocab: 2147483649" + rule);
+  EXPECT_EQ(errorOf(patched(tinyEncoderDecoder(), {{"src_vocab", int64_t(1) << 32}})),
+            "t.json: $.src_vocab: 4294967296" + rule);
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"type_vocab_size", int64_t(1) << 40}})),
+            "t.json: $.type_vocab_size: 1099511627776" + rule);
+  EXPECT_EQ(errorOf(patched(tinyVit(), {{"num_classes", (int64_t(1) << 31) + 1}})),
+            "t.json: $.num_classes: 2147483649" + rule);
+  EXPECT_EQ(parse(patched(tinyDecoder(), {{"vocab", int64_t(1) << 31}})).vocab,
+            int64_t(1) << 31);
+}
+
+// The planner sizes activations at max_batch_tokens rows: each in float64
+// must have an int64 byte count; the larger of the two fields is named.
+TEST(ModelDescriptionBadInput, ActivationBytesOverflow) {
+  EXPECT_EQ(errorOf(patched(tinyDecoder(), {{"vocab", int64_t(1) << 30},
+                                            {"max_batch_tokens", 2147483647}})),
+            "t.json: $.max_batch_tokens: 2147483647: a [max_batch_tokens, "
+            "vocab] activation (2147483647 x 1073741824 elements) in float64 "
+            "overflows 64-bit byte counts; lower max_batch_tokens or vocab");
+  std::string path;
+  std::string msg = errorOf(patched(tinyDecoder(), {{"ffn", int64_t(1) << 33},
+                                                    {"max_batch_tokens", 2147483647}}),
+                            &path);
+  EXPECT_EQ(path, "$.ffn");
+  EXPECT_NE(msg.find("[max_batch_tokens, ffn] activation (2147483647 x 8589934592"),
+            std::string::npos)
+      << msg;
+  // A ViT's class logits have a row per image: at 2 tokens an image (one
+  // patch and the class token), 2^31 classes overflow at 2^30 - 1 images
+  // and fit at 2^29 - 1.
+  auto vit = [](int64_t images) {
+    return patched(tinyVit(), {{"image_size", 7},
+                               {"num_classes", int64_t(1) << 31},
+                               {"max_batch_tokens", 2 * images}});
+  };
+  EXPECT_EQ(errorOf(vit((int64_t(1) << 30) - 1)),
+            "t.json: $.num_classes: 2147483648: a [images (max_batch_tokens / "
+            "(num_patches + 1)), num_classes] activation (1073741823 x 2147483648 "
+            "elements) in float64 overflows 64-bit byte counts; lower "
+            "max_batch_tokens or num_classes");
+  EXPECT_EQ(errorOf(vit((int64_t(1) << 29) - 1)), "");
+  // 2^27 rows of 2^27 float64 values (2^57 bytes) fit.
+  EXPECT_EQ(errorOf(patched(tinyDecoder(), {{"vocab", int64_t(1) << 27},
+                                            {"max_batch_tokens", int64_t(1) << 27},
+                                            {"max_seq_len", 64}})),
+            "");
 }
 
 TEST(ModelDescriptionBadInput, VocabBelow2) {

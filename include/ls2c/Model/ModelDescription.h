@@ -31,6 +31,9 @@ inline constexpr int64_t kMaxLayers = 1024;
 /// Token ids, positions and cu_seqlens are i32 in the graph.
 inline constexpr int64_t kMaxBatchTokens = 2147483647;
 inline constexpr int64_t kMaxHeadDim = 256;
+/// Largest vocab, src_vocab, type_vocab_size and num_classes: ids and
+/// labels are i32, so a table has at most 2^31 rows.
+inline constexpr int64_t kMaxClasses = int64_t{1} << 31;
 /// Most ranks one sequence may be split over (sequence_parallel_size).
 inline constexpr int64_t kMaxSequenceParallelSize = 4096;
 /// Deepest nesting of JSON arrays and objects accepted (a description needs
