@@ -184,7 +184,12 @@ std::string parseGenerateOptions(const std::vector<std::string> &args, GenerateO
   if (o.prompt)
     if (size_t pos = findInvalidUtf8(*o.prompt); pos != std::string::npos)
       return "--prompt: column " + std::to_string(pos + 1) + ": invalid UTF-8";
-  return "";
+  std::vector<FileOption> inputs = {{"the model", o.model},        {"--checkpoint", o.checkpoint},
+                                    {"--tokenizer", o.tokenizer},  {"--target-tokenizer", o.targetTokenizer},
+                                    {"--text", o.text},            {"--input", o.input}};
+  for (const std::string &r : o.references)
+    inputs.push_back({"--reference", r});
+  return outputReplacesInput({{"-o", o.output}}, inputs);
 }
 
 int runGeneration(const GenerateOptions &o, const ModelDescription &desc,

@@ -129,4 +129,22 @@ void writeFileAtomically(const std::string &requested, std::string_view contents
   }
 }
 
+bool sameFile(const std::string &a, const std::string &b) {
+  if (a == b)
+    return true;
+  struct stat sa, sb;
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 &&
+         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+std::string outputReplacesInput(const std::vector<FileOption> &outputs,
+                                const std::vector<FileOption> &inputs) {
+  for (const auto &[outFlag, outPath] : outputs)
+    for (const auto &[inFlag, inPath] : inputs)
+      if (!outPath.empty() && !inPath.empty() && sameFile(outPath, inPath))
+        return outFlag + " '" + outPath + "' is " + inFlag + " '" + inPath +
+               "': writing it would replace an input";
+  return "";
+}
+
 } // namespace ls2c

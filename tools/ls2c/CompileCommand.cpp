@@ -140,6 +140,10 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
   }
   if (o.model.empty())
     return kCompileUsage;
+  if (o.output && *o.output != "-")
+    if (std::string e = ls2c::outputReplacesInput({{"-o", *o.output}}, {{"MODEL.json", o.model}});
+        !e.empty())
+      return e;
   if (stageGiven && o.stage.empty())
     return "--stage needs a value (forward, train-step, fused, planned)";
   if (!o.stage.empty() && o.stage != "forward" && o.stage != "train-step" &&

@@ -91,7 +91,10 @@ std::string parse(const std::vector<std::string> &args, Options &o) {
   }
   if (o.mode == "--from-hf" && !o.hfConfig.empty())
     return "--hf-config applies to --to-hf and --list";
-  return "";
+  if (o.output == o.hfConfig && !o.output.empty())
+    return "-o and --hf-config name the same file '" + o.output + "'";
+  return ls2c::outputReplacesInput({{"-o", o.output}, {"--hf-config", o.hfConfig}},
+                                   {{"MODEL.json", o.model}, {"the input file", o.input}});
 }
 
 /// On stderr, before anything reaches stdout (which is flushed first).

@@ -1,5 +1,6 @@
 //===- StepCommand.cpp - ls2c step MODEL.json --params --batch -o ---------===//
 #include "Commands.h"
+#include "ls2c/Support/AtomicFile.h"
 
 #include "ls2c/Trainer/ReferenceStep.h"
 #include "ls2c/Trainer/Trainer.h"
@@ -89,7 +90,9 @@ std::string parse(const std::vector<std::string> &args, StepOptions &o) {
     return kStepUsage;
   if (o.logits == o.output)
     return "--logits and -o name the same file '" + o.output + "'";
-  return "";
+  return ls2c::outputReplacesInput(
+      {{"-o", o.output}, {"--logits", o.logits}},
+      {{"MODEL.json", o.model}, {"--params", o.params}, {"--batch", o.batch}});
 }
 
 } // namespace

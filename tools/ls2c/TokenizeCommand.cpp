@@ -95,38 +95,16 @@ std::string parseCount(const std::string &flag, const std::string &text,
   out = v;
   return "";
 }
-/// Whether two paths name the same file (the same path, or the same
-/// device and inode when both exist).
-bool sameFile(const std::string &a, const std::string &b) {
-  if (a == b)
-    return true;
-  struct stat sa, sb;
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
-}
-
-
 /// "" unless an output of `o` (-o, --model-out) is one of its inputs (a
 /// corpus, --model, --decode): same path or the same file by another name.
 std::string outputReplacesInput(const Options &o) {
-  std::vector<std::pair<std::string, std::string>> inputs;
+  std::vector<ls2c::FileOption> inputs;
   for (const std::string &c : o.corpora)
     inputs.push_back({"the corpus", c});
-  if (!o.model.empty())
-    inputs.push_back({"--model", o.model});
-  if (!o.decode.empty())
-    inputs.push_back({"--decode", o.decode});
-  std::vector<std::pair<std::string, std::string>> outputs;
-  if (!o.out.empty())
-    outputs.push_back({"-o", o.out});
-  if (!o.train.empty())
-    outputs.push_back({"--model-out", o.modelOut});
-  for (const auto &[outFlag, outPath] : outputs)
-    for (const auto &[inName, inPath] : inputs)
-      if (sameFile(outPath, inPath))
-        return outFlag + " '" + outPath + "' is " + inName + " '" + inPath +
-               "': writing it would replace an input";
-  return "";
+  inputs.push_back({"--model", o.model});
+  inputs.push_back({"--decode", o.decode});
+  return ls2c::outputReplacesInput(
+      {{"-o", o.out}, {"--model-out", o.train.empty() ? "" : o.modelOut}}, inputs);
 }
 
 std::string parse(const std::vector<std::string> &args, Options &o) {

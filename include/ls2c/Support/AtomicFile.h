@@ -18,6 +18,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace ls2c {
 
@@ -31,6 +33,19 @@ public:
 /// Throws FileWriteError naming `path` (a directory target is EISDIR); the
 /// temporary file is removed on failure.
 void writeFileAtomically(const std::string &path, std::string_view contents);
+
+/// Whether two paths name one file: the same path, or the same device and
+/// inode when both exist (another spelling, a symbolic or hard link).
+bool sameFile(const std::string &a, const std::string &b);
+
+/// A command's file option and its path, e.g. {"-o", "out.safetensors"}.
+using FileOption = std::pair<std::string, std::string>;
+
+/// "" unless one of `outputs` is one of `inputs` (sameFile), else the
+/// refusal: "-o 'p.st' is --params 'p.st': writing it would replace an
+/// input". Options with an empty path are skipped.
+std::string outputReplacesInput(const std::vector<FileOption> &outputs,
+                                const std::vector<FileOption> &inputs);
 
 } // namespace ls2c
 
