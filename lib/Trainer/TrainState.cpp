@@ -140,6 +140,21 @@ TrainState TrainState::load(const std::string &path, const ModelDescription &des
       if (!std::isfinite(x))
         throw TrainError(path + ": holds non-finite parameters or optimizer "
                          "state (a corrupted checkpoint)");
+  // Adam's second moment is a running mean of squares: a negative one would
+  // make sqrt(v) NaN in the first step.
+  for (size_t i = 0; i < s.expAvgSq.floats.size(); ++i)
+    if (s.expAvgSq.floats[i] < 0)
+      throw TrainError(path + ": tensor 'ls2c.optimizer.exp_avg_sq' element " +
+                       std::to_string(i) +
+                       " is negative (a second moment is >= 0: a corrupted checkpoint)");
+  // Every tensor was read: the workspace's parameters and the two moments.
+  if (file.tensors.size() != ws.slots.size() + 2)
+    for (const auto &entry : file.tensors)
+      if (entry.first != "ls2c.optimizer.exp_avg" &&
+          entry.first != "ls2c.optimizer.exp_avg_sq" && !ws.find(entry.first))
+        throw TrainError(path + ": tensor '" + entry.first +
+                         "' is not a parameter of " + desc.name +
+                         " nor optimizer state (a checkpoint of another model?)");
   return s;
 }
 
