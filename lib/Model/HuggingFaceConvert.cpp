@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
@@ -84,6 +85,16 @@ bool sameValues(const SafetensorsTensor &a, const SafetensorsTensor &b) {
     if (!(x[i] == y[i]) && !(x[i] != x[i] && y[i] != y[i]))
       return false;
   return true;
+}
+
+/// Refuses a float tensor with a value that is not finite once rounded to
+/// fp32 (both models' parameters are fp32), naming the element.
+void checkFinite(const SafetensorsTensor &t, const std::string &path, const std::string &name) {
+  std::vector<double> v = floatValues(widenHalf(t), path + ": " + name);
+  for (size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(static_cast<float>(v[i])))
+      throw HuggingFaceError(fmt::format("{}: tensor '{}' element {} is {}, not finite in fp32",
+                                         path, name, i, v[i]));
 }
 
 bool startsWith(const std::string &s, std::string_view prefix) {
@@ -187,6 +198,7 @@ SafetensorsFile toHuggingFace(const HuggingFaceMapping &m,
         refuse(path, fmt::format("parameter '{}' has shape {}; {} expects {}",
                                  t.source, shapeText(tensor.shape),
                                  m.modelClass, expected(t)));
+      checkFinite(tensor, path, t.source);
     }
     out.tensors[t.name] = tensor;
   }
@@ -268,6 +280,7 @@ SafetensorsFile fromHuggingFace(const HuggingFaceMapping &m,
       refuse(path, fmt::format("tensor '{}' has shape {}; {} for {} expects {}",
                                shown, shapeText(tensor.shape), m.modelClass,
                                m.source, expected(t)));
+    checkFinite(tensor, path, shown);
   };
   int64_t widened = 0;
   for (const HuggingFaceTensor &t : m.tensors) {

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -426,6 +427,45 @@ TEST(HuggingFaceNamesTest, FromHuggingFaceRefusals) {
   EXPECT_NE(refusal([&] { ls2c::fromHuggingFace(m, ints, "hf"); })
                 .find("tensor 'bert.embeddings.LayerNorm.bias' has dtype I32"),
             std::string::npos);
+}
+
+// A value that is not finite in fp32 (NaN, an infinity, an F64 past fp32's
+// range) is refused both ways, naming the tensor and element.
+TEST(HuggingFaceNamesTest, NonFiniteValuesAreRefused) {
+  ModelDescription d = preset("tiny-gpt");
+  HuggingFaceMapping m = mappingOf(d);
+  SafetensorsFile ours = randomParameters(d, 5);
+  auto withValue = [](SafetensorsFile f, const std::string &name, size_t i, float v) {
+    std::memcpy(f.tensors.at(name).data.data() + 4 * i, &v, 4);
+    return f;
+  };
+  EXPECT_EQ(refusal([&] {
+              ls2c::toHuggingFace(m, withValue(ours, "transformer.h.1.ln_2.bias", 7, NAN), "p");
+            }),
+            "p: tensor 'transformer.h.1.ln_2.bias' element 7 is nan, not finite in fp32");
+  SafetensorsFile hf = ls2c::toHuggingFace(m, ours, "ours");
+  EXPECT_EQ(refusal([&] {
+              ls2c::fromHuggingFace(m, withValue(hf, "transformer.wpe.weight", 2, -INFINITY),
+                                    "hf");
+            }),
+            "hf: tensor 'transformer.wpe.weight' element 2 is -inf, not finite in fp32");
+  // F64 1e300 fits in fp64, not in the models' fp32; BF16 NaN widens to NaN.
+  SafetensorsFile wide = hf;
+  SafetensorsTensor &bias = wide.tensors.at("transformer.ln_f.bias");
+  bias.dtype = "F64";
+  bias.data.assign(64 * 8, 0);
+  const double huge = 1e300;
+  std::memcpy(bias.data.data() + 8 * 3, &huge, 8);
+  EXPECT_EQ(refusal([&] { ls2c::fromHuggingFace(m, wide, "hf"); }),
+            "hf: tensor 'transformer.ln_f.bias' element 3 is 1e+300, not finite in fp32");
+  SafetensorsFile half = hf;
+  SafetensorsTensor &gain = half.tensors.at("transformer.ln_f.weight");
+  gain.dtype = "BF16";
+  gain.data.assign(64 * 2, 0);
+  gain.data[2 * 9 + 1] = 0x7f;
+  gain.data[2 * 9] = 0xc0;
+  EXPECT_EQ(refusal([&] { ls2c::fromHuggingFace(m, half, "hf"); }),
+            "hf: tensor 'transformer.ln_f.weight' element 9 is nan, not finite in fp32");
 }
 
 TEST(HuggingFaceNamesTest, FromHuggingFaceAcceptsWhatTransformersLoads) {
