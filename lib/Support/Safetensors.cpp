@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <set>
 
 namespace ls2c {
 
@@ -187,12 +188,31 @@ SafetensorsFile readSafetensors(const std::string &path) {
     fail(path, "header length " + std::to_string(n) +
                    " exceeds the file or the 100 MB limit");
 
+  // nlohmann ends the document at a NUL: what follows would go unread.
+  if (size_t nul = bytes.find('\0', 8); nul < 8 + n)
+    fail(path, "header holds a NUL byte at file offset " + std::to_string(nul) +
+                   " (headers are JSON, padded with spaces)");
+  // Readers disagree on which of two equal keys wins: refused, at any depth.
+  std::vector<std::set<std::string>> keys;
+  std::string duplicate;
+  auto noDuplicates = [&](int, json::parse_event_t event, json &parsed) {
+    if (event == json::parse_event_t::object_start)
+      keys.emplace_back();
+    else if (event == json::parse_event_t::object_end)
+      keys.pop_back();
+    else if (event == json::parse_event_t::key && !keys.back().insert(parsed.get<std::string>()).second &&
+             duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
   json header;
   try {
-    header = json::parse(bytes.begin() + 8, bytes.begin() + 8 + n);
+    header = json::parse(bytes.begin() + 8, bytes.begin() + 8 + n, noDuplicates);
   } catch (const json::exception &e) {
     fail(path, std::string("header is not valid JSON: ") + e.what());
   }
+  if (!duplicate.empty())
+    fail(path, "header names '" + duplicate + "' twice");
   if (!header.is_object())
     fail(path, "header is not a JSON object");
 

@@ -153,6 +153,25 @@ TEST(Safetensors, RejectsMalformedFiles) {
   writeRaw(p, R"({"a": {"dtype": "F32", "shape": [1]}})", "");
   expectError(p, "needs dtype");
   expectError(tempPath("missing.safetensors"), "cannot open");
+  // Two tensors of one name (readers disagree on which wins), or two fields
+  // of one entry.
+  writeRaw(p,
+           R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},)"
+           R"( "a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+           "abcdefgh");
+  expectError(p, "header names 'a' twice");
+  writeRaw(p, R"({"a": {"dtype": "F32", "dtype": "I32", "shape": [1], "data_offsets": [0, 4]}})",
+           "abcd");
+  expectError(p, "header names 'dtype' twice");
+  // A NUL ends nlohmann's document: bytes after it would go unread.
+  writeRaw(p, std::string(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})") +
+                  std::string("\0\0\0\0xyz", 7),
+           "abcd");
+  expectError(p, "header holds a NUL byte at file offset 69");
+  // Space padding, as the format pads, is read.
+  writeRaw(p, R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}   )", "abcd");
+  EXPECT_EQ(ls2c::readSafetensors(p).tensors.at("a").shape, std::vector<int64_t>{1});
+  std::remove(p.c_str());
 }
 
 } // namespace

@@ -64,7 +64,8 @@ struct SafetensorsFile {
 void writeSafetensors(const std::string &path, const SafetensorsFile &file);
 
 /// Reads and validates `path`: header length within the file and at most
-/// 100 MB, valid JSON object, known dtypes, non-negative shapes whose byte
+/// 100 MB, valid JSON object without NUL bytes or a key given twice in any
+/// object (readers disagree on which wins), known dtypes, non-negative shapes whose byte
 /// size equals the data range, ranges inside the data, covering it without
 /// gaps or overlap. Throws SafetensorsError.
 SafetensorsFile readSafetensors(const std::string &path);
