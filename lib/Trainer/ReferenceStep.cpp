@@ -1,5 +1,6 @@
 //===- ReferenceStep.cpp - train steps on given weights and one batch -----===//
 #include "ls2c/Trainer/ReferenceStep.h"
+#include "ls2/IR/LS2Dialect.h"
 
 #include "Programs.h"
 #include "TrainState.h"
@@ -139,7 +140,8 @@ std::map<std::string, HostTensor> loadBatch(const SafetensorsFile &file,
 /// What the interpreter does not check: each input's rank and dynamic dims
 /// within the bounds the model is compiled for (ls2.max_shape), for ViT one
 /// sequence of num_patches + 1 tokens per image, and every sequence at most
-/// max_seq_len tokens.
+/// max_seq_len tokens, a label per token, and ids and labels within the
+/// table or classes they index.
 void checkBatch(const ModelDescription &desc, mlir::func::FuncOp f,
                 unsigned skip, const std::map<std::string, HostTensor> &batch,
                 const std::string &path) {
@@ -199,6 +201,45 @@ void checkBatch(const ModelDescription &desc, mlir::func::FuncOp f,
                          std::to_string(s - 1) + " has " +
                          std::to_string(length) + " tokens, more than " +
                          "max_seq_len " + std::to_string(desc.max_seq_len));
+    }
+  }
+  // A label per token (of the target side for encoder-decoders).
+  const char *tokens = desc.architecture == Architecture::EncoderDecoder ? "tgt_ids" : "input_ids";
+  if (batch.count("labels") && batch.count(tokens) &&
+      batch.at("labels").shape != batch.at(tokens).shape)
+    throw TrainError(path + ": batch input 'labels' has shape " +
+                     shapeText(batch.at("labels").shape) + ", '" + tokens + "' " +
+                     shapeText(batch.at(tokens).shape) + ": one label per token");
+  // Ids and labels against the table or classes they index, named here
+  // rather than by the interpreter's op.
+  for (unsigned i = skip; i < f.getNumArguments(); ++i) {
+    auto it = batch.find(argName(f, i));
+    if (it == batch.end() || it->second.ints.empty())
+      continue;
+    for (mlir::Operation *user : f.getArgument(i).getUsers()) {
+      int64_t limit = -1, ignore = 0;
+      bool ignores = false;
+      std::string what;
+      if (auto g = mlir::dyn_cast<ls2::GatherOp>(user); g && g.getIds() == f.getArgument(i)) {
+        limit = mlir::cast<mlir::RankedTensorType>(g.getTable().getType()).getDimSize(0);
+        what = "the rows of the table it indexes";
+      } else if (auto ce = mlir::dyn_cast<ls2::CrossEntropyOp>(user);
+                 ce && ce.getTargets() == f.getArgument(i)) {
+        limit = mlir::cast<mlir::RankedTensorType>(ce.getLogits().getType()).getDimSize(1);
+        ignore = ce.getIgnoreIndex();
+        ignores = true;
+        what = "the classes";
+      }
+      if (limit < 0 || mlir::ShapedType::isDynamic(limit))
+        continue;
+      const std::vector<int64_t> &v = it->second.ints;
+      for (size_t k = 0; k < v.size(); ++k)
+        if ((v[k] < 0 || v[k] >= limit) && !(ignores && v[k] == ignore))
+          throw TrainError(path + ": batch input '" + it->first + "' element " +
+                           std::to_string(k) + " is " + std::to_string(v[k]) + ", outside [0, " +
+                           std::to_string(limit) + ") (" + what + ")" +
+                           (ignores ? " and not the ignore index " + std::to_string(ignore)
+                                    : std::string()));
     }
   }
 }
