@@ -1,7 +1,7 @@
 //===- Commands.h - the ls2c subcommands ----------------------------------===//
 //
 // Each command takes its arguments after the command name and returns the
-// process exit code: 0 success, 1 internal error, 2 bad input or usage
+// process exit code: 0 success, 1 internal error or out of host memory, 2 bad input or usage
 // (one line on stderr naming what is wrong).
 //
 //===----------------------------------------------------------------------===//

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -65,7 +66,7 @@ options:
   -h, --help                   show this help
   --version                    print the ls2c version
 
-Exit status: 0 success, 1 internal error, 2 bad input or usage.
+Exit status: 0 success, 1 internal error or out of host memory, 2 bad input or usage.
 )";
 
 } // namespace
@@ -108,6 +109,13 @@ static int dispatch(const std::vector<std::string> &args) {
     return usageError("unknown command '" + command +
                       "' (commands: check, compile, train, step, tokenize, convert, bleu, "
                       "generate; see ls2c --help)");
+  } catch (const std::bad_alloc &) {
+    // Not a bug: sizes this machine cannot hold (the description's
+    // max_batch_tokens, vocab or ffn, or --batch-sequences).
+    std::fprintf(stderr, "ls2c: error: out of host memory (the description's sizes, "
+                         "max_batch_tokens or --batch-sequences ask for more than this "
+                         "machine has)\n");
+    return kExitInternal;
   } catch (const std::exception &e) {
     std::fprintf(stderr, "ls2c: internal error: %s\n", e.what());
     return kExitInternal;
