@@ -223,10 +223,14 @@ int runGeneration(const GenerateOptions &o, const ModelDescription &desc,
     if (!o.text.empty()) {
       text.emplace(GenerationText::fromCharCorpus(desc, o.text));
     } else {
-      std::unique_ptr<Tokenizer> target;
+      std::unique_ptr<Tokenizer> source = loadTokenizer(o.tokenizer), target;
       if (!o.targetTokenizer.empty())
         target = loadTokenizer(o.targetTokenizer);
-      text.emplace(desc, loadTokenizer(o.tokenizer), std::move(target));
+      // As ls2c train refuses it: one embedding cannot serve two vocabularies.
+      if (target && desc.share_embeddings && target->fingerprint() != source->fingerprint())
+        return bad(o.targetTokenizer + ": another tokenizer than " + o.tokenizer + ", but " +
+                   o.model + " shares one embedding (share_embeddings) between the sides");
+      text.emplace(desc, std::move(source), std::move(target));
     }
     SearchOptions search = o.search;
     text->setSpecials(search);
