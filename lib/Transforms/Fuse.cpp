@@ -55,6 +55,33 @@ struct Group {
   bool alive = true;
 };
 
+/// How many intervals [lo, hi) of program positions cover a position, as
+/// intervals are added and removed: a Fenwick tree over the differences
+/// (range add, point query), O(log n) each.
+class CoverCount {
+public:
+  void resize(size_t n) { tree.assign(n + 1, 0); }
+  void add(int lo, int hi, int delta) {
+    if (lo >= hi)
+      return;
+    bump(lo, delta);
+    bump(hi, -delta);
+  }
+  int at(int p) const {
+    int sum = 0;
+    for (size_t i = static_cast<size_t>(p) + 1; i > 0; i -= i & (~i + 1))
+      sum += tree[i];
+    return sum;
+  }
+
+private:
+  void bump(int p, int delta) {
+    for (size_t i = static_cast<size_t>(p) + 1; i < tree.size(); i += i & (~i + 1))
+      tree[i] += delta;
+  }
+  std::vector<int> tree;
+};
+
 std::string opName(Operation *op) {
   std::string s = op->getName().getStringRef().str();
   if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
@@ -91,6 +118,7 @@ public:
     for (Value v : rematerializedValues)
       rematerializedBytes +=
           bounds.bytes(v) - bounds.bytes(v.getDefiningOp()->getOperand(0));
+    straddling.resize(block.getOperations().size());
     for (Operation &op : block) {
       pos[&op] = static_cast<int>(order.size());
       order.push_back(&op);
@@ -264,6 +292,13 @@ private:
   llvm::DenseSet<Operation *> clonable;
   DenseMap<Operation *, int> groupOf;
   std::vector<Group> groups;
+  /// Alive groups by the span [minPos, maxPos) of their ops: those that
+  /// straddle a position (pathOutside's cut).
+  CoverCount straddling;
+  /// pathOutside's visited marks: an entry equals `searchEpoch` when set in
+  /// the current search (no clearing per search: deep models search often).
+  std::vector<unsigned> seenEpoch, expandedEpoch;
+  unsigned searchEpoch = 0;
   std::vector<std::string> refusals;
 
   int64_t numel(Value v) { return bounds.numElements(v); }
@@ -287,7 +322,7 @@ private:
       }
     }
     if (auto it = pos.find(op); it != pos.end())
-      g.minPos = g.maxPos = it->second;
+      g.minPos = g.maxPos = it->second; // spans nothing yet: [p, p)
     groupOf[op] = static_cast<int>(groups.size());
     groups.push_back(std::move(g));
   }
@@ -409,19 +444,28 @@ private:
     // sides of it (a kernel that runs when its last input is ready): with
     // none, the search stops there; with one, it searches everything.
     const int last = groups[b].maxPos;
+    // Groups other than a and b whose ops lie on both sides of `last`
+    // (minPos <= last < maxPos; b ends at last, so it is never one).
     bool straddled = false;
-    for (size_t g = 0; g < groups.size() && !straddled; ++g)
-      straddled = groups[g].alive && static_cast<int>(g) != a && static_cast<int>(g) != b &&
-                  groups[g].minPos <= last && groups[g].maxPos > last;
-    std::vector<char> seen(order.size(), 0);
+    if (last >= 0) {
+      const Group &ga = groups[a];
+      straddled = straddling.at(last) - (ga.minPos <= last && ga.maxPos > last ? 1 : 0) > 0;
+    }
+    if (++searchEpoch == 0) { // wrapped: marks of 2^32 searches ago would match
+      std::fill(seenEpoch.begin(), seenEpoch.end(), 0);
+      std::fill(expandedEpoch.begin(), expandedEpoch.end(), 0);
+      searchEpoch = 1;
+    }
+    seenEpoch.resize(order.size(), 0);
     // A group's users are pushed once, at the first of its ops reached.
-    std::vector<char> groupExpanded(groups.size(), 0);
+    expandedEpoch.resize(groups.size(), 0);
     std::vector<Operation *> stack;
     auto visit = [&](Operation *u) {
       auto it = pos.find(u);
-      if (it == pos.end() || seen[it->second] || (!straddled && it->second > last))
+      if (it == pos.end() || seenEpoch[it->second] == searchEpoch ||
+          (!straddled && it->second > last))
         return;
-      seen[it->second] = 1;
+      seenEpoch[it->second] = searchEpoch;
       stack.push_back(u);
     };
     auto pushUsers = [&](Operation *op) {
@@ -456,8 +500,8 @@ private:
       // Any other op (another group, opaque, view): follow its results, and
       // for a group everything it will compute.
       pushUsers(op);
-      if (g >= 0 && !groupExpanded[g]) {
-        groupExpanded[g] = 1;
+      if (g >= 0 && expandedEpoch[g] != searchEpoch) {
+        expandedEpoch[g] = searchEpoch;
         for (Operation *member : groups[g].ops)
           pushUsers(member);
       }
@@ -521,8 +565,11 @@ private:
   /// `bytes` more.
   void absorb(int into, int from, int64_t bytes) {
     groups[into].savedBytes += groups[from].savedBytes + bytes;
+    for (int g : {into, from})
+      straddling.add(groups[g].minPos, groups[g].maxPos, -1);
     groups[into].minPos = std::min(groups[into].minPos, groups[from].minPos);
     groups[into].maxPos = std::max(groups[into].maxPos, groups[from].maxPos);
+    straddling.add(groups[into].minPos, groups[into].maxPos, +1);
     for (Operation *op : groups[from].ops) {
       groupOf[op] = into;
       groups[into].ops.push_back(op);
