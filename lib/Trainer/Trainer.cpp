@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <tuple>
 
 namespace ls2c {
 
@@ -83,11 +84,17 @@ TrainResult train(const TrainOptions &o) {
   } catch (const DescriptionError &e) {
     throw TrainError(e.what());
   }
-  if (o.steps < 1 || o.microBatches < 1 || o.batchSequences < 0 ||
-      o.evalInterval < 0 || o.evalBatches < 1 || o.checkpointInterval < 0)
-    throw TrainError("--steps, --micro-batches and --eval-batches must be >= 1; "
-                     "--batch-sequences, --eval-interval and "
-                     "--checkpoint-interval >= 0");
+  // The first option out of range, by name.
+  for (const auto &[name, value, least] :
+       {std::tuple<const char *, int64_t, int64_t>{"--steps", o.steps, 1},
+        {"--micro-batches", o.microBatches, 1},
+        {"--eval-batches", o.evalBatches, 1},
+        {"--batch-sequences", o.batchSequences, 0},
+        {"--eval-interval", o.evalInterval, 0},
+        {"--checkpoint-interval", o.checkpointInterval, 0}})
+    if (value < least)
+      throw TrainError(std::string(name) + " is " + std::to_string(value) + "; it must be >= " +
+                       std::to_string(least));
   std::unique_ptr<TrainingData> data = loadTrainingData(o, desc);
   const bool classifies = desc.architecture != Architecture::Decoder;
 

@@ -41,7 +41,12 @@ int runCheck(const std::vector<std::string> &args) {
               "the bytes of its training state.");
     return kExitOk;
   }
-  if (args.size() != 1 || args[0].rfind("-", 0) == 0)
+  for (const std::string &a : args)
+    if (a.size() > 1 && a[0] == '-')
+      return usageError("unknown option '" + a + "' for check (usage: ls2c check MODEL.json)");
+  if (args.size() > 1)
+    return usageError("check takes one MODEL.json, got '" + args[0] + "' and '" + args[1] + "'");
+  if (args.size() != 1)
     return usageError("usage: ls2c check MODEL.json");
   try {
     ModelDescription desc = loadModelDescription(args[0]);
