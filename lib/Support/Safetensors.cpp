@@ -241,7 +241,9 @@ SafetensorsFile readSafetensors(const std::string &path) {
     t.dtype = entry["dtype"].get<std::string>();
     size_t elementBytes = safetensorsDtypeBytes(t.dtype);
     if (!elementBytes)
-      fail(path, "tensor '" + name + "' has unknown dtype '" + t.dtype + "'");
+      fail(path, "tensor '" + name + "' has dtype '" + t.dtype +
+                     "', which ls2c does not read (F64, F32, F16, BF16, I64, I32, I16, I8, U8, "
+                     "BOOL)");
     for (const json &d : entry["shape"]) {
       if (!d.is_number_integer())
         fail(path, "tensor '" + name + "' has a non-integer dim");
@@ -249,7 +251,7 @@ SafetensorsFile readSafetensors(const std::string &path) {
     }
     const json &offsets = entry["data_offsets"];
     if (!offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
-      fail(path, "tensor '" + name + "' has non-integer data_offsets");
+      fail(path, "tensor '" + name + "' has data_offsets that are not non-negative integers");
     uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
     if (begin > end || end > dataBytes)
       fail(path, "tensor '" + name + "' data_offsets [" +

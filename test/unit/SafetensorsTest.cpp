@@ -129,7 +129,7 @@ TEST(Safetensors, RejectsMalformedFiles) {
   expectError(p, "not a JSON object");
   writeRaw(p, R"({"x": {"dtype": "F99", "shape": [1], "data_offsets": [0, 4]}})",
            "abcd");
-  expectError(p, "unknown dtype 'F99'");
+  expectError(p, "has dtype 'F99', which ls2c does not read (F64, F32");
   writeRaw(p, R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}})",
            "abcd");
   expectError(p, "spans 4 bytes but its shape needs 8");
@@ -152,6 +152,8 @@ TEST(Safetensors, RejectsMalformedFiles) {
   expectError(p, "negative dim");
   writeRaw(p, R"({"a": {"dtype": "F32", "shape": [1]}})", "");
   expectError(p, "needs dtype");
+  writeRaw(p, R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [-4, 0]}})", "abcd");
+  expectError(p, "tensor 'a' has data_offsets that are not non-negative integers");
   expectError(tempPath("missing.safetensors"), "cannot open");
   // Two tensors of one name (readers disagree on which wins), or two fields
   // of one entry.

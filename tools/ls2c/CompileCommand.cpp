@@ -115,6 +115,8 @@ std::string parse(const std::vector<std::string> &args, CompileOptions &o) {
           return std::string("--arch: ") + e.what();
         }
 #endif
+        if (std::find(o.archs.begin(), o.archs.end(), arch) != o.archs.end())
+          return "--arch: '" + arch + "' is listed twice";
         o.archs.push_back(arch);
         pos = end + 1;
       }
