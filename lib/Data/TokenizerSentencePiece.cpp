@@ -93,6 +93,26 @@ std::string modelTypeOf(const std::string &proto) {
   }
 }
 
+/// A Status's message without sentencepiece's source location and failed
+/// condition ("Internal: ./src/x.cc(660) [cond] "), which name its code,
+/// not the user's input; "" when nothing else is left.
+std::string statusText(const spm::util::Status &st) {
+  std::string m = st.ToString();
+  size_t source = m.find(".cc(");
+  size_t close = source == std::string::npos ? std::string::npos : m.find(") ", source);
+  if (close != std::string::npos) {
+    size_t rest = close + 2;
+    if (rest < m.size() && m[rest] == '[') {
+      size_t end = m.find("] ", rest);
+      rest = end == std::string::npos ? m.size() : end + 2;
+    }
+    m = m.substr(std::min(rest, m.size()));
+  }
+  while (!m.empty() && m.back() == ' ')
+    m.pop_back();
+  return m;
+}
+
 uint32_t specialId(int id) {
   return id < 0 ? kNoTokenId : static_cast<uint32_t>(id);
 }
@@ -102,8 +122,8 @@ public:
   SentencePieceTokenizer(std::string bytes, const std::string &name) {
     spm::util::Status st = processor.LoadFromSerializedProto(bytes);
     if (!st.ok())
-      throw DataError(name + ": not a sentencepiece model or character "
-                             "vocabulary: " + st.ToString());
+      throw DataError(name + ": not a sentencepiece model or character vocabulary" +
+                      (statusText(st).empty() ? std::string() : ": " + statusText(st)));
     if (processor.GetPieceSize() <= 0)
       throw DataError(name + ": the sentencepiece model has no pieces");
     kind = modelTypeOf(bytes);
@@ -119,7 +139,7 @@ public:
     std::vector<int> out;
     spm::util::Status st = processor.Encode(text, &out);
     if (!st.ok())
-      throw DataError("sentencepiece cannot encode the text: " + st.ToString());
+      throw DataError("sentencepiece cannot encode the text: " + statusText(st));
     for (int id : out)
       ids.push_back(static_cast<uint32_t>(id));
   }
@@ -137,7 +157,7 @@ public:
     std::string text;
     spm::util::Status st = processor.Decode(in, &text);
     if (!st.ok())
-      throw DataError("sentencepiece cannot decode: " + st.ToString());
+      throw DataError("sentencepiece cannot decode: " + statusText(st));
     return text;
   }
 
@@ -215,7 +235,7 @@ std::unique_ptr<Tokenizer> trainSentencePiece(const std::vector<std::string> &li
   std::string proto;
   spm::util::Status st = spm::SentencePieceTrainer::Train(args, &it, &proto);
   if (!st.ok()) {
-    std::string why = st.ToString();
+    std::string why = statusText(st);
     // The trainer's own advice names its flags; say it in ls2c's terms.
     size_t at = why.find("Vocabulary size is smaller than required_chars. ");
     if (at != std::string::npos) {
