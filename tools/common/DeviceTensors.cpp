@@ -120,6 +120,18 @@ DeviceTensor uploadTensor(const std::vector<double> &values, const std::vector<i
   return t;
 }
 
+DeviceTensor uploadFloats(const std::vector<float> &values, const std::vector<int64_t> &shape,
+                          const std::string &what) {
+  DeviceTensor t;
+  t.shape = shape;
+  t.dtype = DType::F32;
+  const size_t bytes = values.size() * sizeof(float);
+  t.buffer = DeviceBuffer(std::max<size_t>(bytes, 1), what);
+  if (bytes)
+    t.buffer.upload(values.data(), bytes);
+  return t;
+}
+
 DeviceTensor zeroTensor(const std::vector<int64_t> &shape, DType dtype, size_t capacityBytes,
                         const std::string &what) {
   DeviceTensor t;

@@ -237,9 +237,7 @@ int run(const Options &o) {
   std::map<std::string, DeviceTensor> state;
   std::vector<int64_t> ws = {static_cast<int64_t>(program.workspaceElements)};
   size_t wsBytes = program.workspaceElements * 4;
-  state["master_weights"].shape = ws;
-  state["master_weights"].buffer = DeviceBuffer(wsBytes, "master weights");
-  state["master_weights"].buffer.upload(master.data(), wsBytes);
+  state["master_weights"] = uploadFloats(master, ws, "master weights");
   master = {};
   state["exp_avg"] = zeroTensor(ws, DType::F32, wsBytes, "exp_avg");
   state["exp_avg_sq"] = zeroTensor(ws, DType::F32, wsBytes, "exp_avg_sq");
