@@ -409,10 +409,10 @@ int run(const Options &o) {
     auto download = [&](const char *name) {
       std::vector<float> v(program.workspaceElements);
       state.at(name).buffer.download(v.data(), wsBytes);
-      return std::vector<double>(v.begin(), v.end());
+      return v;
     };
-    std::vector<double> weights = download("master_weights"), expAvg = download("exp_avg"),
-                        expAvgSq = download("exp_avg_sq");
+    std::vector<float> weights = download("master_weights"), expAvg = download("exp_avg"),
+                       expAvgSq = download("exp_avg_sq");
     ls2c::CheckpointCounters counters;
     counters.step = step;
     counters.appliedSteps = static_cast<int64_t>(downloadTensor(state.at("step"))[0]);
