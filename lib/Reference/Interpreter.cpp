@@ -13,6 +13,8 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <new>
+
 namespace ls2c::reference {
 
 using namespace mlir;
@@ -102,6 +104,8 @@ HostTensor checkArgument(func::FuncOp function, unsigned i, Type type,
   size_t count = 0;
   try {
     count = static_cast<size_t>(argument.numElements());
+  } catch (const std::bad_alloc &) {
+    throw;
   } catch (const std::exception &e) {
     fail(op, which + ": " + e.what());
   }
@@ -210,6 +214,8 @@ Interpreter::run(func::FuncOp function,
       frame.releaseDecoded();
     } catch (const InterpreterError &) {
       throw;
+    } catch (const std::bad_alloc &) {
+      throw; // the machine's limit, not the op's: the tools say so
     } catch (const std::exception &e) {
       fail(&op, e.what());
     }

@@ -132,9 +132,11 @@ void writeFileAtomically(const std::string &requested, std::string_view contents
 bool sameFile(const std::string &a, const std::string &b) {
   if (a == b)
     return true;
+  // Devices and pipes (/dev/stdin and /dev/stdout on one terminal) are
+  // written in place, never replaced: only regular files can be.
   struct stat sa, sb;
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 &&
-         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && S_ISREG(sa.st_mode) &&
+         S_ISREG(sb.st_mode) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 std::string outputReplacesInput(const std::vector<FileOption> &outputs,

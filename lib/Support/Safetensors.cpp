@@ -189,8 +189,9 @@ SafetensorsFile readSafetensors(const std::string &path) {
                    " exceeds the file or the 100 MB limit");
 
   // nlohmann ends the document at a NUL: what follows would go unread.
-  if (size_t nul = bytes.find('\0', 8); nul < 8 + n)
-    fail(path, "header holds a NUL byte at file offset " + std::to_string(nul) +
+  if (const void *nul = std::memchr(bytes.data() + 8, 0, n))
+    fail(path, "header holds a NUL byte at file offset " +
+                   std::to_string(static_cast<const char *>(nul) - bytes.data()) +
                    " (headers are JSON, padded with spaces)");
   // Readers disagree on which of two equal keys wins: refused, at any depth.
   std::vector<std::set<std::string>> keys;

@@ -285,7 +285,7 @@ struct PlanBuffersPass : ls2c::impl::PlanBuffersBase<PlanBuffersPass> {
     try {
       plan = planArena(buffers);
     } catch (const std::invalid_argument &e) {
-      f.emitError("buffer planning failed: ") << e.what();
+      f.emitError("buffer planning failed: ") << std::string(e.what());
       return signalPassFailure();
     }
     if (std::string bad = verifyArenaPlan(buffers, plan); !bad.empty()) {

@@ -713,6 +713,18 @@ TEST(ModelDescriptionBadInput, ActivationBytesOverflow) {
             "elements) in float64 overflows 64-bit byte counts; lower "
             "max_batch_tokens or num_classes");
   EXPECT_EQ(errorOf(vit((int64_t(1) << 29) - 1)), "");
+  // A ViT's patches: [max_batch_tokens, channels x patch_size^2].
+  EXPECT_EQ(errorOf(patched(tinyVit(), {{"image_size", 2},
+                                        {"patch_size", 1},
+                                        {"channels", int64_t(1) << 36},
+                                        {"max_batch_tokens", 1073741820}})),
+            "t.json: $.channels: 68719476736: a [max_batch_tokens, channels x patch_size^2] "
+            "activation (1073741820 x 68719476736 elements) in float64 overflows 64-bit byte "
+            "counts; lower max_batch_tokens or channels");
+  // The source vocabulary sizes an embedding table, not an activation.
+  EXPECT_EQ(errorOf(patched(tinyEncoderDecoder(), {{"src_vocab", int64_t(1) << 30},
+                                                   {"max_batch_tokens", int64_t(1) << 30}})),
+            "");
   // 2^27 rows of 2^27 float64 values (2^57 bytes) fit.
   EXPECT_EQ(errorOf(patched(tinyDecoder(), {{"vocab", int64_t(1) << 27},
                                             {"max_batch_tokens", int64_t(1) << 27},

@@ -196,14 +196,15 @@ int run(const Options &o) {
   // Parameters into the fp32 master workspace, by reference name (or
   // initialized as the description says). Held as float on the host, as on
   // the device: a 1.3B model's workspace is 5.2 GB so, not 10.4.
-  std::vector<float> master(program.workspaceElements, 0.0f);
+  std::vector<float> master;
   if (o.initSeed >= 0) {
     ls2c::ParameterLayout layout = ls2c::buildParameterLayout(desc);
     ls2c::WorkspaceLayout ws = ls2c::planWorkspace(layout);
-    std::vector<float> init = ls2c::initializeWorkspace(ws, static_cast<uint64_t>(o.initSeed));
-    if (init.size() != master.size())
+    master = ls2c::initializeWorkspace(ws, static_cast<uint64_t>(o.initSeed));
+    if (master.size() != program.workspaceElements)
       throw RuntimeError(o.bundle + ": its description plans another workspace size");
-    master = std::move(init);
+  } else {
+    master.assign(program.workspaceElements, 0.0f);
   }
   SafetensorsFile params;
   if (o.initSeed < 0)
@@ -238,7 +239,7 @@ int run(const Options &o) {
   std::vector<int64_t> ws = {static_cast<int64_t>(program.workspaceElements)};
   size_t wsBytes = program.workspaceElements * 4;
   state["master_weights"] = uploadFloats(master, ws, "master weights");
-  master = {};
+  std::vector<float>().swap(master); // frees it (clear() would keep the capacity)
   state["exp_avg"] = zeroTensor(ws, DType::F32, wsBytes, "exp_avg");
   state["exp_avg_sq"] = zeroTensor(ws, DType::F32, wsBytes, "exp_avg_sq");
   state["loss_scale"] =

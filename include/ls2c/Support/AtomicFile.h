@@ -34,8 +34,8 @@ public:
 /// temporary file is removed on failure.
 void writeFileAtomically(const std::string &path, std::string_view contents);
 
-/// Whether two paths name one file: the same path, or the same device and
-/// inode when both exist (another spelling, a symbolic or hard link).
+/// Whether two paths name one file: the same path, or one regular file
+/// (same device and inode: another spelling, a symbolic or hard link).
 bool sameFile(const std::string &a, const std::string &b);
 
 /// A command's file option and its path, e.g. {"-o", "out.safetensors"}.
