@@ -1,10 +1,10 @@
 //===- ReferenceStep.cpp - train steps on given weights and one batch -----===//
 #include "ls2c/Trainer/ReferenceStep.h"
-#include "ls2/IR/LS2Dialect.h"
 
 #include "Programs.h"
 #include "TrainState.h"
 
+#include "ls2c/Model/BatchIds.h"
 #include "ls2c/Model/ParameterLayout.h"
 #include "ls2c/Reference/Interpreter.h"
 #include "ls2c/Support/Safetensors.h"
@@ -210,38 +210,14 @@ void checkBatch(const ModelDescription &desc, mlir::func::FuncOp f,
     throw TrainError(path + ": batch input 'labels' has shape " +
                      shapeText(batch.at("labels").shape) + ", '" + tokens + "' " +
                      shapeText(batch.at(tokens).shape) + ": one label per token");
-  // Ids and labels against the table or classes they index, named here
-  // rather than by the interpreter's op.
-  for (unsigned i = skip; i < f.getNumArguments(); ++i) {
-    auto it = batch.find(argName(f, i));
-    if (it == batch.end() || it->second.ints.empty())
-      continue;
-    for (mlir::Operation *user : f.getArgument(i).getUsers()) {
-      int64_t limit = -1, ignore = 0;
-      bool ignores = false;
-      std::string what;
-      if (auto g = mlir::dyn_cast<ls2::GatherOp>(user); g && g.getIds() == f.getArgument(i)) {
-        limit = mlir::cast<mlir::RankedTensorType>(g.getTable().getType()).getDimSize(0);
-        what = "the rows of the table it indexes";
-      } else if (auto ce = mlir::dyn_cast<ls2::CrossEntropyOp>(user);
-                 ce && ce.getTargets() == f.getArgument(i)) {
-        limit = mlir::cast<mlir::RankedTensorType>(ce.getLogits().getType()).getDimSize(1);
-        ignore = ce.getIgnoreIndex();
-        ignores = true;
-        what = "the classes";
-      }
-      if (limit < 0 || mlir::ShapedType::isDynamic(limit))
-        continue;
-      const std::vector<int64_t> &v = it->second.ints;
-      for (size_t k = 0; k < v.size(); ++k)
-        if ((v[k] < 0 || v[k] >= limit) && !(ignores && v[k] == ignore))
-          throw TrainError(path + ": batch input '" + it->first + "' element " +
-                           std::to_string(k) + " is " + std::to_string(v[k]) + ", outside [0, " +
-                           std::to_string(limit) + ") (" + what + ")" +
-                           (ignores ? " and not the ignore index " + std::to_string(ignore)
-                                    : std::string()));
-    }
-  }
+  // Ids, positions and labels against the table or classes they index
+  // (BatchIds.h, which the GPU tools share), named here rather than by the
+  // interpreter's op.
+  const std::map<std::string, BatchIdRange> ranges = batchIdRanges(desc);
+  for (const auto &[name, tensor] : batch)
+    if (!tensor.ints.empty())
+      if (std::string bad = checkBatchIds(ranges, name, tensor.ints); !bad.empty())
+        throw TrainError(path + ": " + bad);
 }
 
 } // namespace

@@ -49,8 +49,10 @@
 #include "ls2c/Runtime/GradientBuckets.h"
 #include "ls2c/Runtime/GradientReduceSchedule.h"
 #include "ls2c/Runtime/Rendezvous.h"
+#include "ls2c/Model/BatchIds.h"
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Model/ParameterLayout.h"
+#include "ls2c/Support/AtomicFile.h"
 #include "ls2c/Support/Safetensors.h"
 #include "ls2c/Training/Workspace.h"
 
@@ -76,6 +78,28 @@ using namespace ls2c::runtime;
 using namespace ls2c::tools;
 
 namespace {
+
+/// Bad input the user can fix (a batch or parameter file): exit 2, as ls2c.
+class InputError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Offsets of packed sequences: from 0, never decreasing, ending at the
+/// `tokens` they split (when known, >= 0); "" or the refusal.
+std::string checkOffsets(const std::string &name, const std::vector<int64_t> &cu, int64_t tokens,
+                         const std::string &tokensName) {
+  if (cu.empty() || cu.front() != 0)
+    return "batch input '" + name + "' must start at 0";
+  for (size_t i = 1; i < cu.size(); ++i)
+    if (cu[i] < cu[i - 1])
+      return "batch input '" + name + "' decreases at element " + std::to_string(i) + " (" +
+             std::to_string(cu[i - 1]) + " then " + std::to_string(cu[i]) + ")";
+  if (tokens >= 0 && cu.back() != tokens)
+    return "batch input '" + name + "' ends at " + std::to_string(cu.back()) + ", but '" +
+           tokensName + "' holds " + std::to_string(tokens) + " tokens";
+  return "";
+}
 
 struct Options {
   std::string bundle, params, batch, output;
@@ -207,17 +231,27 @@ int run(const Options &o) {
     master.assign(program.workspaceElements, 0.0f);
   }
   SafetensorsFile params;
-  if (o.initSeed < 0)
-    params = readSafetensors(o.params);
+  if (o.initSeed < 0) {
+    try {
+      params = readSafetensors(o.params);
+    } catch (const ls2c::SafetensorsError &e) {
+      throw InputError(e.what());
+    }
+  }
   for (const ParameterSlot &slot : program.parameters) {
     if (o.initSeed >= 0)
       break;
     auto it = params.tensors.find(slot.name);
     if (it == params.tensors.end())
-      throw RuntimeError(o.params + ": missing parameter '" + slot.name + "'");
+      throw InputError(o.params + ": missing parameter '" + slot.name + "'");
     if (it->second.shape != slot.shape)
-      throw RuntimeError(o.params + ": parameter '" + slot.name + "' has the wrong shape");
-    std::vector<double> v = floatValues(it->second, o.params + ": " + slot.name);
+      throw InputError(o.params + ": parameter '" + slot.name + "' has the wrong shape");
+    std::vector<double> v;
+    try {
+      v = floatValues(it->second, o.params + ": " + slot.name);
+    } catch (const ls2c::SafetensorsError &e) {
+      throw InputError(e.what());
+    }
     // Rounded to fp32 here as the upload did before: the master is fp32.
     std::transform(v.begin(), v.end(), master.begin() + static_cast<long>(slot.offset),
                    [](double x) { return static_cast<float>(x); });
@@ -255,40 +289,79 @@ int run(const Options &o) {
   state["gradients"] = zeroTensor(ws, DType::F32, wsBytes, "gradients");
 
   // Batch inputs and buffers (sinusoidal tables) of @accumulate_gradients:
-  // one set per simulated rank (--simulate-ranks), else this rank's.
+  // one set per simulated rank (--simulate-ranks), else this rank's. Every
+  // id, position and label is checked against its table or classes, and the
+  // sequence offsets against the tokens, before anything is uploaded: the
+  // generated kernels read where they point.
+  const std::map<std::string, ls2c::BatchIdRange> idRanges = ls2c::batchIdRanges(desc);
   auto loadInputs = [&](const std::string &path) {
-    SafetensorsFile batch = readSafetensors(path);
+    SafetensorsFile batch;
+    try {
+      batch = readSafetensors(path);
+    } catch (const ls2c::SafetensorsError &e) {
+      throw InputError(e.what());
+    }
+    std::map<std::string, std::vector<double>> floats;
+    std::map<std::string, std::vector<int64_t>> ints;
+    for (const TensorSpec &spec : accumulate.arguments) {
+      if (spec.kind != ArgumentKind::Input || state.count(spec.name) ||
+          spec.name == "dropout_offset")
+        continue;
+      auto it = batch.tensors.find(spec.name);
+      if (it == batch.tensors.end())
+        throw InputError(path + ": missing batch input '" + spec.name + "'");
+      const std::string what = path + ": " + spec.name;
+      try {
+        if (spec.dtype == DType::F32 || spec.dtype == DType::F16 || spec.dtype == DType::BF16)
+          floats[spec.name] = floatValues(it->second, what);
+        else
+          ints[spec.name] = intValues(it->second, what);
+      } catch (const ls2c::SafetensorsError &e) {
+        throw InputError(e.what());
+      }
+    }
+    for (const auto &[name, values] : ints) {
+      if (std::string bad = ls2c::checkBatchIds(idRanges, name, values); !bad.empty())
+        throw InputError(path + ": " + bad);
+      if (name.size() < 10 || name.compare(name.size() - 10, 10, "cu_seqlens") != 0)
+        continue;
+      // The tokens these offsets split (a ViT's: its images' patches and class tokens).
+      const std::string ids = name == "cu_seqlens" ? "input_ids" : name.substr(0, 4) + "ids";
+      int64_t tokens = ints.count(ids) ? static_cast<int64_t>(ints.at(ids).size()) : -1;
+      std::string tokensName = ids;
+      if (desc.architecture == ls2c::Architecture::ViT && batch.tensors.count("pixels")) {
+        tokens = batch.tensors.at("pixels").shape.at(0) * (desc.numPatches() + 1);
+        tokensName = "pixels";
+      }
+      if (std::string bad = checkOffsets(name, values, tokens, tokensName); !bad.empty())
+        throw InputError(path + ": " + bad);
+      // Sequences longer than max_seq_len are refused before any launch:
+      // the program's plans (cuDNN's attention grids among them) are made
+      // for at most that many tokens per sequence.
+      for (size_t i = 1; i < values.size(); ++i)
+        if (values[i] - values[i - 1] > desc.max_seq_len)
+          throw InputError(path + ": " + name + ": sequence " + std::to_string(i - 1) +
+                           " has " + std::to_string(values[i] - values[i - 1]) +
+                           " tokens, more than the description's max_seq_len " +
+                           std::to_string(desc.max_seq_len));
+    }
     std::map<std::string, DeviceTensor> inputs;
     for (const TensorSpec &spec : accumulate.arguments) {
       if (spec.kind == ArgumentKind::Buffer) {
         std::vector<double> table = sinusoidalTable(spec.maxShape[0], spec.maxShape[1]);
         inputs[spec.name] =
             uploadTensor(table, spec.maxShape, spec.dtype, specBytes(spec), spec.name);
-      } else if (spec.kind == ArgumentKind::Input && !state.count(spec.name) &&
-                 spec.name != "dropout_offset") {
-        auto it = batch.tensors.find(spec.name);
-        if (it == batch.tensors.end())
-          throw RuntimeError(path + ": missing batch input '" + spec.name + "'");
-        std::string what = path + ": " + spec.name;
-        std::vector<double> v;
-        if (spec.dtype == DType::F32 || spec.dtype == DType::F16 || spec.dtype == DType::BF16)
-          v = floatValues(it->second, what);
-        else
-          for (int64_t x : intValues(it->second, what))
-            v.push_back(static_cast<double>(x));
-        // Sequences longer than max_seq_len are refused before any launch:
-        // the program's plans (cuDNN's attention grids among them) are
-        // made for at most that many tokens per sequence.
-        if (spec.name.size() >= 10 && spec.name.compare(spec.name.size() - 10, 10, "cu_seqlens") == 0)
-          for (size_t i = 1; i < v.size(); ++i)
-            if (v[i] - v[i - 1] > static_cast<double>(desc.max_seq_len))
-              throw RuntimeError(what + ": sequence " + std::to_string(i - 1) + " has " +
-                                 std::to_string(static_cast<int64_t>(v[i] - v[i - 1])) +
-                                 " tokens, more than the description's max_seq_len " +
-                                 std::to_string(desc.max_seq_len));
-        inputs[spec.name] =
-            uploadTensor(v, it->second.shape, spec.dtype, specBytes(spec), spec.name);
+        continue;
       }
+      std::vector<double> v;
+      if (auto f = floats.find(spec.name); f != floats.end())
+        v = std::move(f->second);
+      else if (auto i = ints.find(spec.name); i != ints.end())
+        v.assign(i->second.begin(), i->second.end());
+      else
+        continue;
+      inputs[spec.name] = uploadTensor(v, batch.tensors.at(spec.name).shape, spec.dtype,
+                                       specBytes(spec), spec.name);
     }
     return inputs;
   };
@@ -604,8 +677,16 @@ int main(int argc, char **argv) {
                          "same batch\n",
                  o.batch.c_str());
   o.bundle = positional[0];
+  if (std::string bad = ls2c::outputReplacesInput(
+          {{"-o", o.output}, {"--save-params", o.saveParams}},
+          {{"the bundle", o.bundle}, {"--params", o.params}, {"--batch", o.batch}});
+      !bad.empty())
+    return usageError(bad);
   try {
     return run(o);
+  } catch (const InputError &e) {
+    std::fprintf(stderr, "ls2c-gpu-step: error: %s\n", e.what());
+    return 2;
   } catch (const BundleError &e) {
     // Bad input (the bundle, torchrun's variables): exit 2, as ls2c does.
     std::fprintf(stderr, "ls2c-gpu-step: error: %s\n", e.what());
