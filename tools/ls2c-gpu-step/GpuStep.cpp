@@ -196,6 +196,82 @@ void printProfile(const std::vector<std::pair<std::string, float>> &times) {
 }
 
 
+/// A rank's batch on the host: the values of @accumulate_gradients' batch
+/// inputs, with their shapes.
+struct HostBatch {
+  std::map<std::string, std::vector<double>> values;
+  std::map<std::string, std::vector<int64_t>> shapes;
+};
+
+/// The training state the tools bind by name (not read from a batch).
+bool isStateName(const std::string &name) {
+  static const char *const kState[] = {"master_weights", "exp_avg",       "exp_avg_sq",
+                                       "loss_scale",     "step",          "good_steps",
+                                       "micro_batches",  "dropout_seed",  "dropout_offset",
+                                       "gradients"};
+  return std::find(std::begin(kState), std::end(kState), name) != std::end(kState);
+}
+
+/// Reads and checks the batch at `path`; throws InputError naming the file,
+/// the input and the rule.
+HostBatch readBatch(const std::string &path, const Function &accumulate,
+                    const ls2c::ModelDescription &desc) {
+  SafetensorsFile batch;
+  try {
+    batch = readSafetensors(path);
+  } catch (const ls2c::SafetensorsError &e) {
+    throw InputError(e.what());
+  }
+  HostBatch out;
+  std::map<std::string, std::vector<int64_t>> ints;
+  for (const TensorSpec &spec : accumulate.arguments) {
+    if (spec.kind != ArgumentKind::Input || isStateName(spec.name))
+      continue;
+    auto it = batch.tensors.find(spec.name);
+    if (it == batch.tensors.end())
+      throw InputError(path + ": missing batch input '" + spec.name + "'");
+    const std::string what = path + ": " + spec.name;
+    try {
+      if (spec.dtype == DType::F32 || spec.dtype == DType::F16 || spec.dtype == DType::BF16) {
+        out.values[spec.name] = floatValues(it->second, what);
+      } else {
+        ints[spec.name] = intValues(it->second, what);
+        out.values[spec.name].assign(ints[spec.name].begin(), ints[spec.name].end());
+      }
+    } catch (const ls2c::SafetensorsError &e) {
+      throw InputError(e.what());
+    }
+    out.shapes[spec.name] = it->second.shape;
+  }
+  const std::map<std::string, ls2c::BatchIdRange> idRanges = ls2c::batchIdRanges(desc);
+  for (const auto &[name, values] : ints) {
+    if (std::string bad = ls2c::checkBatchIds(idRanges, name, values); !bad.empty())
+      throw InputError(path + ": " + bad);
+    if (name.size() < 10 || name.compare(name.size() - 10, 10, "cu_seqlens") != 0)
+      continue;
+    // The tokens these offsets split (a ViT's: its images' patches and class tokens).
+    const std::string ids = name == "cu_seqlens" ? "input_ids" : name.substr(0, 4) + "ids";
+    int64_t tokens = ints.count(ids) ? static_cast<int64_t>(ints.at(ids).size()) : -1;
+    std::string tokensName = ids;
+    if (desc.architecture == ls2c::Architecture::ViT && out.shapes.count("pixels")) {
+      tokens = out.shapes.at("pixels").at(0) * (desc.numPatches() + 1);
+      tokensName = "pixels";
+    }
+    if (std::string bad = checkOffsets(name, values, tokens, tokensName); !bad.empty())
+      throw InputError(path + ": " + bad);
+    // Sequences longer than max_seq_len are refused before any launch: the
+    // program's plans (cuDNN's attention grids among them) are made for at
+    // most that many tokens per sequence.
+    for (size_t i = 1; i < values.size(); ++i)
+      if (values[i] - values[i - 1] > desc.max_seq_len)
+        throw InputError(path + ": " + name + ": sequence " + std::to_string(i - 1) + " has " +
+                         std::to_string(values[i] - values[i - 1]) +
+                         " tokens, more than the description's max_seq_len " +
+                         std::to_string(desc.max_seq_len));
+  }
+  return out;
+}
+
 int run(const Options &o) {
   // The bundle first (a file, no CUDA): a bad path is reported as such.
   Program program = readBundle(o.bundle);
@@ -207,15 +283,29 @@ int run(const Options &o) {
   const int worldSize = dp ? dp->worldSize() : std::max(1, o.simulateRanks);
   const std::string batchPath = perRankPath(o.batch, rank);
   const std::string prefix = dp ? "rank " + std::to_string(rank) + ": " : "";
-  Executor executor(program);
-  executor.setGraphs(o.graphs);
-  executor.setAttentionBackend(o.attention);
-  std::printf("%s: model %s on %s, %zu kernels\n", o.bundle.c_str(),
-              program.modelName.c_str(), executor.arch().c_str(), program.kernels.size());
 
   // The description the bundle was compiled from: the initialization and
   // the bucket size.
   const ls2c::ModelDescription desc = ls2c::parseModelDescription(program.description, o.bundle);
+
+  // The batches of @accumulate_gradients on the host, checked before any
+  // CUDA call: one per simulated rank (--simulate-ranks), else this rank's.
+  // Every id, position and label against its table or classes, the
+  // sequence offsets against the tokens (the generated kernels read where
+  // they point).
+  const Function *accumulateSpec = nullptr;
+  for (const Function &f : program.functions)
+    if (f.name == "accumulate_gradients")
+      accumulateSpec = &f;
+  if (!accumulateSpec)
+    throw InputError(o.bundle + ": not a train bundle (no @accumulate_gradients; compile it "
+                                "with ls2c compile MODEL.json --arch=sm_90)");
+  std::vector<HostBatch> hostBatches;
+  if (o.simulateRanks > 0)
+    for (int r = 0; r < o.simulateRanks; ++r)
+      hostBatches.push_back(readBatch(perRankPath(o.batch, r), *accumulateSpec, desc));
+  else
+    hostBatches.push_back(readBatch(batchPath, *accumulateSpec, desc));
 
   // Parameters into the fp32 master workspace, by reference name (or
   // initialized as the description says). Held as float on the host, as on
@@ -266,6 +356,32 @@ int run(const Options &o) {
     writeSafetensors(o.saveParams, initial);
   }
 
+  Executor executor(program);
+  executor.setGraphs(o.graphs);
+  executor.setAttentionBackend(o.attention);
+  std::printf("%s: model %s on %s, %zu kernels\n", o.bundle.c_str(),
+              program.modelName.c_str(), executor.arch().c_str(), program.kernels.size());
+
+  // Each rank's batch and the buffers (sinusoidal tables) on the device.
+  auto uploadInputs = [&](const HostBatch &batch) {
+    std::map<std::string, DeviceTensor> inputs;
+    for (const TensorSpec &spec : accumulateSpec->arguments) {
+      if (spec.kind == ArgumentKind::Buffer) {
+        std::vector<double> table = sinusoidalTable(spec.maxShape[0], spec.maxShape[1]);
+        inputs[spec.name] =
+            uploadTensor(table, spec.maxShape, spec.dtype, specBytes(spec), spec.name);
+      } else if (auto it = batch.values.find(spec.name); it != batch.values.end()) {
+        inputs[spec.name] = uploadTensor(it->second, batch.shapes.at(spec.name), spec.dtype,
+                                         specBytes(spec), spec.name);
+      }
+    }
+    return inputs;
+  };
+  std::vector<std::map<std::string, DeviceTensor>> rankInputs;
+  for (const HostBatch &batch : hostBatches)
+    rankInputs.push_back(uploadInputs(batch));
+  hostBatches.clear();
+
   // The training state by name, as the functions take and return it.
   const Function &accumulate = executor.function("accumulate_gradients");
   const Function &optimizer = executor.function("optimizer_step");
@@ -287,90 +403,6 @@ int run(const Options &o) {
       uploadTensor({static_cast<double>(o.dropoutSeed)}, {}, DType::I64, 8, "dropout seed");
   state["dropout_offset"] = uploadTensor({0.0}, {}, DType::I64, 8, "offset");
   state["gradients"] = zeroTensor(ws, DType::F32, wsBytes, "gradients");
-
-  // Batch inputs and buffers (sinusoidal tables) of @accumulate_gradients:
-  // one set per simulated rank (--simulate-ranks), else this rank's. Every
-  // id, position and label is checked against its table or classes, and the
-  // sequence offsets against the tokens, before anything is uploaded: the
-  // generated kernels read where they point.
-  const std::map<std::string, ls2c::BatchIdRange> idRanges = ls2c::batchIdRanges(desc);
-  auto loadInputs = [&](const std::string &path) {
-    SafetensorsFile batch;
-    try {
-      batch = readSafetensors(path);
-    } catch (const ls2c::SafetensorsError &e) {
-      throw InputError(e.what());
-    }
-    std::map<std::string, std::vector<double>> floats;
-    std::map<std::string, std::vector<int64_t>> ints;
-    for (const TensorSpec &spec : accumulate.arguments) {
-      if (spec.kind != ArgumentKind::Input || state.count(spec.name) ||
-          spec.name == "dropout_offset")
-        continue;
-      auto it = batch.tensors.find(spec.name);
-      if (it == batch.tensors.end())
-        throw InputError(path + ": missing batch input '" + spec.name + "'");
-      const std::string what = path + ": " + spec.name;
-      try {
-        if (spec.dtype == DType::F32 || spec.dtype == DType::F16 || spec.dtype == DType::BF16)
-          floats[spec.name] = floatValues(it->second, what);
-        else
-          ints[spec.name] = intValues(it->second, what);
-      } catch (const ls2c::SafetensorsError &e) {
-        throw InputError(e.what());
-      }
-    }
-    for (const auto &[name, values] : ints) {
-      if (std::string bad = ls2c::checkBatchIds(idRanges, name, values); !bad.empty())
-        throw InputError(path + ": " + bad);
-      if (name.size() < 10 || name.compare(name.size() - 10, 10, "cu_seqlens") != 0)
-        continue;
-      // The tokens these offsets split (a ViT's: its images' patches and class tokens).
-      const std::string ids = name == "cu_seqlens" ? "input_ids" : name.substr(0, 4) + "ids";
-      int64_t tokens = ints.count(ids) ? static_cast<int64_t>(ints.at(ids).size()) : -1;
-      std::string tokensName = ids;
-      if (desc.architecture == ls2c::Architecture::ViT && batch.tensors.count("pixels")) {
-        tokens = batch.tensors.at("pixels").shape.at(0) * (desc.numPatches() + 1);
-        tokensName = "pixels";
-      }
-      if (std::string bad = checkOffsets(name, values, tokens, tokensName); !bad.empty())
-        throw InputError(path + ": " + bad);
-      // Sequences longer than max_seq_len are refused before any launch:
-      // the program's plans (cuDNN's attention grids among them) are made
-      // for at most that many tokens per sequence.
-      for (size_t i = 1; i < values.size(); ++i)
-        if (values[i] - values[i - 1] > desc.max_seq_len)
-          throw InputError(path + ": " + name + ": sequence " + std::to_string(i - 1) +
-                           " has " + std::to_string(values[i] - values[i - 1]) +
-                           " tokens, more than the description's max_seq_len " +
-                           std::to_string(desc.max_seq_len));
-    }
-    std::map<std::string, DeviceTensor> inputs;
-    for (const TensorSpec &spec : accumulate.arguments) {
-      if (spec.kind == ArgumentKind::Buffer) {
-        std::vector<double> table = sinusoidalTable(spec.maxShape[0], spec.maxShape[1]);
-        inputs[spec.name] =
-            uploadTensor(table, spec.maxShape, spec.dtype, specBytes(spec), spec.name);
-        continue;
-      }
-      std::vector<double> v;
-      if (auto f = floats.find(spec.name); f != floats.end())
-        v = std::move(f->second);
-      else if (auto i = ints.find(spec.name); i != ints.end())
-        v.assign(i->second.begin(), i->second.end());
-      else
-        continue;
-      inputs[spec.name] = uploadTensor(v, batch.tensors.at(spec.name).shape, spec.dtype,
-                                       specBytes(spec), spec.name);
-    }
-    return inputs;
-  };
-  std::vector<std::map<std::string, DeviceTensor>> rankInputs;
-  if (o.simulateRanks > 0)
-    for (int r = 0; r < o.simulateRanks; ++r)
-      rankInputs.push_back(loadInputs(perRankPath(o.batch, r)));
-  else
-    rankInputs.push_back(loadInputs(batchPath));
 
   // Gradient buckets reduced while backward runs (GradientReduceSchedule.h):
   // over NCCL, or into a sum over simulated ranks.
