@@ -10,7 +10,15 @@
 # Usage: scripts/gpu-train.sh [MODEL.json]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+usage() { echo "usage: scripts/gpu-train.sh [MODEL.json]" >&2; exit 2; }
+# Arguments first: nothing is built or removed for a mistyped one.
+case "${1:-}" in
+  -h | --help) echo "usage: scripts/gpu-train.sh [MODEL.json]"; exit 0 ;;
+  -*) echo "gpu-train.sh: error: unknown option '$1'" >&2; usage ;;
+esac
+[ $# -le 1 ] || { echo "gpu-train.sh: error: one MODEL.json at most" >&2; usage; }
 MODEL=${1:-examples/gpt-shakespeare.json}
+[ -f "$MODEL" ] || { echo "gpu-train.sh: error: $MODEL: no such file" >&2; exit 2; }
 cmake --build build --target ls2c ls2c-gpu-train
 rm -rf .gpu-train
 mkdir -p .gpu-train
