@@ -281,6 +281,10 @@ def main():
         x.add_argument("--steps", type=int, default=50)
         x.add_argument("--ls2c", default=os.path.join(ROOT, "build/tools/ls2c/ls2c"))
     args = ap.parse_args()
+    if args.steps < 1:
+        ap.error(f"--steps must be >= 1, got {args.steps}")
+    if args.mode == "prepare" and not args.no_bundle and not os.access(args.ls2c, os.X_OK):
+        ap.error(f"--ls2c {args.ls2c}: not an executable (build ls2c, or give --no-bundle)")
     return prepare(args) if args.mode == "prepare" else run(args)
 
 

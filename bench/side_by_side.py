@@ -376,6 +376,12 @@ def main():
     for x in (p, r):
         x.add_argument("--config", action="append", choices=sorted(CONFIGS))
     args = ap.parse_args()
+    if args.mode == "prepare" and not os.access(args.ls2c, os.X_OK):
+        ap.error(f"--ls2c {args.ls2c}: not an executable (build ls2c first)")
+    if args.mode == "run" and not os.path.isdir(args.dir):
+        ap.error(f"--dir {args.dir}: no such folder (make it with `prepare`)")
+    if args.mode == "run" and (min(args.steps, args.ls2c_steps) < 1 or args.warmup < 0):
+        ap.error("--steps and --ls2c-steps must be >= 1, --warmup >= 0")
     return prepare(args) if args.mode == "prepare" else run(args)
 
 
