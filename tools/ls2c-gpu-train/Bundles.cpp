@@ -63,11 +63,12 @@ Bundles loadBundles(const std::string &trainPath, const std::string &evalPath) {
     throw InputError(evalPath + ": model '" + b.eval.modelName + "' (" + architectureOf(evalDesc) +
                      ") is not the description of " + trainPath + " ('" + b.train.modelName +
                      "', " + architectureOf(b.desc) + ") with other dropout rates");
+  // Its kind first: a decode bundle keeps the model's dropout rates too.
+  const Function &forward = requireFunction(b.eval, evalPath, "forward", "an evaluation bundle");
   if (evalDesc.hidden_dropout != 0 || evalDesc.attention_dropout != 0 ||
       evalDesc.activation_dropout != 0)
     throw InputError(evalPath + ": the evaluation bundle must be compiled with every "
                                 "dropout rate 0 (ls2c compile MODEL.json --program=eval)");
-  const Function &forward = requireFunction(b.eval, evalPath, "forward", "an evaluation bundle");
   if (forward.results.empty() || !forward.results[0].maxShape.empty())
     throw InputError(evalPath + ": @forward does not return a scalar loss");
   b.evalLogits = forward.results.size() == 2 && forward.results[1].name == "logits";

@@ -369,8 +369,8 @@ int run(const Options &o) {
     if (std::none_of(program.functions.begin(), program.functions.end(),
                      [&](const runtime::Function &f) { return f.name == fn; }))
       throw UsageError(o.bundle + ": not a sequence-parallel bundle (no @" + fn +
-                       "); compile it with ls2c compile MODEL.json --program=sequence-parallel "
-                       "--arch=sm_90 -o " + o.bundle);
+                       "); compile one with ls2c compile MODEL.json --program=sequence-parallel "
+                       "--arch=sm_90 -o MODEL-sp.ls2b");
   const ModelDescription desc = parseModelDescription(program.description, o.bundle);
   runtime::Program train;
   if (!o.train.empty()) {
