@@ -162,7 +162,7 @@ std::string parseGenerateOptions(const std::vector<std::string> &args, GenerateO
       continue;
     }
     if (a.size() > 1 && a[0] == '-')
-      return "unknown option '" + a + "' for generate";
+      return "unknown option '" + a + (gpu ? "'" : "' for generate");
     if (!o.model.empty())
       return "more than one model ('" + o.model + "' and '" + a + "')";
     o.model = a;
