@@ -13,7 +13,11 @@ import argparse
 import json
 import sys
 
-import torch
+try:
+    import torch
+except ModuleNotFoundError as e:  # a user error, not a bug: say which Python has it
+    sys.exit(f"attention_torch.py: error: needs PyTorch ({e}); run it with a Python that has torch "
+             "(on the GPU machine /opt/torch/.venv/bin/python3)")
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 

@@ -7,7 +7,11 @@ import json
 import os
 import sys
 
-import torch
+try:
+    import torch
+except ModuleNotFoundError as e:  # a user error, not a bug: say which Python has it
+    sys.exit(f"torch_checkpoint_check.py: error: needs PyTorch ({e}); run it with a Python that has torch "
+             "(on the GPU machine /opt/torch/.venv/bin/python3)")
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
