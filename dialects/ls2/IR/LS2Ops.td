@@ -354,7 +354,9 @@ def LS2_GatherOp : LS2_Op<"gather", [Pure,
   let summary = "embedding lookup: rows of a table selected by ids";
   let description = [{
     table [V, H...], ids [...] -> result [ids..., H...]. Ids outside [0, V)
-    are an error that the runtime reports (never an out-of-bounds read).
+    are an error: the reference interpreter reports it, and the tools check
+    a batch's ids before any GPU launch (ls2c/Model/BatchIds.h), since the
+    generated kernel reads the row an id names.
 
       %e = ls2.gather %wte[%ids] : tensor<50257x768xbf16>, tensor<?xi32>
              -> tensor<?x768xbf16>
@@ -546,7 +548,9 @@ def LS2_CrossEntropyOp : LS2_Op<"cross_entropy", [Pure, LS2_VJP]> {
     whose target is `ignore_index` contribute 0. `mean` divides the sum by
     the number of non-ignored rows and gives 0 (not NaN) when there are
     none; `sum` adds; `none` returns the f32 per-row losses [N].
-    Other targets outside [0, C) are an error the runtime reports.
+    Other targets outside [0, C) are an error: the reference interpreter
+    reports it, and the tools check a batch's labels before any GPU launch
+    (ls2c/Model/BatchIds.h).
   }];
   let arguments = (ins LS2_FloatTensor:$logits, LS2_IdTensor:$targets,
                        DefaultValuedAttr<F32Attr, "0.0">:$label_smoothing,
