@@ -255,6 +255,26 @@ int runGeneration(const GenerateOptions &o, const ModelDescription &desc,
                    static_cast<long long>(desc.max_seq_len - 1));
     std::unique_ptr<IncrementalDecoder> decoder =
         makeDecoder(desc, loadModelWeights(o.checkpoint, desc));
+    // Prompt and output share max_seq_len positions (Search.h): say so when
+    // that, not --max-new-tokens, ends an output (after the checkpoint is
+    // read, and not for a prompt with no room, which the search refuses:
+    // an error stays one line).
+    size_t capped = 0;
+    int64_t least = search.maxNewTokens;
+    for (const std::vector<int32_t> &p : prompts) {
+      const int64_t room = desc.max_seq_len - static_cast<int64_t>(p.size());
+      if (room < search.maxNewTokens) {
+        ++capped;
+        least = std::min(least, room);
+      }
+    }
+    if (capped && least >= 1)
+      std::fprintf(stderr,
+                   "%s: %zu of %zu inputs generate at most %lld tokens, not --max-new-tokens "
+                   "%lld: prompt and output share max_seq_len %lld positions\n",
+                   command.c_str(), capped, inputs.size(), static_cast<long long>(least),
+                   static_cast<long long>(search.maxNewTokens),
+                   static_cast<long long>(desc.max_seq_len));
     auto start = std::chrono::steady_clock::now();
     std::vector<std::vector<Hypothesis>> results;
     try {

@@ -185,8 +185,9 @@ SafetensorsFile readSafetensors(const std::string &path) {
   for (int i = 0; i < 8; ++i)
     n |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[i])) << (8 * i);
   if (n > kMaxHeaderBytes || n > bytes.size() - 8)
-    fail(path, "header length " + std::to_string(n) +
-                   " exceeds the file or the 100 MB limit");
+    fail(path, "header length " + std::to_string(n) + " exceeds the file (" +
+                   std::to_string(bytes.size()) +
+                   " bytes) or the 100 MB limit: not a safetensors file, or a truncated one");
 
   // nlohmann ends the document at a NUL: what follows would go unread.
   if (const void *nul = std::memchr(bytes.data() + 8, 0, n))
