@@ -48,6 +48,20 @@ bool sameBits(const HostTensor &a, const HostTensor &b) {
                      a.floats.size() * sizeof(double)) == 0;
 }
 
+/// Runs `plain` in f32 and `fused` on its planned arena on the same
+/// arguments: every result must have the same bits ("`label` i" names one).
+void expectSameBitsOnArena(mlir::func::FuncOp plain, mlir::func::FuncOp fused,
+                           const std::vector<HostTensor> &args, const std::string &label) {
+  Interpreter f32(Precision::F32);
+  Interpreter onArena(Precision::F32);
+  onArena.setUseArena(true);
+  std::vector<HostTensor> expected = f32.run(plain, args);
+  std::vector<HostTensor> got = onArena.run(fused, args);
+  ASSERT_EQ(expected.size(), got.size()) << label;
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(sameBits(expected[i], got[i])) << label << " " << i;
+}
+
 int countFusions(mlir::func::FuncOp f) {
   int n = 0;
   f.walk([&](ls2c::ls2::FusionOp) { ++n; });
@@ -129,9 +143,6 @@ void checkPreset(const std::string &preset,
   ASSERT_TRUE(mlir::succeeded(fuse.run(*fused)));
   ASSERT_TRUE(mlir::succeeded(mlir::verify(*fused)));
 
-  Interpreter f32(Precision::F32);
-  Interpreter onArena(Precision::F32);
-  onArena.setUseArena(true);
   auto fb = [](mlir::ModuleOp m) {
     return m.lookupSymbol<mlir::func::FuncOp>("forward_backward");
   };
@@ -157,11 +168,7 @@ void checkPreset(const std::string &preset,
     EXPECT_EQ(countActivations(fb(*fused), *activation), layers) << preset;
     EXPECT_EQ(countActivations(fb(*fused), grad), gradAttaches ? layers : 0) << preset;
   }
-  std::vector<HostTensor> expected = f32.run(fb(*plain), args);
-  std::vector<HostTensor> got = onArena.run(fb(*fused), args);
-  ASSERT_EQ(expected.size(), got.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_TRUE(sameBits(expected[i], got[i])) << preset << ": result " << i;
+  expectSameBitsOnArena(fb(*plain), fb(*fused), args, preset + ": result");
 
   auto step = [](mlir::ModuleOp m) {
     return m.lookupSymbol<mlir::func::FuncOp>("optimizer_step");
@@ -180,11 +187,7 @@ void checkPreset(const std::string &preset,
   for (int i = 0; i < 4; ++i)
     for (double &x : state[i].floats)
       x = static_cast<float>(x);
-  expected = f32.run(step(*plain), state);
-  got = onArena.run(step(*fused), state);
-  ASSERT_EQ(expected.size(), got.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_TRUE(sameBits(expected[i], got[i])) << preset << ": optimizer result " << i;
+  expectSameBitsOnArena(step(*plain), step(*fused), state, preset + ": optimizer result");
 }
 
 TEST(FusedPlannedProgram, TinyBertComputesTheSameBits) { checkPreset("tiny-bert"); }
@@ -246,14 +249,7 @@ void checkLowPrecisionCheckpointed(const std::string &preset, ls2c::DType dtype)
   fb(*base->module).walk([&](ls2c::ls2::MatmulOp) { ++plainGemms; });
   fb(*fused).walk([&](ls2c::ls2::MatmulOp) { ++fusedGemms; });
   EXPECT_GT(fusedGemms, plainGemms) << preset;
-  Interpreter f32(Precision::F32);
-  Interpreter onArena(Precision::F32);
-  onArena.setUseArena(true);
-  std::vector<HostTensor> expected = f32.run(fb(*base->module), base->args);
-  std::vector<HostTensor> got = onArena.run(fb(*fused), base->args);
-  ASSERT_EQ(expected.size(), got.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_TRUE(sameBits(expected[i], got[i])) << preset << ": result " << i;
+  expectSameBitsOnArena(fb(*base->module), fb(*fused), base->args, preset + ": result");
 }
 TEST(FusedPlannedProgram, CheckpointedBf16TinyGptComputesTheSameBits) {
   checkLowPrecisionCheckpointed("tiny-gpt", ls2c::DType::BF16);
@@ -508,14 +504,7 @@ void checkLayerComputeCopies(const std::string &preset, ls2c::DType dtype) {
       HostTensor::scalarFloat(ElementType::F32, 1.0)};
   for (unsigned i = 3; i < acc(*plain->module).getNumArguments(); ++i)
     accArgs.push_back(named.at(argName(acc(*plain->module), i)));
-  Interpreter f32(Precision::F32);
-  Interpreter onArena(Precision::F32);
-  onArena.setUseArena(true);
-  std::vector<HostTensor> expected = f32.run(acc(*plain->module), accArgs);
-  std::vector<HostTensor> got = onArena.run(acc(*fused), accArgs);
-  ASSERT_EQ(expected.size(), got.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_TRUE(sameBits(expected[i], got[i])) << preset << ": result " << i;
+  expectSameBitsOnArena(acc(*plain->module), acc(*fused), accArgs, preset + ": result");
 }
 
 TEST(LayerComputeCopies, CheckpointedBf16TinyBertMatchesOneWholeCopy) {
