@@ -227,20 +227,10 @@ int run(const Options &o) {
   std::map<std::string, DeviceTensor> state;
   std::vector<int64_t> wsShape = {static_cast<int64_t>(program.workspaceElements)};
   size_t wsBytes = program.workspaceElements * 4;
-  auto workspace = [&](const std::string &name, const float *init) {
-    DeviceTensor &t = state[name];
-    t.buffer = DeviceBuffer(wsBytes, name);
-    t.shape = wsShape;
-    t.dtype = DType::F32;
-    if (init)
-      t.buffer.upload(init, wsBytes);
-    else
-      t.buffer.fill(0);
-  };
-  workspace("master_weights", master.data());
-  workspace("gradients", nullptr);
-  workspace("exp_avg", nullptr);
-  workspace("exp_avg_sq", nullptr);
+  state["master_weights"] = uploadFloats(master, wsShape, "master_weights");
+  std::vector<float>().swap(master); // on the device now: free the host copy
+  for (const char *name : {"gradients", "exp_avg", "exp_avg_sq"})
+    state[name] = zeroTensor(wsShape, DType::F32, wsBytes, name);
   state["loss_scale"] =
       uploadTensor({program.computeDType == "f16" ? 65536.0 : 1.0}, {}, DType::F32, 8, "loss scale");
   state["step"] = uploadTensor({0}, {}, DType::I64, 8, "step");
