@@ -56,4 +56,19 @@ std::string checkBatchIds(const std::map<std::string, BatchIdRange> &ranges,
   return "";
 }
 
+std::string checkSequenceLengths(const std::string &name, const std::vector<int64_t> &cu,
+                                 int64_t maxSeqLen) {
+  for (size_t s = 1; s < cu.size(); ++s) {
+    if (cu[s] <= cu[s - 1])
+      continue;
+    // In uint64: no overflow whatever the int64 values.
+    const uint64_t length = static_cast<uint64_t>(cu[s]) - static_cast<uint64_t>(cu[s - 1]);
+    if (length > static_cast<uint64_t>(maxSeqLen))
+      return "batch input '" + name + "': sequence " + std::to_string(s - 1) + " has " +
+             std::to_string(length) + " tokens, more than max_seq_len " +
+             std::to_string(maxSeqLen);
+  }
+  return "";
+}
+
 } // namespace ls2c

@@ -189,19 +189,10 @@ void checkBatch(const ModelDescription &desc, mlir::func::FuncOp f,
     auto it = batch.find(name);
     if (it == batch.end())
       continue;
-    const std::vector<int64_t> &cu = it->second.ints;
-    for (size_t s = 1; s < cu.size(); ++s) {
-      if (cu[s] <= cu[s - 1])
-        continue; // the graph rejects decreasing offsets
-      // In uint64: no overflow whatever the int64 values.
-      uint64_t length =
-          static_cast<uint64_t>(cu[s]) - static_cast<uint64_t>(cu[s - 1]);
-      if (length > static_cast<uint64_t>(desc.max_seq_len))
-        throw TrainError(path + ": batch input '" + name + "': sequence " +
-                         std::to_string(s - 1) + " has " +
-                         std::to_string(length) + " tokens, more than " +
-                         "max_seq_len " + std::to_string(desc.max_seq_len));
-    }
+    // The graph rejects decreasing offsets.
+    if (std::string bad = checkSequenceLengths(name, it->second.ints, desc.max_seq_len);
+        !bad.empty())
+      throw TrainError(path + ": " + bad);
   }
   // A label per token (of the target side for encoder-decoders).
   const char *tokens = desc.architecture == Architecture::EncoderDecoder ? "tgt_ids" : "input_ids";

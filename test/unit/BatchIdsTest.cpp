@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -115,8 +116,15 @@ TEST(BatchIds, RefusalsNameTheInputElementAndRange) {
             "batch input 'position_ids' element 0 is " + std::to_string(desc.max_seq_len) +
                 ", outside [0, " + std::to_string(desc.max_seq_len) +
                 ") (the positions (max_seq_len " + std::to_string(desc.max_seq_len) + "))");
-  // Offsets are not ids.
+  // Offsets are not ids; their sequences are bounded by max_seq_len
+  // (decreasing ones are left to the caller, extremes do not overflow).
   EXPECT_EQ(ls2c::checkBatchIds(ranges, "cu_seqlens", {0, 1000000}), "");
+  EXPECT_EQ(ls2c::checkSequenceLengths("cu_seqlens", {0, 32, 64, 10}, 32), "");
+  EXPECT_EQ(ls2c::checkSequenceLengths("src_cu_seqlens", {0, 5, 38}, 32),
+            "batch input 'src_cu_seqlens': sequence 1 has 33 tokens, more than max_seq_len 32");
+  EXPECT_EQ(ls2c::checkSequenceLengths("cu_seqlens", {INT64_MIN, INT64_MAX}, 32),
+            "batch input 'cu_seqlens': sequence 0 has 18446744073709551615 tokens, more than "
+            "max_seq_len 32");
 }
 
 } // namespace

@@ -262,12 +262,9 @@ HostBatch readBatch(const std::string &path, const Function &accumulate,
     // Sequences longer than max_seq_len are refused before any launch: the
     // program's plans (cuDNN's attention grids among them) are made for at
     // most that many tokens per sequence.
-    for (size_t i = 1; i < values.size(); ++i)
-      if (values[i] - values[i - 1] > desc.max_seq_len)
-        throw InputError(path + ": " + name + ": sequence " + std::to_string(i - 1) + " has " +
-                         std::to_string(values[i] - values[i - 1]) +
-                         " tokens, more than the description's max_seq_len " +
-                         std::to_string(desc.max_seq_len));
+    if (std::string bad = ls2c::checkSequenceLengths(name, values, desc.max_seq_len);
+        !bad.empty())
+      throw InputError(path + ": " + bad);
   }
   return out;
 }

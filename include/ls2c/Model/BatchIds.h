@@ -42,6 +42,13 @@ std::map<std::string, BatchIdRange> batchIdRanges(const ModelDescription &desc);
 std::string checkBatchIds(const std::map<std::string, BatchIdRange> &ranges,
                           const std::string &name, const std::vector<int64_t> &values);
 
+/// "" when no sequence that offsets `cu` (input `name`, e.g. cu_seqlens)
+/// delimits is longer than `maxSeqLen` tokens, else "batch input 'NAME':
+/// sequence S has L tokens, more than max_seq_len M". Decreasing offsets
+/// are left to the caller's own check.
+std::string checkSequenceLengths(const std::string &name, const std::vector<int64_t> &cu,
+                                 int64_t maxSeqLen);
+
 } // namespace ls2c
 
 #endif // LS2C_MODEL_BATCHIDS_H
