@@ -572,6 +572,7 @@ private:
   void checkActivationsFit() {
     struct Activation {
       const char *key;   ///< the field named when the width drives it
+      int64_t value;     ///< that field's value
       int64_t rows, width;
       std::string label; ///< the width as the message shows it
       const char *rowsName;
@@ -589,35 +590,31 @@ private:
     if (__builtin_add_overflow(d_.hidden, product({2, d_.kv_heads, d_.headDim()}), &qkv))
       qkv = INT64_MAX;
     std::vector<Activation> acts = {
-        {"hidden", tokens, qkv, "hidden + 2 x kv_heads x head dim", "max_batch_tokens"},
-        {"ffn", tokens, d_.ffn, "ffn", "max_batch_tokens"}};
+        {"hidden", d_.hidden, tokens, qkv, "hidden + 2 x kv_heads x head dim",
+         "max_batch_tokens"},
+        {"ffn", d_.ffn, tokens, d_.ffn, "ffn", "max_batch_tokens"}};
     if (applies(kText))
-      acts.push_back({"vocab", tokens, d_.vocab, "vocab", "max_batch_tokens"});
+      acts.push_back({"vocab", d_.vocab, tokens, d_.vocab, "vocab", "max_batch_tokens"});
     if (applies(kV)) {
       // A token's pixels (the patches; the images hold fewer).
       const int64_t pixels = product({d_.channels, d_.patch_size, d_.patch_size});
-      acts.push_back({d_.channels >= d_.patch_size ? "channels" : "patch_size", tokens, pixels,
+      const bool channels = d_.channels >= d_.patch_size;
+      acts.push_back({channels ? "channels" : "patch_size",
+                      channels ? d_.channels : d_.patch_size, tokens, pixels,
                       "channels x patch_size^2", "max_batch_tokens"});
-      acts.push_back({"num_classes", tokens / d_.max_seq_len, d_.num_classes, "num_classes",
-                      "images (max_batch_tokens / (num_patches + 1))"});
+      acts.push_back({"num_classes", d_.num_classes, tokens / d_.max_seq_len, d_.num_classes,
+                      "num_classes", "images (max_batch_tokens / (num_patches + 1))"});
     }
     for (const Activation &a : acts) {
       int64_t bytes = 0;
       if (!__builtin_mul_overflow(a.rows, a.width, &bytes) &&
           !__builtin_mul_overflow(bytes, int64_t{8}, &bytes))
         continue;
-      const char *field = a.rows >= d_.*fieldMember(a.key) ? "max_batch_tokens" : a.key;
+      const char *field = a.rows >= a.value ? "max_batch_tokens" : a.key;
       failAt(field, fmt::format("a [{}, {}] activation ({} x {} elements) in float64 "
                                 "overflows 64-bit byte counts; lower max_batch_tokens or {}",
                                 a.rowsName, a.label, a.rows, a.width, a.key));
     }
-  }
-
-  static int64_t MD::*fieldMember(const char *key) {
-    for (const IntField &f : kIntFields)
-      if (std::string_view(f.key) == key)
-        return f.member;
-    return &MD::max_batch_tokens;
   }
 
   const json &root_;
