@@ -202,9 +202,11 @@ SafetensorsFile readSafetensors(const std::string &path) {
       keys.emplace_back();
     else if (event == json::parse_event_t::object_end)
       keys.pop_back();
-    else if (event == json::parse_event_t::key && !keys.back().insert(parsed.get<std::string>()).second &&
-             duplicate.empty())
-      duplicate = parsed.get<std::string>();
+    else if (event == json::parse_event_t::key) {
+      std::string key = parsed.get<std::string>();
+      if (!keys.back().insert(key).second && duplicate.empty())
+        duplicate = std::move(key);
+    }
     return true;
   };
   json header;
