@@ -236,7 +236,11 @@ void checkArchitecture(const std::string &arch) { checkArch(arch); }
 
 std::vector<std::string> nvrtcOptionsFor(const std::string &arch,
                                          const CompileOptions &options) {
-  std::vector<std::string> out = {"--gpu-architecture=" + arch, "-std=c++17",
+  // sm_90 is compiled as sm_90a: either cubin runs on compute capability
+  // 9.0 alone, and the arch-specific one has wgmma, which the attention
+  // kernels use there (FlashAttentionParts.cpp).
+  const std::string target = arch == "sm_90" ? "sm_90a" : arch;
+  std::vector<std::string> out = {"--gpu-architecture=" + target, "-std=c++17",
                                   "-default-device", "--include-path=" + cudaIncludeDir()};
   out.insert(out.end(), options.extraOptions.begin(), options.extraOptions.end());
   return out;

@@ -88,7 +88,8 @@ std::vector<CompiledKernel> compileKernels(const std::vector<KernelSource> &sour
                                            const CompileOptions &options);
 
 /// The NVRTC options used for `arch` (already resolved, not empty), in
-/// order: --gpu-architecture=<arch>, -std=c++17, -default-device,
+/// order: --gpu-architecture=<arch> (sm_90 as sm_90a: either cubin runs on
+/// compute capability 9.0 alone, and sm_90a has wgmma), -std=c++17, -default-device,
 /// --include-path=<cudaIncludeDir()>, then options.extraOptions. Fast math is
 /// deliberately off: kernels must meet docs/numerics.md tolerances.
 std::vector<std::string> nvrtcOptionsFor(const std::string &arch,
