@@ -4,8 +4,9 @@
 // 128-query tile and query head (S and dP recomputed against each key tile,
 // dS K accumulated; D_i and the exponent bias left in scratch), then dk/dv
 // per key tile and kv head: FlashAttention-2's layout at head dims 96 and
-// 128 (FlashAttentionDkDv.cpp), else a warp per 16 of 64 keys (here). No
-// atomics: every sum is in a fixed order, so runs give the same bits.
+// 128 (FlashAttentionDkDv.cpp; on Hopper the warp-per-16-keys body at 8
+// warps), else a warp per 16 of 64 keys (here). No atomics: every sum is in
+// a fixed order, so runs give the same bits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,173 @@
 using namespace mlir;
 
 namespace ls2c::codegen::attention {
+
+/// The warp-per-16-keys dk/dv body (FlashAttentionParts.h). On sm_90a each
+/// warpgroup runs its 64 keys through wgmma, P and dS staying in registers
+/// as wgmma's A; the wide kernel (FlashAttentionDkDv.cpp) takes this body
+/// there at 8 warps.
+std::string keyWarpDkDvBody(const AttentionSpec &s, int64_t maxTokensQ, int inner) {
+  std::string src;
+  src += "  constexpr int BN = ${TILE}, BM = " + std::to_string(inner) + ";\n";
+  src += R"cuda(  constexpr int KS = D / 16, NT = BM / 8, DT = D / 8;
+  // Stage s of Q and dO: sQD + s * 2 * BM * LDS, dO after Q.
+  ls2_t *sK = reinterpret_cast<ls2_t *>(ls2_smem), *sV = sK + BN * LDS, *sQD = sV + BN * LDS;
+  // Stage s of D and the bias: sD + s * BM, sL + s * BM.
+  float *sD = reinterpret_cast<float *>(sQD + 4 * BM * LDS), *sL = sD + 2 * BM;
+  const bool vq = ls2_vectors(q, stride_q), vk = ls2_vectors(k, stride_k),
+             vv = ls2_vectors(v, stride_v), vdo = ls2_vectors(dout, stride_dout);
+)cuda";
+  src += backwardScratchDeclarations(s, maxTokensQ);
+  src += unitLoop(false);
+  src += R"cuda(    const int kvh = head;
+    ls2_load_tile<BN, D, LDS>(sK, k, k0 + first, lk - first, stride_k, (long long)kvh * D, vk);
+    ls2_load_tile<BN, D, LDS>(sV, v, k0 + first, lk - first, stride_v, (long long)kvh * D, vv);
+    const long long keys[2] = {first + wr + g, first + wr + g + 8};
+    float dkAcc[DT][4], dvAcc[DT][4];
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dkAcc[dt][e] = dvAcc[dt][e] = 0.0f;
+)cuda";
+  src += queryTileLoopHead(s);
+  src += R"cuda(        // S^T = K Q^T and dP^T = V dO^T: rows the warp's keys, columns queries.
+        float st[NT][4], dpt[NT][4];
+        // Tiles with a query past the sequence or a pair past the causal
+        // diagonal mask scores to -inf (P = 0): sums over queries must not
+        // take a padding row's bias of 0.
+        const bool full = qFirst + BM <= lq${CAUSAL_FULL_KV};
+        // P (before dropout) into st.
+        auto probabilities = [&] {
+          if (!full) {
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) {
+                const long long j = keys[e / 2], i = qFirst + nt * 8 + 2 * t4 + (e & 1);
+                if (!(i < lq && j < lk${CAUSAL_OK})) st[nt][e] = NEG_INF;
+              }
+          }
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              st[nt][e] = ls2_exp2(fmaf(st[nt][e], SCALE_LOG2, -tL[nt * 8 + 2 * t4 + (e & 1)]));
+        };
+        // dS = P (dP mask - D) into dpt and P mask into st.
+        auto gradScores = [&] {
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+)cuda";
+  if (s.dropout)
+    src += R"cuda(            uint4 words[4];
+            ls2_key_quad_philox(words, seed_value, offset_value, (unsigned)stream,
+                                q0 + qFirst + nt * 8 + 2 * t4, HQ, h, keys[0]);
+)cuda";
+  src += R"cuda(#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const float p = st[nt][e];
+)cuda";
+  src += s.dropout ? "              const float mask = ls2_attention_keep(words[e], keys[e / 2], RATE) ? "
+                     "KEEP_SCALE : 0.0f;\n"
+                   : "              const float mask = 1.0f;\n";
+  src += R"cuda(              st[nt][e] = p * mask;
+              dpt[nt][e] = p * (dpt[nt][e] * mask - tD[nt * 8 + 2 * t4 + (e & 1)]);
+            }
+          }
+        };
+#if LS2_WGMMA
+        // The warpgroup's 64 keys (warp w's 16 are rows wr .. wr + 15). S^T
+        // and dP^T in two groups: P's exponentials run while dP^T is on the
+        // tensor cores.
+        const int wg = wr - 16 * (warp % 4);
+        ls2_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < KS; ++kk)
+          ls2_wg_ss<0>(st, ls2_wg_k<BN>(sK, wg, kk * 16), ls2_wg_k<BM>(sQ, 0, kk * 16), kk > 0);
+        ls2_wg_commit();
+#pragma unroll
+        for (int kk = 0; kk < KS; ++kk)
+          ls2_wg_ss<0>(dpt, ls2_wg_k<BN>(sV, wg, kk * 16), ls2_wg_k<BM>(sDO, 0, kk * 16), kk > 0);
+        ls2_wg_commit();
+        ls2_wg_wait<1>();
+        ls2_wg_acc_fence(st);
+        probabilities();
+        ls2_wg_wait<0>();
+        ls2_wg_acc_fence(dpt);
+        gradScores();
+        // dV += (P mask)^T dO and dK += dS^T Q, the query tile as k.
+        ls2_wg_fence();
+#pragma unroll
+        for (int ks = 0; ks < BM / 16; ++ks) {
+          unsigned pa[4], sa[4];
+          ls2_a_from_c(pa, st[2 * ks], st[2 * ks + 1]);
+          ls2_a_from_c(sa, dpt[2 * ks], dpt[2 * ks + 1]);
+          ls2_wg_rs<1>(dvAcc, pa, ls2_wg_t<BM>(sDO, ks * 16));
+          ls2_wg_rs<1>(dkAcc, sa, ls2_wg_t<BM>(sQ, ks * 16));
+        }
+        ls2_wg_commit_wait(); // before the barrier that frees this stage's Q and dO
+        ls2_wg_acc_fence(dvAcc);
+        ls2_wg_acc_fence(dkAcc);
+#else
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) st[nt][e] = dpt[nt][e] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < KS; ++kk) {
+          unsigned ka[4], va[4];
+          ls2_a_fragment(ka, sK, LDS, wr, kk * 16);
+          ls2_a_fragment(va, sV, LDS, wr, kk * 16);
+#pragma unroll
+          for (int np = 0; np < NT / 2; ++np) {
+            unsigned qb[4], ob[4];
+            ls2_b_fragments(qb, sQ, LDS, np * 16, kk * 16);
+            ls2_b_fragments(ob, sDO, LDS, np * 16, kk * 16);
+            ls2_mma(st[2 * np], ka, qb[0], qb[1]);
+            ls2_mma(st[2 * np + 1], ka, qb[2], qb[3]);
+            ls2_mma(dpt[2 * np], va, ob[0], ob[1]);
+            ls2_mma(dpt[2 * np + 1], va, ob[2], ob[3]);
+          }
+        }
+        probabilities();
+        gradScores();
+        // dV += (P mask)^T dO and dK += dS^T Q, the query tile as k.
+#pragma unroll
+        for (int ks = 0; ks < BM / 16; ++ks) {
+          unsigned pa[4], sa[4];
+          ls2_a_from_c(pa, st[2 * ks], st[2 * ks + 1]);
+          ls2_a_from_c(sa, dpt[2 * ks], dpt[2 * ks + 1]);
+#pragma unroll
+          for (int dp2 = 0; dp2 < D / 16; ++dp2) {
+            unsigned ob[4], qb[4];
+            ls2_b_fragments_t(ob, sDO, LDS, ks * 16, dp2 * 16);
+            ls2_b_fragments_t(qb, sQ, LDS, ks * 16, dp2 * 16);
+            ls2_mma(dvAcc[2 * dp2], pa, ob[0], ob[1]);
+            ls2_mma(dvAcc[2 * dp2 + 1], pa, ob[2], ob[3]);
+            ls2_mma(dkAcc[2 * dp2], sa, qb[0], qb[1]);
+            ls2_mma(dkAcc[2 * dp2 + 1], sa, qb[2], qb[3]);
+          }
+        }
+#endif
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const long long j = keys[r];
+      if (j >= lk) continue;
+#pragma unroll
+      for (int dt = 0; dt < DT; ++dt) {
+        const long long atK = (k0 + j) * stride_dk + (long long)kvh * D + dt * 8 + 2 * t4;
+        const long long atV = (k0 + j) * stride_dv + (long long)kvh * D + dt * 8 + 2 * t4;
+        ls2_store(dk, atK, SCALE * dkAcc[dt][2 * r]);
+        ls2_store(dk, atK + 1, SCALE * dkAcc[dt][2 * r + 1]);
+        ls2_store(dv, atV, dvAcc[dt][2 * r]);
+        ls2_store(dv, atV + 1, dvAcc[dt][2 * r + 1]);
+      }
+    }
+  }
+)cuda";
+  return src;
+}
 
 std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const AttentionSpec &s,
                                                    const GradOperands &go, int64_t maxTokensQ,
@@ -105,12 +273,18 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     src += rowStats("BM");
     src += R"cuda(    ls2_sync();
     float rowL[RB][2], rowD[RB][2], acc[RB][DT][4];
-    auto rowOf = [&](int rb, int r) -> long long { return first + (wrb + 16 * rb + g + 8 * r); };
+#if LS2_WGMMA
+    // Row block rb is the warpgroup's wgmma tile rb: rows 64 rb .. 64 rb + 63.
+    auto rowIn = [&](int rb, int r) { return 64 * rb + wr + g + 8 * r; };
+#else
+    auto rowIn = [&](int rb, int r) { return wrb + 16 * rb + g + 8 * r; };
+#endif
+    auto rowOf = [&](int rb, int r) -> long long { return first + rowIn(rb, r); };
 #pragma unroll
     for (int rb = 0; rb < RB; ++rb) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const int row = wrb + 16 * rb + g + 8 * r;
+        const int row = rowIn(rb, r);
         rowL[rb][r] = sL[row];
         rowD[rb][r] = sD[row];
       }
@@ -121,6 +295,63 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
 )cuda";
     src += keyTileLoopHead();
     src += R"cuda(      float s[RB][NT][4], dp[RB][NT][4];
+)cuda";
+    src += queryTileMask();
+    src += R"cuda(      // dS = P (dP mask - D) of row block rb into s[rb], P rebuilt from lse.
+      auto gradScores = [&](int rb) {
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+)cuda";
+    if (s.dropout)
+      src += R"cuda(          uint4 words[2];
+          ls2_row_pair_philox(words, seed_value, offset_value, (unsigned)stream, q0 + rowOf(rb, 0),
+                              HQ, h, n0 + nt * 8 + 2 * t4);
+)cuda";
+    src += R"cuda(#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float p = ls2_exp2(fmaf(s[rb][nt][e], SCALE_LOG2, -rowL[rb][e / 2]));
+)cuda";
+    src += s.dropout ? "            const float mask = ls2_attention_keep(words[e / 2], n0 + nt * 8 + 2 * t4 + "
+                       "(e & 1), RATE) ? KEEP_SCALE : 0.0f;\n"
+                     : "            const float mask = 1.0f;\n";
+    src += R"cuda(            s[rb][nt][e] = p * (dp[rb][nt][e] * mask - rowD[rb][e / 2]);
+          }
+        }
+      };
+#if LS2_WGMMA
+      // A wgmma group per row block's S and dP; then per row block: wait for
+      // them (later row blocks' products and earlier ones' dS K in flight),
+      // dS, issue dQ += dS K (A from registers, K transposed).
+      ls2_wg_fence();
+#pragma unroll
+      for (int rb = 0; rb < RB; ++rb) {
+#pragma unroll
+        for (int kk = 0; kk < KS; ++kk) {
+          ls2_wg_ss<0>(s[rb], ls2_wg_k<BM>(sQ, 64 * rb, kk * 16), ls2_wg_k<BN>(sK, 0, kk * 16), kk > 0);
+          ls2_wg_ss<0>(dp[rb], ls2_wg_k<BM>(sDO, 64 * rb, kk * 16), ls2_wg_k<BN>(sV, 0, kk * 16), kk > 0);
+        }
+        ls2_wg_commit();
+      }
+#pragma unroll
+      for (int rb = 0; rb < RB; ++rb) {
+        ls2_wg_wait<RB - 1>();
+        ls2_wg_acc_fence(s[rb]);
+        ls2_wg_acc_fence(dp[rb]);
+        maskScores(rb);
+        gradScores(rb);
+        ls2_wg_fence();
+#pragma unroll
+        for (int ks = 0; ks < BN / 16; ++ks) {
+          unsigned sa[4];
+          ls2_a_from_c(sa, s[rb][2 * ks], s[rb][2 * ks + 1]);
+          ls2_wg_rs<1>(acc[rb], sa, ls2_wg_t<BN>(sK, ks * 16));
+        }
+        ls2_wg_commit();
+      }
+      ls2_wg_wait<0>(); // before the barrier that frees this stage's K
+#pragma unroll
+      for (int rb = 0; rb < RB; ++rb) ls2_wg_acc_fence(acc[rb]);
+#else
 #pragma unroll
       for (int rb = 0; rb < RB; ++rb)
 #pragma unroll
@@ -150,29 +381,11 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
           }
         }
       }
-      // dS = P (dP mask - D), P rebuilt from lse.
-)cuda";
-    src += queryTileMask();
-    src += R"cuda(#pragma unroll
-      for (int rb = 0; rb < RB; ++rb)
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-)cuda";
-    if (s.dropout)
-      src += R"cuda(          uint4 words[2];
-          ls2_row_pair_philox(words, seed_value, offset_value, (unsigned)stream, q0 + rowOf(rb, 0),
-                              HQ, h, n0 + nt * 8 + 2 * t4);
-)cuda";
-    src += R"cuda(#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float p = ls2_exp2(fmaf(s[rb][nt][e], SCALE_LOG2, -rowL[rb][e / 2]));
-)cuda";
-    src += s.dropout ? "            const float mask = ls2_attention_keep(words[e / 2], n0 + nt * 8 + 2 * t4 + "
-                       "(e & 1), RATE) ? KEEP_SCALE : 0.0f;\n"
-                     : "            const float mask = 1.0f;\n";
-    src += R"cuda(            s[rb][nt][e] = p * (dp[rb][nt][e] * mask - rowD[rb][e / 2]);
-          }
-        }
+      for (int rb = 0; rb < RB; ++rb) {
+        maskScores(rb);
+        gradScores(rb);
+      }
 #pragma unroll
       for (int ks = 0; ks < BN / 16; ++ks) {
         unsigned sa[RB][4];
@@ -189,6 +402,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
           }
         }
       }
+#endif
     }
 #pragma unroll
     for (int rb = 0; rb < RB; ++rb)
@@ -229,118 +443,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     uint32_t shared = (2 * kTile + 4 * inner) * rowBytes + 4 * inner * 4;
     dkv.kernel.launch = tileLaunch(s.tokensK, tokens, s.kvHeads, shared);
     std::string src = kernelStart(op, s, "dk and dv", p);
-    src += "  constexpr int BN = ${TILE}, BM = " + std::to_string(inner) + ";\n";
-    src += R"cuda(  constexpr int KS = D / 16, NT = BM / 8, DT = D / 8;
-  // Stage s of Q and dO: sQD + s * 2 * BM * LDS, dO after Q.
-  ls2_t *sK = reinterpret_cast<ls2_t *>(ls2_smem), *sV = sK + BN * LDS, *sQD = sV + BN * LDS;
-  // Stage s of D and the bias: sD + s * BM, sL + s * BM.
-  float *sD = reinterpret_cast<float *>(sQD + 4 * BM * LDS), *sL = sD + 2 * BM;
-  const bool vq = ls2_vectors(q, stride_q), vk = ls2_vectors(k, stride_k),
-             vv = ls2_vectors(v, stride_v), vdo = ls2_vectors(dout, stride_dout);
-)cuda";
-    src += scratchD;
-    src += unitLoop(false);
-    src += R"cuda(    const int kvh = head;
-    ls2_load_tile<BN, D, LDS>(sK, k, k0 + first, lk - first, stride_k, (long long)kvh * D, vk);
-    ls2_load_tile<BN, D, LDS>(sV, v, k0 + first, lk - first, stride_v, (long long)kvh * D, vv);
-    const long long keys[2] = {first + wr + g, first + wr + g + 8};
-    float dkAcc[DT][4], dvAcc[DT][4];
-#pragma unroll
-    for (int dt = 0; dt < DT; ++dt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) dkAcc[dt][e] = dvAcc[dt][e] = 0.0f;
-)cuda";
-    src += queryTileLoopHead(s);
-    src += R"cuda(        // S^T = K Q^T and dP^T = V dO^T: rows the warp's keys, columns queries.
-        float st[NT][4], dpt[NT][4];
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) st[nt][e] = dpt[nt][e] = 0.0f;
-#pragma unroll
-        for (int kk = 0; kk < KS; ++kk) {
-          unsigned ka[4], va[4];
-          ls2_a_fragment(ka, sK, LDS, wr, kk * 16);
-          ls2_a_fragment(va, sV, LDS, wr, kk * 16);
-#pragma unroll
-          for (int np = 0; np < NT / 2; ++np) {
-            unsigned qb[4], ob[4];
-            ls2_b_fragments(qb, sQ, LDS, np * 16, kk * 16);
-            ls2_b_fragments(ob, sDO, LDS, np * 16, kk * 16);
-            ls2_mma(st[2 * np], ka, qb[0], qb[1]);
-            ls2_mma(st[2 * np + 1], ka, qb[2], qb[3]);
-            ls2_mma(dpt[2 * np], va, ob[0], ob[1]);
-            ls2_mma(dpt[2 * np + 1], va, ob[2], ob[3]);
-          }
-        }
-        // Tiles with a query past the sequence or a pair past the causal
-        // diagonal mask scores to -inf (P = 0): sums over queries must not
-        // take a padding row's bias of 0.
-        const bool full = qFirst + BM <= lq${CAUSAL_FULL_KV};
-        if (!full) {
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const long long j = keys[e / 2], i = qFirst + nt * 8 + 2 * t4 + (e & 1);
-              if (!(i < lq && j < lk${CAUSAL_OK})) st[nt][e] = NEG_INF;
-            }
-        }
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-)cuda";
-    if (s.dropout)
-      src += R"cuda(          uint4 words[4];
-          ls2_key_quad_philox(words, seed_value, offset_value, (unsigned)stream,
-                              q0 + qFirst + nt * 8 + 2 * t4, HQ, h, keys[0]);
-)cuda";
-    src += R"cuda(#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int c = nt * 8 + 2 * t4 + (e & 1);
-            const float p = ls2_exp2(fmaf(st[nt][e], SCALE_LOG2, -tL[c]));
-)cuda";
-    src += s.dropout ? "            const float mask = ls2_attention_keep(words[e], keys[e / 2], RATE) ? "
-                       "KEEP_SCALE : 0.0f;\n"
-                     : "            const float mask = 1.0f;\n";
-    src += R"cuda(            st[nt][e] = p * mask;
-            dpt[nt][e] = p * (dpt[nt][e] * mask - tD[c]);
-          }
-        }
-        // dV += (P mask)^T dO and dK += dS^T Q, the query tile as k.
-#pragma unroll
-        for (int ks = 0; ks < BM / 16; ++ks) {
-          unsigned pa[4], sa[4];
-          ls2_a_from_c(pa, st[2 * ks], st[2 * ks + 1]);
-          ls2_a_from_c(sa, dpt[2 * ks], dpt[2 * ks + 1]);
-#pragma unroll
-          for (int dp2 = 0; dp2 < D / 16; ++dp2) {
-            unsigned ob[4], qb[4];
-            ls2_b_fragments_t(ob, sDO, LDS, ks * 16, dp2 * 16);
-            ls2_b_fragments_t(qb, sQ, LDS, ks * 16, dp2 * 16);
-            ls2_mma(dvAcc[2 * dp2], pa, ob[0], ob[1]);
-            ls2_mma(dvAcc[2 * dp2 + 1], pa, ob[2], ob[3]);
-            ls2_mma(dkAcc[2 * dp2], sa, qb[0], qb[1]);
-            ls2_mma(dkAcc[2 * dp2 + 1], sa, qb[2], qb[3]);
-          }
-        }
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const long long j = keys[r];
-      if (j >= lk) continue;
-#pragma unroll
-      for (int dt = 0; dt < DT; ++dt) {
-        const long long atK = (k0 + j) * stride_dk + (long long)kvh * D + dt * 8 + 2 * t4;
-        const long long atV = (k0 + j) * stride_dv + (long long)kvh * D + dt * 8 + 2 * t4;
-        ls2_store(dk, atK, SCALE * dkAcc[dt][2 * r]);
-        ls2_store(dk, atK + 1, SCALE * dkAcc[dt][2 * r + 1]);
-        ls2_store(dv, atV, dvAcc[dt][2 * r]);
-        ls2_store(dv, atV + 1, dvAcc[dt][2 * r + 1]);
-      }
-    }
-  }
-}
-)cuda";
+    src += keyWarpDkDvBody(s, maxTokensQ, inner) + "}\n";
     dkv.kernel.source = substitute(src, flashValues(s, dkv.kernel.name));
   }
   return kernels;

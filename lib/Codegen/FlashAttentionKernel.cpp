@@ -9,7 +9,17 @@
 // 4) in the mma accumulator layout, so row maxima and sums are reductions
 // over the 4 lanes of a quad. Scores are kept pre-multiplied by log2(e) so
 // exponentials are exp2. Probabilities and dS are rounded to the storage
-// type before the second matmul, as FlashAttention does. This file: which
+// type before the second matmul, as FlashAttention does.
+//
+// Two instruction paths in each kernel's source, one launch: mma.sync
+// m16n8k16 with ldmatrix from padded tiles (sm_80 on), and on Hopper (sm_90a,
+// what sm_90 compiles as) warpgroup MMA (wgmma, PTX ISA 8) reading swizzled
+// tiles from shared memory, P and dS as its register A operand; the 4 warps
+// of a forward or dq block are one warpgroup with two 64-row wgmma tiles,
+// each row block's products in their own wgmma group so one row block's
+// softmax runs while the other's products are on the tensor cores
+// (FlashAttention-3, Shah et al. 2024, section 3.2, within a warpgroup).
+// This file: which
 // specs take these kernels, and the forward; FlashAttentionBackward.cpp and
 // FlashAttentionDkDv.cpp the backward; FlashAttentionParts.* what they share.
 //
@@ -58,13 +68,18 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
          "vq);\n";
   src += firstKeyTileLoads();
   src += R"cuda(    ls2_sync();
-    // Online softmax per row (rb, r: row wrb + 16 rb + g + 8 r): m the
+    // Online softmax per row (rb, r: row rowOf(rb, r)): m the
     // running max (log2 units) and l this lane's part of the sum of
     // exp2(s - m) before dropout.
     float m[RB][2], l[RB][2], acc[RB][DT][4];
     // The sequence row of (rb, r), recomputed where used rather than held in
     // eight registers: the forward runs at the 255-register limit.
+#if LS2_WGMMA
+    // Row block rb is the warpgroup's wgmma tile rb: rows 64 rb .. 64 rb + 63.
+    auto rowOf = [&](int rb, int r) -> long long { return first + (64 * rb + wr + g + 8 * r); };
+#else
     auto rowOf = [&](int rb, int r) -> long long { return first + (wrb + 16 * rb + g + 8 * r); };
+#endif
 #pragma unroll
     for (int rb = 0; rb < RB; ++rb) {
       m[rb][0] = m[rb][1] = NEG_INF;
@@ -76,33 +91,12 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
 )cuda";
   src += keyTileLoopHead();
   src += R"cuda(      float s[RB][NT][4];
-#pragma unroll
-      for (int rb = 0; rb < RB; ++rb)
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) s[rb][nt][0] = s[rb][nt][1] = s[rb][nt][2] = s[rb][nt][3] = 0.0f;
-      // k outer: RB * NT independent accumulator chains per step. Q
-      // fragments come from shared memory (registers hold acc and s).
-#pragma unroll
-      for (int kk = 0; kk < KS; ++kk) {
-        unsigned qa[RB][4];
-#pragma unroll
-        for (int rb = 0; rb < RB; ++rb) ls2_a_fragment(qa[rb], sQ, LDS, wrb + 16 * rb, kk * 16);
-#pragma unroll
-        for (int np = 0; np < NT / 2; ++np) {
-          unsigned kb[4];
-          ls2_b_fragments(kb, sK, LDS, np * 16, kk * 16);
-#pragma unroll
-          for (int rb = 0; rb < RB; ++rb) {
-            ls2_mma(s[rb][2 * np], qa[rb], kb[0], kb[1]);
-            ls2_mma(s[rb][2 * np + 1], qa[rb], kb[2], kb[3]);
-          }
-        }
-      }
 )cuda";
-  // The max is then taken on raw scores and scaled.
+  // The max is taken on raw scores and scaled.
   src += queryTileMask();
-  src += R"cuda(#pragma unroll
-      for (int rb = 0; rb < RB; ++rb) {
+  src += R"cuda(      // Online softmax of row block rb: P = exp2(S scale log2e - running max)
+      // into s[rb], the old acc and l rescaled.
+      auto softmax = [&](int rb) {
         float mx[2] = {NEG_INF, NEG_INF};
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt)
@@ -131,12 +125,9 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
           acc[rb][dt][2] *= correction[1];
           acc[rb][dt][3] *= correction[1];
         }
-      }
 )cuda";
   if (s.dropout)
     src += R"cuda(#pragma unroll
-      for (int rb = 0; rb < RB; ++rb)
-#pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
           const long long j = n0 + nt * 8 + 2 * t4;
           uint4 words[2];
@@ -149,7 +140,70 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
           }
         }
 )cuda";
-  src += R"cuda(#pragma unroll
+  src += R"cuda(      };
+#if LS2_WGMMA
+      // One wgmma group per row block's S, then per row block: wait for its
+      // S (the later row blocks' S and the earlier ones' P V stay in
+      // flight on the tensor cores while this one's softmax runs), softmax,
+      // issue its P V (A from registers, V transposed).
+      ls2_wg_fence();
+#pragma unroll
+      for (int rb = 0; rb < RB; ++rb) {
+#pragma unroll
+        for (int kk = 0; kk < KS; ++kk)
+          ls2_wg_ss<0>(s[rb], ls2_wg_k<BM>(sQ, 64 * rb, kk * 16), ls2_wg_k<BN>(sK, 0, kk * 16), kk > 0);
+        ls2_wg_commit();
+      }
+#pragma unroll
+      for (int rb = 0; rb < RB; ++rb) {
+        ls2_wg_wait<RB - 1>();
+        ls2_wg_acc_fence(s[rb]);
+        maskScores(rb);
+        softmax(rb);
+        ls2_wg_fence();
+#pragma unroll
+        for (int ks = 0; ks < BN / 16; ++ks) {
+          unsigned pa[4];
+          ls2_a_from_c(pa, s[rb][2 * ks], s[rb][2 * ks + 1]);
+          ls2_wg_rs<1>(acc[rb], pa, ls2_wg_t<BN>(sV, ks * 16));
+        }
+        ls2_wg_commit();
+      }
+      // P V must be done before the barrier that lets this stage's V be
+      // overwritten, and before acc is read.
+      ls2_wg_wait<0>();
+#pragma unroll
+      for (int rb = 0; rb < RB; ++rb) ls2_wg_acc_fence(acc[rb]);
+#else
+#pragma unroll
+      for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) s[rb][nt][0] = s[rb][nt][1] = s[rb][nt][2] = s[rb][nt][3] = 0.0f;
+      // k outer: RB * NT independent accumulator chains per step. Q
+      // fragments come from shared memory (registers hold acc and s).
+#pragma unroll
+      for (int kk = 0; kk < KS; ++kk) {
+        unsigned qa[RB][4];
+#pragma unroll
+        for (int rb = 0; rb < RB; ++rb) ls2_a_fragment(qa[rb], sQ, LDS, wrb + 16 * rb, kk * 16);
+#pragma unroll
+        for (int np = 0; np < NT / 2; ++np) {
+          unsigned kb[4];
+          ls2_b_fragments(kb, sK, LDS, np * 16, kk * 16);
+#pragma unroll
+          for (int rb = 0; rb < RB; ++rb) {
+            ls2_mma(s[rb][2 * np], qa[rb], kb[0], kb[1]);
+            ls2_mma(s[rb][2 * np + 1], qa[rb], kb[2], kb[3]);
+          }
+        }
+      }
+#pragma unroll
+      for (int rb = 0; rb < RB; ++rb) {
+        maskScores(rb);
+        softmax(rb);
+      }
+      // ks outer: each V fragment feeds RB mma.
+#pragma unroll
       for (int ks = 0; ks < BN / 16; ++ks) {
         unsigned pa[RB][4];
 #pragma unroll
@@ -165,6 +219,7 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
           }
         }
       }
+#endif
     }
     // A row that sees no key: out 0, lse -inf.
 #pragma unroll

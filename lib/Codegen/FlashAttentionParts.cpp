@@ -9,12 +9,22 @@
 
 #include "Prelude.h"
 
+#include <set>
+
 using namespace mlir;
 
 namespace ls2c::codegen::attention {
 
 /// Device helpers of the tensor-core kernels (after attentionHelpers).
 static const char *const kFlashHelpers = R"cuda(
+// Hopper's warpgroup MMA where the target has it (sm_90a; sm_90 is compiled
+// as sm_90a, KernelCompiler.cpp): the same launch, tiles in wgmma's
+// core-matrix layout and wgmma in place of ldmatrix + mma.sync.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define LS2_WGMMA 1
+#else
+#define LS2_WGMMA 0
+#endif
 typedef ${T} ls2_t;
 // C += A B on a 16x8x16 tile, f32 accumulators (PTX ISA, mma.m16n8k16):
 // lane (g = lane / 4, t = lane % 4) holds A rows g, g + 8 and columns
@@ -117,6 +127,79 @@ __device__ __forceinline__ void ls2_load_f32(float *to, const float *from, bool 
 // steps its row by ${THREADS} / chunks-per-row: the loop unrolls and the
 // addresses are increments, not a 64-bit product per chunk (these loads
 // were 40% of the forward kernel's instructions).
+#if LS2_WGMMA
+// Hopper (sm_90a): tiles in the layouts wgmma reads (PTX ISA, "Shared Memory
+// Matrix Layout"). Head dims that are multiples of 64: the 128-byte swizzle,
+// as [D / 64][ROWS][64] with 16-byte chunk j of row r at chunk j ^ (r % 8)
+// (a row's 8 chunks spread over all banks for every 8 rows; the tile must
+// start 1024-byte aligned). Other head dims: no swizzle, core matrices of 8
+// rows x 16 bytes, chunk c (row (c / 8 / (D / 8)) * 8 + c % 8, column chunk
+// c / 8 % (D / 8)) at c * 16 bytes. LDS is ignored.
+template <int ROWS, int D, int LDS>
+__device__ __forceinline__ void ls2_load_tile(ls2_t *tile, const ls2_t *src, long long r0,
+                                              long long valid, long long stride, long long c0,
+                                              bool vectors) {
+  const int rows = (int)(valid < ROWS ? (valid > 0 ? valid : 0) : ROWS);
+  if constexpr (D % 64 == 0) {
+    // A thread keeps chunk j of rows first, first + RSTEP, ... of each
+    // 64-column half: its swizzled column is the same in all of them.
+    constexpr int RSTEP = ${THREADS} / 8;
+    const int j = threadIdx.x % 8, first = threadIdx.x / 8;
+    ls2_t *to = tile + first * 64 + ((j ^ (first % 8)) * 8);
+    const long long step = RSTEP * stride;
+    if (vectors) {
+      const unsigned at = (unsigned)__cvta_generic_to_shared(to);
+#pragma unroll
+      for (int half = 0; half < D / 64; ++half) {
+        const ls2_t *from = src + (r0 + first) * stride + c0 + half * 64 + j * 8;
+#pragma unroll
+        for (int pass = 0; pass < (ROWS + RSTEP - 1) / RSTEP; ++pass, from += step) {
+          const int r = first + pass * RSTEP;
+          if (ROWS % RSTEP != 0 && r >= ROWS) break;
+          asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                       :: "r"(at + (half * ROWS + pass * RSTEP) * 128), "l"(r < rows ? from : src),
+                          "r"(r < rows ? 16 : 0)
+                       : "memory");
+        }
+      }
+    } else {
+#pragma unroll 1
+      for (int half = 0; half < D / 64; ++half)
+#pragma unroll 1
+        for (int r = first; r < ROWS; r += RSTEP)
+          ls2_load_chunk(to + (half * ROWS + r - first) * 64,
+                         r < rows ? src + (r0 + r) * stride + c0 + half * 64 + j * 8 : src,
+                         r < rows, false);
+    }
+  } else {
+    constexpr int CHUNKS = ROWS * D / 8;
+    if (vectors && ${THREADS} % D == 0) {
+      // A thread keeps its column chunk; its row steps by STEP.
+      constexpr int STEP = ${THREADS} / D * 8;
+      const int c = threadIdx.x, first = (c / 8 / (D / 8)) * 8 + c % 8, col = (c / 8 % (D / 8)) * 8;
+      const ls2_t *from = src + (r0 + first) * stride + c0 + col;
+      const long long step = STEP * stride;
+      const unsigned to = (unsigned)__cvta_generic_to_shared(tile + c * 8);
+#pragma unroll
+      for (int pass = 0; pass < (CHUNKS + ${THREADS} - 1) / ${THREADS}; ++pass, from += step) {
+        const int r = first + pass * STEP;
+        if (CHUNKS % ${THREADS} != 0 && c + pass * ${THREADS} >= CHUNKS) break;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                     :: "r"(to + pass * ${THREADS} * 16), "l"(r < rows ? from : src),
+                        "r"(r < rows ? 16 : 0)
+                     : "memory");
+      }
+    } else {
+#pragma unroll 1
+      for (int c = threadIdx.x; c < CHUNKS; c += ${THREADS}) {
+        const int r = (c / 8 / (D / 8)) * 8 + c % 8, col = (c / 8 % (D / 8)) * 8;
+        ls2_load_chunk(tile + c * 8, r < rows ? src + (r0 + r) * stride + c0 + col : src,
+                       r < rows, vectors);
+      }
+    }
+  }
+}
+#else
 template <int ROWS, int D, int LDS>
 __device__ __forceinline__ void ls2_load_tile(ls2_t *tile, const ls2_t *src, long long r0,
                                               long long valid, long long stride, long long c0,
@@ -160,9 +243,18 @@ __device__ __forceinline__ void ls2_load_tile(ls2_t *tile, const ls2_t *src, lon
     }
   }
 }
+#endif
+// Shared memory written by this thread (cp.async, stores) is made visible
+// to the async proxy that wgmma reads through, before the barrier.
+__device__ __forceinline__ void ls2_proxy_fence() {
+#if LS2_WGMMA
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
 // The block's barrier after its cp.async tile loads have landed.
 __device__ __forceinline__ void ls2_sync() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
+  ls2_proxy_fence();
   __syncthreads();
 }
 // Double buffering: the loads issued so far form one group (the next
@@ -174,6 +266,7 @@ __device__ __forceinline__ void ls2_commit() {
 }
 __device__ __forceinline__ void ls2_sync_but_one() {
   asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+  ls2_proxy_fence();
   __syncthreads();
 }
 // dout . out over 8 elements at 16-byte aligned addresses.
@@ -261,13 +354,114 @@ __device__ __forceinline__ void ls2_key_quad_philox(uint4 (&words)[4], long long
 }
 )cuda";
 
+/// wgmma helpers (sm_90a): descriptors of core-matrix tiles and, for each
+/// N in `widths`, ls2_wg_ss (A and B in shared memory) and ls2_wg_rs (A in
+/// registers) on a float[N / 8][4] accumulator, whose element [n][e] is
+/// mma.sync's C element e of columns 8n .. 8n + 7 (PTX ISA, "wgmma
+/// register fragments": warp w of the warpgroup holds rows 16w + g and 16w
+/// + g + 8).
+static std::string wgmmaHelpers(const std::set<int> &widths) {
+  std::string src = R"cuda(#if LS2_WGMMA
+// A shared operand: start address, the byte distance between core matrices
+// along K (lbo) and along M or N (sbo), swizzle mode (PTX ISA, "Matrix
+// Descriptor Format"; 1: 128-byte swizzle).
+__device__ __forceinline__ unsigned long long ls2_wg_desc(const ls2_t *p, unsigned lbo,
+                                                          unsigned sbo, unsigned swizzle) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  return (unsigned long long)((a >> 4) & 0x3fff) |
+         ((unsigned long long)((lbo >> 4) & 0x3fff) << 16) |
+         ((unsigned long long)((sbo >> 4) & 0x3fff) << 32) | ((unsigned long long)swizzle << 62);
+}
+// Rows r .. (M or N) by columns c .. c + 15 (K) of a [R][D] tile in
+// ls2_load_tile's layout: K-major. Swizzled, the K step moves the start
+// within the 128-byte row (the hardware swizzles the address) and 8-row
+// groups are 1024 bytes apart.
+template <int R>
+__device__ __forceinline__ unsigned long long ls2_wg_k(const ls2_t *tile, int r, int c) {
+  if constexpr (${D} % 64 == 0)
+    return ls2_wg_desc(tile + (c / 64) * R * 64 + r * 64 + c % 64, 16, 1024, 1);
+  else
+    return ls2_wg_desc(tile + ((r / 8) * (${D} / 8) + c / 8) * 64, 128, (${D} / 8) * 128, 0);
+}
+// Rows r .. r + 15 (K) by all D columns (N) of such a tile: MN-major, for
+// wgmma's transposed B. Swizzled, lbo steps along N (64-column halves,
+// R * 128 bytes apart) and sbo along K (8-row groups, 1024 bytes apart):
+// the reverse of the unswizzled roles (both checked on the H200).
+template <int R>
+__device__ __forceinline__ unsigned long long ls2_wg_t(const ls2_t *tile, int r) {
+  if constexpr (${D} % 64 == 0)
+    return ls2_wg_desc(tile + r * 64, R * 128, 1024, 1);
+  else
+    return ls2_wg_desc(tile + (r / 8) * (${D} / 8) * 64, (${D} / 8) * 128, 128, 0);
+}
+__device__ __forceinline__ void ls2_wg_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+// Closes the group of wgmma issued since the last commit.
+__device__ __forceinline__ void ls2_wg_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+// Waits until at most N committed groups are pending (they end in order).
+template <int N>
+__device__ __forceinline__ void ls2_wg_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void ls2_wg_commit_wait() {
+  ls2_wg_commit();
+  ls2_wg_wait<0>();
+}
+// After ls2_wg_commit_wait: the compiler must not move reads of the
+// accumulators above the wait (it sees wgmma as writing them at issue).
+template <int N>
+__device__ __forceinline__ void ls2_wg_acc_fence(float (&d)[N][4]) {
+#pragma unroll
+  for (int n = 0; n < N; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[n][e])::"memory");
+}
+)cuda";
+  for (int n : widths) {
+    std::string regs, outs;
+    for (int i = 0; i < n / 2; ++i) {
+      regs += (i ? ",%" : "%") + std::to_string(i);
+      outs += std::string(i ? ", " : "") + "\"+f\"(d[" + std::to_string(i / 4) + "][" +
+              std::to_string(i % 4) + "])";
+    }
+    const std::string shape = "m64n" + std::to_string(n) + "k16";
+    const int k = n / 2;
+    auto at = [&](int i) { return "%" + std::to_string(k + i); };
+    // D's old value is read only when `accumulate`: the first k step needs
+    // no zeroed registers (zeroing them made ptxas wait between wgmma).
+    src += "// D (64 x " + std::to_string(n) + ") = A B (+ D if accumulate), A and B in shared "
+           "memory; TB: B transposed.\n"
+           "template <int TB>\n__device__ __forceinline__ void ls2_wg_ss(float (&d)[" +
+           std::to_string(n / 8) + "][4], unsigned long long a, unsigned long long b, "
+           "bool accumulate) {\n"
+           "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, " + at(2) +
+           ", 0;\\nwgmma.mma_async.sync.aligned." + shape + ".f32.${MMA}.${MMA} {" + regs +
+           "}, " + at(0) + ", " + at(1) + ", p, 1, 1, 0, " + at(3) + ";\\n}\\n\"\n               : " +
+           outs + "\n               : \"l\"(a), \"l\"(b), \"r\"((int)accumulate), \"n\"(TB));\n}\n";
+    src += "// D (64 x " + std::to_string(n) + ") += A B, A in registers (mma.sync's A layout).\n"
+           "template <int TB>\n__device__ __forceinline__ void ls2_wg_rs(float (&d)[" +
+           std::to_string(n / 8) + "][4], const unsigned (&a)[4], unsigned long long b) {\n"
+           "  asm volatile(\"wgmma.mma_async.sync.aligned." + shape + ".f32.${MMA}.${MMA} {" + regs +
+           "}, {" + at(0) + "," + at(1) + "," + at(2) + "," + at(3) + "}, " + at(4) +
+           ", 1, 1, 1, " + at(5) + ";\\n\"\n               : " + outs +
+           "\n               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b), "
+           "\"n\"(TB));\n}\n";
+  }
+  return src + "#endif\n";
+}
+
 /// Constants every kernel body starts with.
 static const char *const kFlashConstants = R"cuda(  constexpr int D = ${D}, HQ = ${HQ}, HKV = ${HKV}, GROUP = ${GROUP};
-  constexpr int LDS = D + 8; // padded rows: fragment loads hit distinct banks
+  // Padded rows for mma.sync's ldmatrix (fragment loads hit distinct
+  // banks); wgmma's layouts are unpadded, which keeps tiles 1024-byte aligned.
+  constexpr int LDS = LS2_WGMMA ? D : D + 8;
   constexpr float SCALE = ${SCALE}, SCALE_LOG2 = ${SCALE} * 1.4426950408889634f;
   constexpr float LOG2E = 1.4426950408889634f;
   const float NEG_INF = __int_as_float(0xff800000);
-  extern __shared__ uint4 ls2_smem[];
+  extern __shared__ __align__(1024) uint4 ls2_smem[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
   const int wr = warp * 16; // the warp's first row in the tile
   if (entries < 2) return;
@@ -323,6 +517,7 @@ std::string kernelStart(Operation *op, const AttentionSpec &s, const std::string
                         const Params &p, int threads) {
   return header(op, s, "tensor-core " + what) + kernelPrelude() +
          attentionHelpers(s.dropout) + kFlashHelpers +
+         wgmmaHelpers({32, 64, static_cast<int>(s.headDim)}) +
          (s.dropout ? kFlashDropoutHelpers : "") + "\nextern \"C\" __global__ void " +
          "__launch_bounds__(" + std::to_string(threads) + ")\n${NAME}(" + p.declarations() +
          ") {\n" + kFlashConstants + (s.dropout ? kFlashDropoutConstants : "");
@@ -384,17 +579,16 @@ std::string keyTileLoopHead() {
 std::string queryTileMask() {
   return R"cuda(      // Only tiles that cross the sequence end or the causal diagonal mask.
       const bool full = n0 + BN <= lk${CAUSAL_FULL};
-      if (!full) {
+      auto maskScores = [&](int rb) {
+        if (full) return;
 #pragma unroll
-        for (int rb = 0; rb < RB; ++rb)
+        for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-          for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const long long i = rowOf(rb, e / 2), j = n0 + nt * 8 + 2 * t4 + (e & 1);
-              if (!(j < lk${CAUSAL_OK})) s[rb][nt][e] = NEG_INF;
-            }
-      }
+          for (int e = 0; e < 4; ++e) {
+            const long long i = rowOf(rb, e / 2), j = n0 + nt * 8 + 2 * t4 + (e & 1);
+            if (!(j < lk${CAUSAL_OK})) s[rb][nt][e] = NEG_INF;
+          }
+      };
 )cuda";
 }
 

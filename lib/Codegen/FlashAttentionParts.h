@@ -54,9 +54,9 @@ std::string firstKeyTileLoads();
 /// The head of the double-buffered loop over key tiles (forward and dq).
 std::string keyTileLoopHead();
 
-/// Forward and dq, after S of key tile n0 is in s[RB][NT][4] (row
-/// rowOf(rb, r)): tiles that cross the sequence end or the causal diagonal
-/// set masked scores to -inf (P = 0); whole tiles skip the test.
+/// Forward and dq: maskScores(rb), once S of key tile n0 is in s[rb][NT][4]
+/// (row rowOf(rb, r)): tiles that cross the sequence end or the causal
+/// diagonal set masked scores to -inf (P = 0); whole tiles skip the test.
 std::string queryTileMask();
 
 /// Scratch of the backward kernels: past the counters, f32 [maxTokensQ,
@@ -78,6 +78,11 @@ std::string statsLoads(const std::string &rows0, const std::string &head,
 /// (it % tiles) * BM) through the wait for tile it: its Q and dO (sQ, sDO),
 /// D and bias (tD, tL) in shared memory, tile it + 1's loads in flight.
 std::string queryTileLoopHead(const AttentionSpec &s);
+
+/// The warp-per-16-keys dk/dv kernel's body after kernelStart, without its
+/// closing brace (FlashAttentionBackward.cpp): query tiles of `inner` rows,
+/// ${TILE} keys a unit, a warp per 16 of them.
+std::string keyWarpDkDvBody(const AttentionSpec &s, int64_t maxTokensQ, int inner);
 
 /// dk and dv in FlashAttention-2's backward layout (head dims 96 and 128):
 /// the kernel "<name>" per 128-key tile and kv head, 8 warps.
