@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 G=.gpu-attn
-SHAPES=(4x16x4096x128 8x16x2048x64 1x32x16384x128)
+SHAPES=(4x16x4096x128 8x16x2048x64 1x32x16384x128 4x8x4096x256)
 [ $# -eq 1 ] || { echo "usage: $0 prepare | run" >&2; exit 2; }
 case "$1" in
 prepare)

@@ -5,7 +5,7 @@
 # of the size variants in test/gpu/Inputs (hidden 20 with 70,000 rows, 100
 # in bf16 with a 50,257 vocabulary, 384 in fp16, 767, 1024 in bf16) and, for the
 # tensor-core attention kernels, of test/gpu/Inputs/attention-*.json (head
-# dims 16 to 128, f16 and bf16, causal, cross, GQA/MQA, dropout) at 400
+# dims 16 to 128 and 256, f16 and bf16, causal, cross, GQA/MQA, dropout) at 400
 # tokens, so sequences span several 64-row tiles, under .gpu-run/.
 # On the GPU machine (no MLIR there) run:
 #   .gpu-run/bin/ls2c-kernel-check .gpu-run/<set>...
@@ -14,7 +14,8 @@
 # attention-edge: issue 7's edge cases against a float64 reference: one
 # token at head dim 16 with inputs x3 in fp16 beside an all-padding
 # sequence, cross-attention with (query, key) lengths (76,1), (34,1),
-# (146,1) and (5,3), (1,4), (0,2), and key lengths 1 ... 8193 (one head: about 30 MB).
+# (146,1) and (5,3), (1,4), (0,2), key lengths 1 ... 8193 (one head: about 30 MB), and
+# head dim 256 at lengths 1 ... 511 (about 15 MB).
 # Usage: scripts/gpu-kernel-cases.sh [tiny|sizes|attention|attention-edge]...
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,7 +67,9 @@ attention-edge)
     --seqlens 5:3,1:4,0:2 --reference f64
   "$CASES" $I/attention-d64-fp16-long.json .gpu-run/edge-key-lengths --only attention \
     --seqlens 1:1,3:3,7:7,24:24,33:33,127:127,128:128,129:129,511:511,513:513,2049:2049,8193:8193 \
-    --reference f64 ;;
+    --reference f64
+  "$CASES" $I/attention-d256-bf16-encoder.json .gpu-run/edge-d256-lengths --only attention \
+    --seqlens 1:1,3:3,63:63,64:64,65:65,129:129,511:511 --reference f64 ;;
 *)
   echo "usage: $0 [tiny|sizes|attention|attention-edge]..." >&2
   exit 2 ;;

@@ -1,7 +1,7 @@
 //===- AttentionKernel.cpp - ls2.attention and its gradient, simple kernels -===//
 //
 // Direct kernels for packed variable-length attention, correct on every
-// shape; f16/bf16 with a head dim a multiple of 16 up to 128 goes to the
+// shape; f16/bf16 with a head dim a multiple of 16 up to 128, or 256, goes to the
 // tensor-core kernels of FlashAttentionKernel.cpp instead:
 //   forward  one warp per (packed query row, query head): the row's sequence
 //            by binary search in cu_seqlens_q, then one pass over its

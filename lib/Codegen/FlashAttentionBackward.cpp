@@ -25,8 +25,12 @@ namespace ls2c::codegen::attention {
 /// there at 8 warps.
 std::string keyWarpDkDvBody(const AttentionSpec &s, int64_t maxTokensQ, int inner) {
   std::string src;
-  src += "  constexpr int BN = ${TILE}, BM = " + std::to_string(inner) + ";\n";
-  src += R"cuda(  constexpr int KS = D / 16, NT = BM / 8, DT = D / 8;
+  src += "  constexpr int BN = ${TILE}, BM = " + std::to_string(inner) +
+         ", SPLIT = " + std::to_string(dkDvSplits(s)) + ";\n";
+  // A unit's DS columns of dk and dv (SPLIT units a key tile: the
+  // accumulators of head dim 256 fit in registers as two halves, each
+  // unit computing S^T and dP^T over all of D).
+  src += R"cuda(  constexpr int DS = D / SPLIT, KS = D / 16, NT = BM / 8, DT = DS / 8;
   // Stage s of Q and dO: sQD + s * 2 * BM * LDS, dO after Q.
   ls2_t *sK = reinterpret_cast<ls2_t *>(ls2_smem), *sV = sK + BN * LDS, *sQD = sV + BN * LDS;
   // Stage s of D and the bias: sD + s * BM, sL + s * BM.
@@ -35,8 +39,8 @@ std::string keyWarpDkDvBody(const AttentionSpec &s, int64_t maxTokensQ, int inne
              vv = ls2_vectors(v, stride_v), vdo = ls2_vectors(dout, stride_dout);
 )cuda";
   src += backwardScratchDeclarations(s, maxTokensQ);
-  src += unitLoop(false);
-  src += R"cuda(    const int kvh = head;
+  src += unitLoop(false, dkDvSplits(s));
+  src += R"cuda(    const int kvh = head / SPLIT, c0 = (head % SPLIT) * DS;
     ls2_load_tile<BN, D, LDS>(sK, k, k0 + first, lk - first, stride_k, (long long)kvh * D, vk);
     ls2_load_tile<BN, D, LDS>(sV, v, k0 + first, lk - first, stride_v, (long long)kvh * D, vv);
     const long long keys[2] = {first + wr + g, first + wr + g + 8};
@@ -119,8 +123,8 @@ std::string keyWarpDkDvBody(const AttentionSpec &s, int64_t maxTokensQ, int inne
           unsigned pa[4], sa[4];
           ls2_a_from_c(pa, st[2 * ks], st[2 * ks + 1]);
           ls2_a_from_c(sa, dpt[2 * ks], dpt[2 * ks + 1]);
-          ls2_wg_rs<1>(dvAcc, pa, ls2_wg_t<BM>(sDO, ks * 16));
-          ls2_wg_rs<1>(dkAcc, sa, ls2_wg_t<BM>(sQ, ks * 16));
+          ls2_wg_rs<1>(dvAcc, pa, ls2_wg_t<BM>(sDO, ks * 16, c0));
+          ls2_wg_rs<1>(dkAcc, sa, ls2_wg_t<BM>(sQ, ks * 16, c0));
         }
         ls2_wg_commit_wait(); // before the barrier that frees this stage's Q and dO
         ls2_wg_acc_fence(dvAcc);
@@ -155,10 +159,10 @@ std::string keyWarpDkDvBody(const AttentionSpec &s, int64_t maxTokensQ, int inne
           ls2_a_from_c(pa, st[2 * ks], st[2 * ks + 1]);
           ls2_a_from_c(sa, dpt[2 * ks], dpt[2 * ks + 1]);
 #pragma unroll
-          for (int dp2 = 0; dp2 < D / 16; ++dp2) {
+          for (int dp2 = 0; dp2 < DS / 16; ++dp2) {
             unsigned ob[4], qb[4];
-            ls2_b_fragments_t(ob, sDO, LDS, ks * 16, dp2 * 16);
-            ls2_b_fragments_t(qb, sQ, LDS, ks * 16, dp2 * 16);
+            ls2_b_fragments_t(ob, sDO, LDS, ks * 16, c0 + dp2 * 16);
+            ls2_b_fragments_t(qb, sQ, LDS, ks * 16, c0 + dp2 * 16);
             ls2_mma(dvAcc[2 * dp2], pa, ob[0], ob[1]);
             ls2_mma(dvAcc[2 * dp2 + 1], pa, ob[2], ob[3]);
             ls2_mma(dkAcc[2 * dp2], sa, qb[0], qb[1]);
@@ -173,8 +177,8 @@ std::string keyWarpDkDvBody(const AttentionSpec &s, int64_t maxTokensQ, int inne
       if (j >= lk) continue;
 #pragma unroll
       for (int dt = 0; dt < DT; ++dt) {
-        const long long atK = (k0 + j) * stride_dk + (long long)kvh * D + dt * 8 + 2 * t4;
-        const long long atV = (k0 + j) * stride_dv + (long long)kvh * D + dt * 8 + 2 * t4;
+        const long long atK = (k0 + j) * stride_dk + (long long)kvh * D + c0 + dt * 8 + 2 * t4;
+        const long long atV = (k0 + j) * stride_dv + (long long)kvh * D + c0 + dt * 8 + 2 * t4;
         ls2_store(dk, atK, SCALE * dkAcc[dt][2 * r]);
         ls2_store(dk, atK + 1, SCALE * dkAcc[dt][2 * r + 1]);
         ls2_store(dv, atV, dvAcc[dt][2 * r]);
@@ -232,7 +236,8 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
   };
 
   // dq per query tile: S and dP against each key tile, dS K accumulated.
-  // Tiles of kQueryRows = 128 queries (RB = 2 row blocks of 16 a warp), so
+  // Tiles of kQueryRows = 128 queries (RB = 2 row blocks of 16 a warp; 64 and
+  // one at head dim 256), so
   // K and V fragments and each key tile's barriers and loads serve twice
   // the rows of 64-query tiles.
   {
@@ -243,7 +248,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     p.pointer("unsigned char *scratch", ParamBinding::Kind::Scratch, 0);
     dq.kernel.scratchBytes = scratchBytes;
     // Key tiles of 32: two row blocks' S and dP fit in registers.
-    const int rows = kQueryRows, keys = 32;
+    const int rows = queryRows(s), keys = 32;
     // Q and dO tiles, two stages of K and V tiles, D and lse of the rows.
     uint32_t shared = (2 * rows + 4 * keys) * rowBytes + 2 * rows * 4;
     dq.kernel.launch = tileLaunch(s.tokensQ, tokens, s.heads, shared, rows);
@@ -261,7 +266,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
   const int wrb = warp * 16 * RB; // the warp's first row: row block rb is wrb + 16 rb
 )cuda";
     src += scratchD;
-    src += unitLoop(true);
+    src += unitLoop(true, 1, s.causal);
     src += R"cuda(    const int h = head, kvh = head / GROUP;
     const long long qFirst = first;
     ls2_load_tile<BM, D, LDS>(sQ, q, q0 + first, lq - first, stride_q, (long long)h * D, vq);
@@ -425,7 +430,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     dq.kernel.source = substitute(src, values);
   }
 
-  if (s.headDim % 32 == 0 && s.headDim > 64) {
+  if (s.headDim % 32 == 0 && s.headDim > 64 && s.headDim <= 128) {
     kernels[1] = generateWideDkDv(op, s, go, maxTokensQ, kernelName + "_dkdv");
     return kernels;
   }
@@ -441,7 +446,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     dkv.kernel.scratchBytes = scratchBytes;
     // K and V tiles, two stages of Q and dO tiles and of D and the bias.
     uint32_t shared = (2 * kTile + 4 * inner) * rowBytes + 4 * inner * 4;
-    dkv.kernel.launch = tileLaunch(s.tokensK, tokens, s.kvHeads, shared);
+    dkv.kernel.launch = tileLaunch(s.tokensK, tokens, s.kvHeads * dkDvSplits(s), shared);
     std::string src = kernelStart(op, s, "dk and dv", p);
     src += keyWarpDkDvBody(s, maxTokensQ, inner) + "}\n";
     dkv.kernel.source = substitute(src, flashValues(s, dkv.kernel.name));

@@ -36,7 +36,7 @@ namespace ls2c::codegen::attention {
 
 bool flashApplies(const AttentionSpec &s) {
   return isa<Float16Type, BFloat16Type>(s.element) && s.headDim % 16 == 0 && s.headDim >= 16 &&
-         s.headDim <= 128;
+         (s.headDim <= 128 || s.headDim == 256);
 }
 
 GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
@@ -45,15 +45,17 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
   out.kernel.name = kernelName;
   Params p(out);
   unsigned tokens = addForwardParams(p, s);
-  // A Q tile of `rows` rows and two stages of K and V tiles of 64.
-  const int rows = kQueryRows;
-  uint32_t shared = static_cast<uint32_t>((rows + 4 * kTile) * (s.headDim + 8) * 2);
+  // A Q tile of `rows` rows and two stages of K and V tiles of `keys`:
+  // at head dim 256, 64 x 32 tiles keep O and S in registers and the
+  // shared memory within an A100's 163 KiB.
+  const int rows = queryRows(s), keys = s.headDim > 128 ? 32 : 64;
+  uint32_t shared = static_cast<uint32_t>((rows + 4 * keys) * (s.headDim + 8) * 2);
   out.kernel.launch = tileLaunch(s.tokensQ, tokens, s.heads, shared, rows);
 
   std::string src = kernelStart(op, s, "forward", p);
   // RB row blocks of 16 per warp: each K or V fragment loaded from shared
   // memory feeds RB mma (FlashAttention-2's 128 x 64 tiles at 4 warps).
-  src += R"cuda(  constexpr int RB = ${RB}, BM = ${TILE}, BN = 64, KS = D / 16, NT = BN / 8, DT = D / 8;
+  src += R"cuda(  constexpr int RB = ${RB}, BM = ${TILE}, BN = ${BN}, KS = D / 16, NT = BN / 8, DT = D / 8;
   static_assert(BM == 64 * RB, "4 warps of RB row blocks");
   // Stage s of K and V: sKV + s * 2 * BN * LDS, V after K.
   ls2_t *sQ = reinterpret_cast<ls2_t *>(ls2_smem), *sKV = sQ + BM * LDS;
@@ -61,7 +63,7 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
              vv = ls2_vectors(v, stride_v);
   const int wrb = warp * 16 * RB; // the warp's first row: row block rb is wrb + 16 rb
 )cuda";
-  src += unitLoop(true);
+  src += unitLoop(true, 1, s.causal);
   src += "    const int h = head, kvh = head / GROUP;\n";
   src += keyEnd(s);
   src += "    ls2_load_tile<BM, D, LDS>(sQ, q, q0 + first, lq - first, stride_q, (long long)h * D, "
@@ -246,6 +248,7 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
   std::map<std::string, std::string> values = flashValues(s, kernelName);
   values["TILE"] = std::to_string(rows);
   values["RB"] = std::to_string(rows / 64);
+  values["BN"] = std::to_string(keys);
   out.kernel.source = substitute(src, values);
   return out;
 }

@@ -383,16 +383,17 @@ __device__ __forceinline__ unsigned long long ls2_wg_k(const ls2_t *tile, int r,
   else
     return ls2_wg_desc(tile + ((r / 8) * (${D} / 8) + c / 8) * 64, 128, (${D} / 8) * 128, 0);
 }
-// Rows r .. r + 15 (K) by all D columns (N) of such a tile: MN-major, for
-// wgmma's transposed B. Swizzled, lbo steps along N (64-column halves,
-// R * 128 bytes apart) and sbo along K (8-row groups, 1024 bytes apart):
-// the reverse of the unswizzled roles (both checked on the H200).
+// Rows r .. r + 15 (K) by the columns (N) from c0 of such a tile (c0 a
+// multiple of 64 when swizzled, of 8 otherwise): MN-major, for wgmma's
+// transposed B. Swizzled, lbo steps along N (64-column blocks, R * 128
+// bytes apart) and sbo along K (8-row groups, 1024 bytes apart): the
+// reverse of the unswizzled roles (both checked on the H200).
 template <int R>
-__device__ __forceinline__ unsigned long long ls2_wg_t(const ls2_t *tile, int r) {
+__device__ __forceinline__ unsigned long long ls2_wg_t(const ls2_t *tile, int r, int c0 = 0) {
   if constexpr (${D} % 64 == 0)
-    return ls2_wg_desc(tile + r * 64, R * 128, 1024, 1);
+    return ls2_wg_desc(tile + (c0 / 64) * R * 64 + r * 64, R * 128, 1024, 1);
   else
-    return ls2_wg_desc(tile + (r / 8) * (${D} / 8) * 64, (${D} / 8) * 128, 128, 0);
+    return ls2_wg_desc(tile + ((r / 8) * (${D} / 8) + c0 / 8) * 64, (${D} / 8) * 128, 128, 0);
 }
 __device__ __forceinline__ void ls2_wg_fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -517,7 +518,8 @@ std::string kernelStart(Operation *op, const AttentionSpec &s, const std::string
                         const Params &p, int threads) {
   return header(op, s, "tensor-core " + what) + kernelPrelude() +
          attentionHelpers(s.dropout) + kFlashHelpers +
-         wgmmaHelpers({32, 64, static_cast<int>(s.headDim)}) +
+         wgmmaHelpers({32, 64, static_cast<int>(s.headDim),
+                       static_cast<int>(s.headDim) / dkDvSplits(s)}) +
          (s.dropout ? kFlashDropoutHelpers : "") + "\nextern \"C\" __global__ void " +
          "__launch_bounds__(" + std::to_string(threads) + ")\n${NAME}(" + p.declarations() +
          ") {\n" + kFlashConstants + (s.dropout ? kFlashDropoutConstants : "");
@@ -525,13 +527,17 @@ std::string kernelStart(Operation *op, const AttentionSpec &s, const std::string
 
 /// The unit loop's head: slot, head, sequence and the tile's first row
 /// `first` (queries when `queries`, else keys); skips empty slots.
-std::string unitLoop(bool queries) {
+std::string unitLoop(bool queries, int splits, bool lastSlotsFirst) {
   std::string cu = queries ? "cu_seqlens_q" : "cu_seqlens_k";
-  std::string heads = queries ? "HQ" : "HKV";
+  std::string heads = splits > 1 ? std::string("(") + (queries ? "HQ" : "HKV") + " * " +
+                                       std::to_string(splits) + ")"
+                                 : std::string(queries ? "HQ" : "HKV");
   std::string tokens = queries ? "tokens_q" : "tokens_k";
+  std::string slot = lastSlotsFirst ? "units / " + heads + " - 1 - unit / " + heads
+                                    : "unit / " + heads;
   return "  const long long units = (" + tokens + " / ${TILE} + entries) * " + heads + ";\n" +
          "  for (long long unit = blockIdx.x; unit < units; unit += gridDim.x) {\n" +
-         "    const long long slot = unit / " + heads + ";\n" +
+         "    const long long slot = " + slot + ";\n" +
          "    const int head = (int)(unit % " + heads + ");\n" +
          "    const int b = ls2_tile_sequence(" + cu + ", entries, slot, ${TILE});\n" +
          R"cuda(    const long long q0 = cu_seqlens_q[b], k0 = cu_seqlens_k[b];

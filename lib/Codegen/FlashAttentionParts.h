@@ -28,6 +28,14 @@ constexpr int kTile = 64;     ///< rows per unit of the warp-per-16-keys dk/dv
 constexpr int kQueryRows = 128;
 constexpr uint32_t kMaxBlocks = 65536;
 
+/// Query rows per forward and dq unit: kQueryRows, 64 at head dim 256
+/// (one row block of 16 a warp: O and dQ's f32 accumulators are 128
+/// registers a thread).
+inline int queryRows(const AttentionSpec &s) { return s.headDim > 128 ? 64 : kQueryRows; }
+/// dk/dv units a key tile: 2 at head dim 256 (each sums half of dk's and
+/// dv's columns), else 1.
+inline int dkDvSplits(const AttentionSpec &s) { return s.headDim > 128 ? 2 : 1; }
+
 /// ${KEY} values of the kernels of `s` named `name` (T, MMA, D, HQ, SCALE,
 /// CAUSAL_OK, TILE = kTile, THREADS = kThreads, ...).
 std::map<std::string, std::string> flashValues(const AttentionSpec &s, const std::string &name);
@@ -45,8 +53,11 @@ std::string kernelStart(mlir::Operation *op, const AttentionSpec &s, const std::
                         const Params &p, int threads = kThreads);
 
 /// The unit loop's head: slot, head, sequence and the tile's first row
-/// `first` (queries when `queries`, else keys); skips empty slots.
-std::string unitLoop(bool queries);
+/// `first` (queries when `queries`, else keys); skips empty slots. `head`
+/// counts heads x `splits` units a tile. `lastSlotsFirst` hands out the
+/// slots from the last: causal query tiles late in a sequence see the most
+/// keys, and starting them first keeps them out of the grid's last wave.
+std::string unitLoop(bool queries, int splits = 1, bool lastSlotsFirst = false);
 /// The keys a query tile sees: [0, kEnd).
 std::string keyEnd(const AttentionSpec &s);
 /// The first key tile's loads into stage 0 of sKV (forward and dq).

@@ -3,7 +3,8 @@
 // The tensor-core attention kernels carry two paths in one source
 // (FlashAttentionKernel.cpp): mma.sync for sm_80 on, wgmma for Hopper, which
 // sm_90 is compiled as (sm_90a). For every attention test model (head dims
-// 16 to 128: swizzled tiles at 64 and 128, unswizzled at the others; fp16
+// 16 to 128 and 256: swizzled tiles at 64, 128 and 256, unswizzled at the
+// others; fp16
 // and bf16; causal, cross, GQA/MQA, dropout) each kernel compiles through
 // NVRTC to an sm_90 and an sm_80 cubin, and the PTX NVRTC makes for each
 // target holds the instructions of its path. The kernels' numbers are
@@ -111,7 +112,9 @@ INSTANTIATE_TEST_SUITE_P(TestInputs, AttentionModel,
                          ::testing::Values("attention-d16-fp16-mqa", "attention-d32-fp16-cross",
                                            "attention-d64-fp16-encoder", "attention-d80-bf16",
                                            "attention-d96-bf16-encoder",
-                                           "attention-d128-bf16-gqa"));
+                                           "attention-d128-bf16-gqa",
+                                           "attention-d256-bf16-encoder",
+                                           "attention-d256-fp16-causal-dropout"));
 
 // The JIT's sm_90 is sm_90a (whose features include wgmma); other targets
 // are as named.
@@ -121,11 +124,13 @@ TEST(AttentionPaths, Sm90CompilesAsSm90a) {
   EXPECT_EQ(ls2c::jit::nvrtcOptionsFor("sm_90a", {}).front(), "--gpu-architecture=sm_90a");
 }
 
-// Head dim 128 (swizzled tiles, the 8-warp dk/dv) and 80 (unswizzled): sm_90
+// Head dims 128 (swizzled tiles, the 8-warp dk/dv), 80 (unswizzled) and 256
+// (dk and dv in column halves): sm_90
 // compiles as sm_90a and takes wgmma, with its shared-memory fence; sm_80
 // takes mma.sync and no wgmma.
 TEST(AttentionPaths, WgmmaOnHopperMmaSyncElsewhere) {
-  for (const char *model : {"attention-d128-bf16-gqa", "attention-d80-bf16"}) {
+  for (const char *model :
+       {"attention-d128-bf16-gqa", "attention-d80-bf16", "attention-d256-fp16-causal-dropout"}) {
     for (const ls2c::jit::KernelSource &k : attentionKernels(model)) {
       std::string hopper = ptxOf(k, "sm_90", "compute_90a");
       EXPECT_NE(hopper.find("wgmma.mma_async.sync.aligned.m64n"), std::string::npos) << k.name;
