@@ -43,8 +43,9 @@ GeneratedKernel generateWideDkDv(Operation *op, const AttentionSpec &s, const Gr
   std::string src = kernelStart(op, s, "dk and dv", p, threads);
   // On Hopper the warp-per-16-keys body at 8 warps (two warpgroups of 64
   // keys) with wgmma: there P and dS stay in registers as wgmma's A. Query
-  // tiles of 64 (240 registers, no spills): H200, 4x16x4096x128 bf16 dk/dv
-  // 3.97 ms at 32, 3.30 at 64 (unswizzled tiles; the same run).
+  // tiles of 64 (241 registers; with dropout 254 and 8 bytes of spills):
+  // H200, 4x16x4096x128 bf16 dk/dv 3.97 ms at 32, 3.30 at 64 (unswizzled
+  // tiles; the same run).
   src += "#if LS2_WGMMA\n" + keyWarpDkDvBody(s, maxTokensQ, 64) + "#else\n";
   src += R"cuda(  constexpr int BN = ${TILE}, BM = 64, KS = D / 16, DH = D / 2, LDP = BN + 8;
   ls2_t *sK = reinterpret_cast<ls2_t *>(ls2_smem), *sV = sK + BN * LDS, *sQD = sV + BN * LDS;
@@ -206,6 +207,7 @@ GeneratedKernel generateWideDkDv(Operation *op, const AttentionSpec &s, const Gr
   std::map<std::string, std::string> values = flashValues(s, dkv.kernel.name);
   values["TILE"] = std::to_string(keysPerBlock);
   values["THREADS"] = std::to_string(threads);
+  values["SHARED"] = std::to_string(shared);
   dkv.kernel.source = substitute(src, values);
   return dkv;
 }

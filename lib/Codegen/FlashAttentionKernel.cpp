@@ -13,8 +13,9 @@
 //
 // Two instruction paths in each kernel's source, one launch: mma.sync
 // m16n8k16 with ldmatrix from padded tiles (sm_80 on), and on Hopper (sm_90a,
-// what sm_90 compiles as) warpgroup MMA (wgmma, PTX ISA 8) reading swizzled
-// tiles from shared memory, P and dS as its register A operand; the 4 warps
+// what sm_90 compiles as) at head dims that are multiples of 64 warpgroup
+// MMA (wgmma, PTX ISA 8) reading swizzled tiles from shared memory, P and
+// dS as its register A operand; the 4 warps
 // of a forward or dq block are one warpgroup with two 64-row wgmma tiles,
 // each row block's products in their own wgmma group so one row block's
 // softmax runs while the other's products are on the tensor cores
@@ -48,7 +49,7 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
   // A Q tile of `rows` rows and two stages of K and V tiles of `keys`:
   // at head dim 256, 64 x 32 tiles keep O and S in registers and the
   // shared memory within an A100's 163 KiB.
-  const int rows = queryRows(s), keys = s.headDim > 128 ? 32 : 64;
+  const int rows = queryRows(s), keys = s.headDim > 128 ? 32 : (s.headDim <= 64 && !s.dropout ? 128 : 64);
   uint32_t shared = static_cast<uint32_t>((rows + 4 * keys) * (s.headDim + 8) * 2);
   out.kernel.launch = tileLaunch(s.tokensQ, tokens, s.heads, shared, rows);
 
@@ -57,6 +58,9 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
   // memory feeds RB mma (FlashAttention-2's 128 x 64 tiles at 4 warps).
   src += R"cuda(  constexpr int RB = ${RB}, BM = ${TILE}, BN = ${BN}, KS = D / 16, NT = BN / 8, DT = D / 8;
   static_assert(BM == 64 * RB, "4 warps of RB row blocks");
+  static_assert((BM + 4 * BN) * LDS * 2 <= ${SHARED}, "the tiles fit the launch's shared memory");
+  static_assert(!LS2_WGMMA || (BM * LDS * 2) % 1024 == 0 && (BN * LDS * 2) % 1024 == 0,
+                "swizzled tiles start 1024-byte aligned");
   // Stage s of K and V: sKV + s * 2 * BN * LDS, V after K.
   ls2_t *sQ = reinterpret_cast<ls2_t *>(ls2_smem), *sKV = sQ + BM * LDS;
   const bool vq = ls2_vectors(q, stride_q), vk = ls2_vectors(k, stride_k),
@@ -127,7 +131,12 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
           acc[rb][dt][2] *= correction[1];
           acc[rb][dt][3] *= correction[1];
         }
+      };
+      // Row block rb's dropout mask and scale on P (after the sums).
+      auto dropout = [&](int rb) {
 )cuda";
+  if (!s.dropout)
+    src += "        (void)rb;\n";
   if (s.dropout)
     src += R"cuda(#pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
@@ -147,7 +156,8 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
       // One wgmma group per row block's S, then per row block: wait for its
       // S (the later row blocks' S and the earlier ones' P V stay in
       // flight on the tensor cores while this one's softmax runs), softmax,
-      // issue its P V (A from registers, V transposed).
+      // issue its P V (A from registers, V transposed; the registers are
+      // packed before wgmma.fence, which must follow their last write).
       ls2_wg_fence();
 #pragma unroll
       for (int rb = 0; rb < RB; ++rb) {
@@ -162,13 +172,13 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
         ls2_wg_acc_fence(s[rb]);
         maskScores(rb);
         softmax(rb);
+        dropout(rb);
+        unsigned pa[BN / 16][4];
+#pragma unroll
+        for (int ks = 0; ks < BN / 16; ++ks) ls2_a_from_c(pa[ks], s[rb][2 * ks], s[rb][2 * ks + 1]);
         ls2_wg_fence();
 #pragma unroll
-        for (int ks = 0; ks < BN / 16; ++ks) {
-          unsigned pa[4];
-          ls2_a_from_c(pa, s[rb][2 * ks], s[rb][2 * ks + 1]);
-          ls2_wg_rs<1>(acc[rb], pa, ls2_wg_t<BN>(sV, ks * 16));
-        }
+        for (int ks = 0; ks < BN / 16; ++ks) ls2_wg_rs<1>(acc[rb], pa[ks], ls2_wg_t<BN>(sV, ks * 16));
         ls2_wg_commit();
       }
       // P V must be done before the barrier that lets this stage's V be
@@ -199,11 +209,14 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
           }
         }
       }
+      // Each step over all row blocks in turn (fewer live registers than
+      // row block by row block).
 #pragma unroll
-      for (int rb = 0; rb < RB; ++rb) {
-        maskScores(rb);
-        softmax(rb);
-      }
+      for (int rb = 0; rb < RB; ++rb) maskScores(rb);
+#pragma unroll
+      for (int rb = 0; rb < RB; ++rb) softmax(rb);
+#pragma unroll
+      for (int rb = 0; rb < RB; ++rb) dropout(rb);
       // ks outer: each V fragment feeds RB mma.
 #pragma unroll
       for (int ks = 0; ks < BN / 16; ++ks) {
@@ -249,6 +262,7 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
   values["TILE"] = std::to_string(rows);
   values["RB"] = std::to_string(rows / 64);
   values["BN"] = std::to_string(keys);
+  values["SHARED"] = std::to_string(shared);
   out.kernel.source = substitute(src, values);
   return out;
 }

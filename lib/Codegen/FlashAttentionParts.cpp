@@ -18,9 +18,12 @@ namespace ls2c::codegen::attention {
 /// Device helpers of the tensor-core kernels (after attentionHelpers).
 static const char *const kFlashHelpers = R"cuda(
 // Hopper's warpgroup MMA where the target has it (sm_90a; sm_90 is compiled
-// as sm_90a, KernelCompiler.cpp): the same launch, tiles in wgmma's
-// core-matrix layout and wgmma in place of ldmatrix + mma.sync.
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// as sm_90a, KernelCompiler.cpp) and the head dim is a multiple of 64: the
+// same launch, tiles in wgmma's 128-byte swizzled layout and wgmma in place
+// of ldmatrix + mma.sync. Other head dims keep mma.sync: wgmma on unswizzled
+// tiles ran the forward slower than mma.sync (H200, head dim 128, 1.83-1.93
+// against 1.71 ms; bench/RESULTS.md).
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && ${D} % 64 == 0
 #define LS2_WGMMA 1
 #else
 #define LS2_WGMMA 0
@@ -128,75 +131,46 @@ __device__ __forceinline__ void ls2_load_f32(float *to, const float *from, bool 
 // addresses are increments, not a 64-bit product per chunk (these loads
 // were 40% of the forward kernel's instructions).
 #if LS2_WGMMA
-// Hopper (sm_90a): tiles in the layouts wgmma reads (PTX ISA, "Shared Memory
-// Matrix Layout"). Head dims that are multiples of 64: the 128-byte swizzle,
-// as [D / 64][ROWS][64] with 16-byte chunk j of row r at chunk j ^ (r % 8)
-// (a row's 8 chunks spread over all banks for every 8 rows; the tile must
-// start 1024-byte aligned). Other head dims: no swizzle, core matrices of 8
-// rows x 16 bytes, chunk c (row (c / 8 / (D / 8)) * 8 + c % 8, column chunk
-// c / 8 % (D / 8)) at c * 16 bytes. LDS is ignored.
+// Hopper (sm_90a): tiles in the layout wgmma reads (PTX ISA, "Shared Memory
+// Matrix Layout"), the 128-byte swizzle: [D / 64][ROWS][64] with 16-byte
+// chunk j of row r at chunk j ^ (r % 8), so a row's 8 chunks spread over all
+// banks for every 8 rows. The tile must start 1024-byte aligned. LDS is
+// ignored.
 template <int ROWS, int D, int LDS>
 __device__ __forceinline__ void ls2_load_tile(ls2_t *tile, const ls2_t *src, long long r0,
                                               long long valid, long long stride, long long c0,
                                               bool vectors) {
+  static_assert(D % 64 == 0 && ROWS % 8 == 0, "128-byte swizzled tiles");
   const int rows = (int)(valid < ROWS ? (valid > 0 ? valid : 0) : ROWS);
-  if constexpr (D % 64 == 0) {
-    // A thread keeps chunk j of rows first, first + RSTEP, ... of each
-    // 64-column half: its swizzled column is the same in all of them.
-    constexpr int RSTEP = ${THREADS} / 8;
-    const int j = threadIdx.x % 8, first = threadIdx.x / 8;
-    ls2_t *to = tile + first * 64 + ((j ^ (first % 8)) * 8);
-    const long long step = RSTEP * stride;
-    if (vectors) {
-      const unsigned at = (unsigned)__cvta_generic_to_shared(to);
+  // A thread keeps chunk j of rows first, first + RSTEP, ... of each
+  // 64-column block: its swizzled column is the same in all of them.
+  constexpr int RSTEP = ${THREADS} / 8;
+  const int j = threadIdx.x % 8, first = threadIdx.x / 8;
+  ls2_t *to = tile + first * 64 + ((j ^ (first % 8)) * 8);
+  const long long step = RSTEP * stride;
+  if (vectors) {
+    const unsigned at = (unsigned)__cvta_generic_to_shared(to);
 #pragma unroll
-      for (int half = 0; half < D / 64; ++half) {
-        const ls2_t *from = src + (r0 + first) * stride + c0 + half * 64 + j * 8;
+    for (int half = 0; half < D / 64; ++half) {
+      const ls2_t *from = src + (r0 + first) * stride + c0 + half * 64 + j * 8;
 #pragma unroll
-        for (int pass = 0; pass < (ROWS + RSTEP - 1) / RSTEP; ++pass, from += step) {
-          const int r = first + pass * RSTEP;
-          if (ROWS % RSTEP != 0 && r >= ROWS) break;
-          asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                       :: "r"(at + (half * ROWS + pass * RSTEP) * 128), "l"(r < rows ? from : src),
-                          "r"(r < rows ? 16 : 0)
-                       : "memory");
-        }
-      }
-    } else {
-#pragma unroll 1
-      for (int half = 0; half < D / 64; ++half)
-#pragma unroll 1
-        for (int r = first; r < ROWS; r += RSTEP)
-          ls2_load_chunk(to + (half * ROWS + r - first) * 64,
-                         r < rows ? src + (r0 + r) * stride + c0 + half * 64 + j * 8 : src,
-                         r < rows, false);
-    }
-  } else {
-    constexpr int CHUNKS = ROWS * D / 8;
-    if (vectors && ${THREADS} % D == 0) {
-      // A thread keeps its column chunk; its row steps by STEP.
-      constexpr int STEP = ${THREADS} / D * 8;
-      const int c = threadIdx.x, first = (c / 8 / (D / 8)) * 8 + c % 8, col = (c / 8 % (D / 8)) * 8;
-      const ls2_t *from = src + (r0 + first) * stride + c0 + col;
-      const long long step = STEP * stride;
-      const unsigned to = (unsigned)__cvta_generic_to_shared(tile + c * 8);
-#pragma unroll
-      for (int pass = 0; pass < (CHUNKS + ${THREADS} - 1) / ${THREADS}; ++pass, from += step) {
-        const int r = first + pass * STEP;
-        if (CHUNKS % ${THREADS} != 0 && c + pass * ${THREADS} >= CHUNKS) break;
+      for (int pass = 0; pass < (ROWS + RSTEP - 1) / RSTEP; ++pass, from += step) {
+        const int r = first + pass * RSTEP;
+        if (ROWS % RSTEP != 0 && r >= ROWS) break;
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                     :: "r"(to + pass * ${THREADS} * 16), "l"(r < rows ? from : src),
+                     :: "r"(at + (half * ROWS + pass * RSTEP) * 128), "l"(r < rows ? from : src),
                         "r"(r < rows ? 16 : 0)
                      : "memory");
       }
-    } else {
-#pragma unroll 1
-      for (int c = threadIdx.x; c < CHUNKS; c += ${THREADS}) {
-        const int r = (c / 8 / (D / 8)) * 8 + c % 8, col = (c / 8 % (D / 8)) * 8;
-        ls2_load_chunk(tile + c * 8, r < rows ? src + (r0 + r) * stride + c0 + col : src,
-                       r < rows, vectors);
-      }
     }
+  } else {
+#pragma unroll 1
+    for (int half = 0; half < D / 64; ++half)
+#pragma unroll 1
+      for (int r = first; r < ROWS; r += RSTEP)
+        ls2_load_chunk(to + (half * ROWS + r - first) * 64,
+                       r < rows ? src + (r0 + r) * stride + c0 + half * 64 + j * 8 : src,
+                       r < rows, false);
   }
 }
 #else
@@ -354,7 +328,7 @@ __device__ __forceinline__ void ls2_key_quad_philox(uint4 (&words)[4], long long
 }
 )cuda";
 
-/// wgmma helpers (sm_90a): descriptors of core-matrix tiles and, for each
+/// wgmma helpers (sm_90a): descriptors of swizzled tiles and, for each
 /// N in `widths`, ls2_wg_ss (A and B in shared memory) and ls2_wg_rs (A in
 /// registers) on a float[N / 8][4] accumulator, whose element [n][e] is
 /// mma.sync's C element e of columns 8n .. 8n + 7 (PTX ISA, "wgmma
@@ -362,38 +336,31 @@ __device__ __forceinline__ void ls2_key_quad_philox(uint4 (&words)[4], long long
 /// + g + 8).
 static std::string wgmmaHelpers(const std::set<int> &widths) {
   std::string src = R"cuda(#if LS2_WGMMA
-// A shared operand: start address, the byte distance between core matrices
-// along K (lbo) and along M or N (sbo), swizzle mode (PTX ISA, "Matrix
-// Descriptor Format"; 1: 128-byte swizzle).
+// A shared operand in the 128-byte swizzle: start address and the byte
+// distances lbo and sbo (PTX ISA, "Matrix Descriptor Format"; mode 1 in
+// bits 62-63).
 __device__ __forceinline__ unsigned long long ls2_wg_desc(const ls2_t *p, unsigned lbo,
-                                                          unsigned sbo, unsigned swizzle) {
+                                                          unsigned sbo) {
   const unsigned a = (unsigned)__cvta_generic_to_shared(p);
   return (unsigned long long)((a >> 4) & 0x3fff) |
          ((unsigned long long)((lbo >> 4) & 0x3fff) << 16) |
-         ((unsigned long long)((sbo >> 4) & 0x3fff) << 32) | ((unsigned long long)swizzle << 62);
+         ((unsigned long long)((sbo >> 4) & 0x3fff) << 32) | (1ull << 62);
 }
 // Rows r .. (M or N) by columns c .. c + 15 (K) of a [R][D] tile in
-// ls2_load_tile's layout: K-major. Swizzled, the K step moves the start
-// within the 128-byte row (the hardware swizzles the address) and 8-row
-// groups are 1024 bytes apart.
+// ls2_load_tile's layout: K-major. The K step moves the start within the
+// 128-byte row (the hardware swizzles the address); 8-row groups are 1024
+// bytes apart (sbo; lbo is unused).
 template <int R>
 __device__ __forceinline__ unsigned long long ls2_wg_k(const ls2_t *tile, int r, int c) {
-  if constexpr (${D} % 64 == 0)
-    return ls2_wg_desc(tile + (c / 64) * R * 64 + r * 64 + c % 64, 16, 1024, 1);
-  else
-    return ls2_wg_desc(tile + ((r / 8) * (${D} / 8) + c / 8) * 64, 128, (${D} / 8) * 128, 0);
+  return ls2_wg_desc(tile + (c / 64) * R * 64 + r * 64 + c % 64, 16, 1024);
 }
-// Rows r .. r + 15 (K) by the columns (N) from c0 of such a tile (c0 a
-// multiple of 64 when swizzled, of 8 otherwise): MN-major, for wgmma's
-// transposed B. Swizzled, lbo steps along N (64-column blocks, R * 128
-// bytes apart) and sbo along K (8-row groups, 1024 bytes apart): the
-// reverse of the unswizzled roles (both checked on the H200).
+// Rows r .. r + 15 (K) by the columns (N) from c0 (a multiple of 64) of
+// such a tile: MN-major, for wgmma's transposed B. lbo steps along N
+// (64-column blocks, R * 128 bytes apart) and sbo along K (8-row groups,
+// 1024 bytes apart); the other assignment gave wrong products on the H200.
 template <int R>
 __device__ __forceinline__ unsigned long long ls2_wg_t(const ls2_t *tile, int r, int c0 = 0) {
-  if constexpr (${D} % 64 == 0)
-    return ls2_wg_desc(tile + (c0 / 64) * R * 64 + r * 64, R * 128, 1024, 1);
-  else
-    return ls2_wg_desc(tile + ((r / 8) * (${D} / 8) + c0 / 8) * 64, (${D} / 8) * 128, 128, 0);
+  return ls2_wg_desc(tile + (c0 / 64) * R * 64 + r * 64, R * 128, 1024);
 }
 __device__ __forceinline__ void ls2_wg_fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -518,7 +485,7 @@ std::string kernelStart(Operation *op, const AttentionSpec &s, const std::string
                         const Params &p, int threads) {
   return header(op, s, "tensor-core " + what) + kernelPrelude() +
          attentionHelpers(s.dropout) + kFlashHelpers +
-         wgmmaHelpers({32, 64, static_cast<int>(s.headDim),
+         wgmmaHelpers({32, 64, 128, static_cast<int>(s.headDim),
                        static_cast<int>(s.headDim) / dkDvSplits(s)}) +
          (s.dropout ? kFlashDropoutHelpers : "") + "\nextern \"C\" __global__ void " +
          "__launch_bounds__(" + std::to_string(threads) + ")\n${NAME}(" + p.declarations() +

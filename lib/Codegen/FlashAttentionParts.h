@@ -1,7 +1,7 @@
 //===- FlashAttentionParts.h - what the tensor-core attention kernels share -===//
 //
-// Internal to lib/Codegen: the device helpers (mma.sync, ldmatrix,
-// cp.async tile loads, Philox words of the attention dropout layout), the
+// Internal to lib/Codegen: the device helpers (mma.sync, ldmatrix, wgmma,
+// cp.async tile loads in either layout, Philox words of the attention dropout layout), the
 // ${KEY} values of a spec, the launch over tile slots and the source pieces
 // (unit loop, key range, double-buffered key tiles) of the forward
 // (FlashAttentionKernel.cpp), dq (FlashAttentionBackward.cpp) and dk/dv
