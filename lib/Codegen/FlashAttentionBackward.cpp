@@ -252,7 +252,8 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     unsigned tokens = addDqParams(p, s, go);
     p.pointer("unsigned char *scratch", ParamBinding::Kind::Scratch, 0);
     dq.kernel.scratchBytes = scratchBytes;
-    // Key tiles of 32: two row blocks' S and dP fit in registers.
+    // Key tiles of 32: two row blocks' S and dP fit in registers; 64 up to
+    // head dim 64 without dropout (H200, 8x16x2048x64 dq 0.52 -> 0.47 ms).
     const int rows = queryRows(s), keys = s.headDim <= 64 && !s.dropout ? 64 : 32;
     // Q and dO tiles, two stages of K and V tiles, D and lse of the rows.
     uint32_t shared = (2 * rows + 4 * keys) * rowBytes + 2 * rows * 4;

@@ -15,12 +15,11 @@
 // m16n8k16 with ldmatrix from padded tiles (sm_80 on), and on Hopper (sm_90a,
 // what sm_90 compiles as) at head dims that are multiples of 64 warpgroup
 // MMA (wgmma, PTX ISA 8) reading swizzled tiles from shared memory, P and
-// dS as its register A operand; the 4 warps
-// of a forward or dq block are one warpgroup with two 64-row wgmma tiles,
-// each row block's products in their own wgmma group so one row block's
-// softmax runs while the other's products are on the tensor cores
-// (FlashAttention-3, Shah et al. 2024, section 3.2, within a warpgroup).
-// This file: which
+// dS as its register A operand. The 4 warps of a forward or dq block are
+// one warpgroup with two 64-row wgmma tiles, each row block's products in
+// their own wgmma group, so one row block's softmax runs while the other's
+// products are on the tensor cores (FlashAttention-3, Shah et al. 2024,
+// section 3.2, within a warpgroup). This file: which
 // specs take these kernels, and the forward; FlashAttentionBackward.cpp and
 // FlashAttentionDkDv.cpp the backward; FlashAttentionParts.* what they share.
 //
@@ -48,8 +47,11 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
   unsigned tokens = addForwardParams(p, s);
   // A Q tile of `rows` rows and two stages of K and V tiles of `keys`:
   // at head dim 256, 64 x 32 tiles keep O and S in registers and the
-  // shared memory within an A100's 163 KiB.
-  const int rows = queryRows(s), keys = s.headDim > 128 ? 32 : (s.headDim <= 64 && !s.dropout ? 128 : 64);
+  // shared memory within an A100's 163 KiB; up to head dim 64 without
+  // dropout 128 keys fit the registers (H200, 8x16x2048x64 causal forward
+  // 0.24 -> 0.23 ms); with dropout they would spill.
+  const int rows = queryRows(s);
+  const int keys = s.headDim > 128 ? 32 : (s.headDim <= 64 && !s.dropout ? 128 : 64);
   uint32_t shared = static_cast<uint32_t>((rows + 4 * keys) * (s.headDim + 8) * 2);
   out.kernel.launch = tileLaunch(s.tokensQ, tokens, s.heads, shared, rows);
 
@@ -137,7 +139,7 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
 )cuda";
   if (!s.dropout)
     src += "        (void)rb;\n";
-  if (s.dropout)
+  else
     src += R"cuda(#pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
           const long long j = n0 + nt * 8 + 2 * t4;

@@ -121,15 +121,6 @@ __device__ __forceinline__ void ls2_load_f32(float *to, const float *from, bool 
                :: "r"((unsigned)__cvta_generic_to_shared(to)), "l"(from), "r"(in ? 4 : 0)
                : "memory");
 }
-// Rows r0 .. r0 + ROWS - 1 of a [tokens, stride] tensor, columns c0 ..
-// c0 + D - 1, into a shared tile of LDS elements per row; rows from `valid`
-// on are zeros (a masked probability times garbage could be NaN). With
-// 16-byte aligned rows every chunk is a cp.async (src-size 0 zero-fills),
-// so all of a tile's loads are in flight at once instead of one latency per
-// chunk; ls2_sync() waits for them. A thread keeps one column chunk and
-// steps its row by ${THREADS} / chunks-per-row: the loop unrolls and the
-// addresses are increments, not a 64-bit product per chunk (these loads
-// were 40% of the forward kernel's instructions).
 #if LS2_WGMMA
 // Hopper (sm_90a): tiles in the layout wgmma reads (PTX ISA, "Shared Memory
 // Matrix Layout"), the 128-byte swizzle: [D / 64][ROWS][64] with 16-byte
@@ -174,6 +165,15 @@ __device__ __forceinline__ void ls2_load_tile(ls2_t *tile, const ls2_t *src, lon
   }
 }
 #else
+// Rows r0 .. r0 + ROWS - 1 of a [tokens, stride] tensor, columns c0 ..
+// c0 + D - 1, into a shared tile of LDS elements per row; rows from `valid`
+// on are zeros (a masked probability times garbage could be NaN). With
+// 16-byte aligned rows every chunk is a cp.async (src-size 0 zero-fills),
+// so all of a tile's loads are in flight at once instead of one latency per
+// chunk; ls2_sync() waits for them. A thread keeps one column chunk and
+// steps its row by ${THREADS} / chunks-per-row: the loop unrolls and the
+// addresses are increments, not a 64-bit product per chunk (these loads
+// were 40% of the forward kernel's instructions).
 template <int ROWS, int D, int LDS>
 __device__ __forceinline__ void ls2_load_tile(ls2_t *tile, const ls2_t *src, long long r0,
                                               long long valid, long long stride, long long c0,
@@ -378,8 +378,8 @@ __device__ __forceinline__ void ls2_wg_commit_wait() {
   ls2_wg_commit();
   ls2_wg_wait<0>();
 }
-// After ls2_wg_commit_wait: the compiler must not move reads of the
-// accumulators above the wait (it sees wgmma as writing them at issue).
+// After a wait: the compiler must not move reads of the accumulators above
+// it (it sees wgmma as writing them at issue).
 template <int N>
 __device__ __forceinline__ void ls2_wg_acc_fence(float (&d)[N][4]) {
 #pragma unroll

@@ -75,7 +75,8 @@ generateScatterAddKernel(ls2::ScatterAddOp op, const SymbolicDims &dims,
 
 /// Generates the forward kernel of ls2.attention. f16/bf16 with a head dim
 /// a multiple of 16 up to 128, or 256: FlashAttention-2 style tensor-core
-/// tiles of 128 queries, 64 at head dim 256 (lib/Codegen/FlashAttentionKernel.h); otherwise one warp per
+/// tiles of 128 queries, 64 at head dim 256
+/// (lib/Codegen/FlashAttentionKernel.h); otherwise one warp per
 /// (packed query row, query head). Both take an online softmax over the
 /// row's visible keys and regenerate dropout from Philox. Binds q, k, v, cu_seqlens_q/k, (seed, offset),
 /// out, lse, the query token count, batch + 1, the row strides of q, k, v
