@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <cmath>
 #include <cstdio>
 
 using namespace mlir;
@@ -36,20 +37,42 @@ __device__ __forceinline__ int ls2_sequence_of(const int *cu, long long entries,
 )cuda";
   if (dropout)
     s += R"cuda(
-// Attention dropout: Philox-4x32-10 at counter (key / 4, row * heads + head,
-// stream, lo(offset)) under the seed; key j's number is word j % 4.
+// Attention dropout (ls2.attention): keys j = 32s + 8m + 2t + p (m < 4,
+// p < 2) of packed query row and head `rowHead` share Philox-4x32-10 at
+// counter (4s + t, rowHead, stream, lo(offset)) under the seed; key j's
+// number is the 16-bit half p of word m. `j` is any key of the call. Eight
+// numbers a call: the tensor-core layouts hold a thread's 8 keys of a row
+// per 32 (keys 8m + 2t4 + p), so a thread draws exactly its own.
 __device__ __forceinline__ uint4 ls2_attention_philox(long long seed, long long offset,
                                                       unsigned stream, unsigned rowHead,
-                                                      unsigned keyBlock) {
-  return ls2_philox(make_uint4(keyBlock, rowHead, stream, (unsigned)(unsigned long long)offset),
+                                                      long long j) {
+  const unsigned block =
+      (unsigned)((unsigned long long)j >> 5) << 2 | ((unsigned)j >> 1 & 3u);
+  return ls2_philox(make_uint4(block, rowHead, stream, (unsigned)(unsigned long long)offset),
                     seed);
 }
-// Whether key j survives dropout at `rate`: its number is at least the rate.
-__device__ __forceinline__ bool ls2_attention_keep(uint4 words, long long j, float rate) {
-  return ls2_word_uniform(words, j) >= rate;
+// Word m of a call (m a constant once loops unroll).
+__device__ __forceinline__ unsigned ls2_word(uint4 w, int m) {
+  return m == 0 ? w.x : m == 1 ? w.y : m == 2 ? w.z : w.w;
+}
+// Whether the key of half `odd` of `word` survives: its number
+// half * 2^-16 is at least the rate, i.e. half >= KEEP_MIN = ceil(rate 2^16).
+__device__ __forceinline__ bool ls2_keep_half(unsigned word, int odd, unsigned keepMin) {
+  return (odd ? word >> 16 : word & 0xffffu) >= keepMin;
+}
+// Key j's test from a call that covers it.
+__device__ __forceinline__ bool ls2_attention_keep(uint4 words, long long j, unsigned keepMin) {
+  return ls2_keep_half(ls2_word(words, (int)(j >> 3) & 3), (int)(j & 1), keepMin);
 }
 )cuda";
   return s;
+}
+
+void addDropoutValues(std::map<std::string, std::string> &values, const AttentionSpec &s) {
+  values["KEEP_MIN"] =
+      std::to_string(static_cast<uint32_t>(std::ceil(static_cast<double>(s.rate) * 65536.0))) +
+      "u";
+  values["KEEP_SCALE"] = floatLiteral(static_cast<float>(1.0 / (1.0 - s.rate)));
 }
 
 std::string header(Operation *op, const AttentionSpec &s, const std::string &what) {

@@ -52,6 +52,11 @@ struct AttentionSpec {
   std::optional<unsigned> keyLengths;
 };
 
+/// The dropout constants' substitutions: KEEP_MIN, the least 16-bit number
+/// a kept probability has (ceil(rate * 2^16), exact for a float rate), and
+/// KEEP_SCALE = 1 / (1 - rate).
+void addDropoutValues(std::map<std::string, std::string> &values, const AttentionSpec &s);
+
 template <typename AttentionLike>
 mlir::FailureOr<AttentionSpec> readSpec(AttentionLike op, const SymbolicDims &dims,
                                   const std::string &kernelName) {

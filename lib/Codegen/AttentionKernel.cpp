@@ -61,7 +61,7 @@ runtime::LaunchConfig warpPerUnit(const runtime::Dim &tokens, unsigned tokensPar
 std::map<std::string, std::string> commonValues(const AttentionSpec &s,
                                                 const std::string &kernelName) {
   int64_t perLane = (s.headDim + 31) / 32;
-  return {{"NAME", kernelName},
+  std::map<std::string, std::string> values = {{"NAME", kernelName},
           {"D", std::to_string(s.headDim)},
           {"HQ", std::to_string(s.heads)},
           {"HKV", std::to_string(s.kvHeads)},
@@ -69,10 +69,10 @@ std::map<std::string, std::string> commonValues(const AttentionSpec &s,
           {"E", std::to_string(perLane)},
           {"WARPS", std::to_string(kWarpsPerBlock)},
           {"SCALE", floatLiteral(s.scale)},
-          {"RATE", floatLiteral(s.rate)},
-          {"KEEP_SCALE", floatLiteral(static_cast<float>(1.0 / (1.0 - s.rate)))},
           // Lanes past the head dim hold zeros (only when D % 32 != 0).
           {"IN_DIM", s.headDim % 32 == 0 ? "true" : "c < D"}};
+  addDropoutValues(values, s);
+  return values;
 }
 
 /// Keys query i of a sequence sees: all lk, or under causal j <= i + (lk -
@@ -99,7 +99,8 @@ const char *kConstants = R"cuda(  constexpr int D = ${D}, HQ = ${HQ}, GROUP = ${
   const float NEG_INF = __int_as_float(0xff800000);
 )cuda";
 
-const char *kDropoutConstants = R"cuda(  constexpr float RATE = ${RATE}, KEEP_SCALE = ${KEEP_SCALE};
+const char *kDropoutConstants = R"cuda(  constexpr unsigned KEEP_MIN = ${KEEP_MIN};
+  constexpr float KEEP_SCALE = ${KEEP_SCALE};
   const long long seed_value = *seed, offset_value = *offset;
 )cuda";
 
@@ -166,10 +167,11 @@ FailureOr<GeneratedKernel> generateAttentionKernel(ls2::AttentionOp op,
       l = l * correction + p;
 )cuda";
   if (s.dropout)
-    src += R"cuda(      if ((j & 3) == 0)
+    src += R"cuda(      // A call a key pair (its 8 keys are not consecutive).
+      if ((j & 1) == 0)
         words = ls2_attention_philox(seed_value, offset_value, (unsigned)stream,
-                                     (unsigned)(row * HQ + h), (unsigned)(j >> 2));
-      const float weight = ls2_attention_keep(words, j, RATE) ? p * KEEP_SCALE : 0.0f;
+                                     (unsigned)(row * HQ + h), j);
+      const float weight = ls2_attention_keep(words, j, KEEP_MIN) ? p * KEEP_SCALE : 0.0f;
 )cuda";
   else
     src += "      const float weight = p;\n";
@@ -255,10 +257,10 @@ generateAttentionGradKernels(ls2::AttentionGradOp op, const SymbolicDims &dims,
         const float p = expf(SCALE * ls2_warp_sum(dot) - rowLse);
 )cuda";
     if (s.dropout)
-      src += R"cuda(        if ((j & 3) == 0)
+      src += R"cuda(        if ((j & 1) == 0)
           words = ls2_attention_philox(seed_value, offset_value, (unsigned)stream,
-                                       (unsigned)(row * HQ + h), (unsigned)(j >> 2));
-        const float mask = ls2_attention_keep(words, j, RATE) ? KEEP_SCALE : 0.0f;
+                                       (unsigned)(row * HQ + h), j);
+        const float mask = ls2_attention_keep(words, j, KEEP_MIN) ? KEEP_SCALE : 0.0f;
 )cuda";
     else
       src += "        const float mask = 1.0f;\n";
@@ -331,9 +333,8 @@ generateAttentionGradKernels(ls2::AttentionGradOp op, const SymbolicDims &dims,
 )cuda";
     if (s.dropout)
       src += R"cuda(        const uint4 words = ls2_attention_philox(
-            seed_value, offset_value, (unsigned)stream, (unsigned)(row * HQ + h),
-            (unsigned)(j >> 2));
-        const float mask = ls2_attention_keep(words, j, RATE) ? KEEP_SCALE : 0.0f;
+            seed_value, offset_value, (unsigned)stream, (unsigned)(row * HQ + h), j);
+        const float mask = ls2_attention_keep(words, j, KEEP_MIN) ? KEEP_SCALE : 0.0f;
 )cuda";
     else
       src += "        const float mask = 1.0f;\n";

@@ -44,10 +44,19 @@ std::string keyWarpDkDvBody(const AttentionSpec &s, int64_t maxTokensQ, int inne
 )cuda";
   src += backwardScratchDeclarations(s, maxTokensQ);
   src += unitLoop(false, dkDvSplits(s));
-  src += R"cuda(    const int kvh = head / SPLIT, c0 = (head % SPLIT) * DS;
-    ls2_load_tile<BN, D, LDS>(sK, k, k0 + first, lk - first, stride_k, (long long)kvh * D, vk);
-    ls2_load_tile<BN, D, LDS>(sV, v, k0 + first, lk - first, stride_v, (long long)kvh * D, vv);
-    const long long keys[2] = {first + wr + g, first + wr + g + 8};
+  // With dropout, tile row r holds key ls2_tile_key(r) (FlashAttentionParts):
+  // a thread's two keys and those of the 3 lanes beside it with the same
+  // t4 and g / 4 are the 8 of one dropout call.
+  const char *permuted = s.dropout ? "true" : "false";
+  src += std::string("    const int kvh = head / SPLIT, c0 = (head % SPLIT) * DS;\n") +
+         "    ls2_load_tile<BN, D, LDS, " + permuted +
+         ">(sK, k, k0 + first, lk - first, stride_k, (long long)kvh * D, vk);\n" +
+         "    ls2_load_tile<BN, D, LDS, " + permuted +
+         ">(sV, v, k0 + first, lk - first, stride_v, (long long)kvh * D, vv);\n";
+  src += s.dropout ? "    const long long keys[2] = {first + ls2_tile_key(wr + g), "
+                     "first + ls2_tile_key(wr + g + 8)};\n"
+                   : "    const long long keys[2] = {first + wr + g, first + wr + g + 8};\n";
+  src += R"cuda(
     float dkAcc[DT][4], dvAcc[DT][4];
 #pragma unroll
     for (int dt = 0; dt < DT; ++dt)
@@ -80,20 +89,37 @@ std::string keyWarpDkDvBody(const AttentionSpec &s, int64_t maxTokensQ, int inne
         };
         // dS = P (dP mask - D) into dpt and P mask into st.
         auto gradScores = [&] {
-#pragma unroll
+)cuda";
+  // Per pair of column tiles, lane c = g % 4 draws the call of the pair's
+  // query c (column tile 2 np + c / 2, column parity c % 2); a transpose
+  // over the 4 lanes leaves word c, this thread's two keys (halves), of all
+  // four calls in x. (Drawn here rather than while S^T and dP^T are on the
+  // tensor cores: holding them that long cost registers and time, H200,
+  // 8x16x2048x64 backward 1.89 -> 2.01 ms.)
+  if (s.dropout)
+    src += R"cuda(          unsigned x[4];
+)cuda";
+  src += R"cuda(#pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
 )cuda";
   if (s.dropout)
-    src += R"cuda(            uint4 words[4];
-            ls2_key_quad_philox(words, seed_value, offset_value, (unsigned)stream,
-                                q0 + qFirst + nt * 8 + 2 * t4, HQ, h, keys[0]);
+    src += R"cuda(            if (nt % 2 == 0) {
+              const int c = g & 3;
+              const uint4 mine = ls2_attention_philox(
+                  seed_value, offset_value, (unsigned)stream,
+                  (unsigned)((q0 + qFirst + (nt + (c >> 1)) * 8 + 2 * t4 + (c & 1)) * HQ + h),
+                  keys[0]);
+              x[0] = mine.x, x[1] = mine.y, x[2] = mine.z, x[3] = mine.w;
+              ls2_transpose_quad(x);
+            }
 )cuda";
   src += R"cuda(#pragma unroll
             for (int e = 0; e < 4; ++e) {
               const float p = st[nt][e];
 )cuda";
-  src += s.dropout ? "              const float mask = ls2_attention_keep(words[e], keys[e / 2], RATE) ? "
-                     "KEEP_SCALE : 0.0f;\n"
+  src += s.dropout ? "              const float mask =\n"
+                     "                  ls2_keep_half(x[2 * (nt % 2) + (e & 1)], e / 2, KEEP_MIN)\n"
+                     "                      ? KEEP_SCALE : 0.0f;\n"
                    : "              const float mask = 1.0f;\n";
   src += R"cuda(              st[nt][e] = p * mask;
               dpt[nt][e] = p * (dpt[nt][e] * mask - tD[nt * 8 + 2 * t4 + (e & 1)]);
@@ -312,23 +338,39 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     src += R"cuda(      float s[RB][NT][4], dp[RB][NT][4];
 )cuda";
     src += queryTileMask();
-    src += R"cuda(      // dS = P (dP mask - D) of row block rb into s[rb], P rebuilt from lse.
-      auto gradScores = [&](int rb) {
+    // Row block rb's dropout numbers: a call per row and 32 keys, as in the
+    // forward (drawn where used: drawn before S and dP are awaited, while
+    // they are on the tensor cores, they made the backward slower, H200,
+    // 8x16x2048x64 1.89 -> 2.01 ms).
+    src += R"cuda(      constexpr int DW = ${DROPOUT_WORDS};
+      auto draw = [&](int rb, uint4 (&w)[2][DW]) {
+)cuda";
+    if (!s.dropout)
+      src += "        (void)rb, (void)w;\n";
+    else
+      src += R"cuda(        static_assert(NT % 4 == 0 && DW == NT / 4, "key tiles of whole dropout calls");
+#pragma unroll
+        for (int sp = 0; sp < DW; ++sp)
+#pragma unroll
+          for (int r = 0; r < 2; ++r)
+            w[r][sp] = ls2_attention_philox(seed_value, offset_value, (unsigned)stream,
+                                            (unsigned)((q0 + rowOf(rb, r)) * HQ + h),
+                                            n0 + 32 * sp + 2 * t4);
+)cuda";
+    src += R"cuda(      };
+      // dS = P (dP mask - D) of row block rb into s[rb], P rebuilt from lse.
+      auto gradScores = [&](int rb, const uint4 (&w)[2][DW]) {
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
-)cuda";
-    if (s.dropout)
-      src += R"cuda(          uint4 words[2];
-          ls2_row_pair_philox(words, seed_value, offset_value, (unsigned)stream, q0 + rowOf(rb, 0),
-                              HQ, h, n0 + nt * 8 + 2 * t4);
 )cuda";
     src += R"cuda(#pragma unroll
           for (int e = 0; e < 4; ++e) {
             const float p = ls2_exp2(fmaf(s[rb][nt][e], SCALE_LOG2, -rowL[rb][e / 2]));
 )cuda";
-    src += s.dropout ? "            const float mask = ls2_attention_keep(words[e / 2], n0 + nt * 8 + 2 * t4 + "
-                       "(e & 1), RATE) ? KEEP_SCALE : 0.0f;\n"
-                     : "            const float mask = 1.0f;\n";
+    src += s.dropout ? "            const float mask =\n"
+                       "                ls2_keep_half(ls2_word(w[e / 2][nt / 4], nt % 4), e & 1, KEEP_MIN)\n"
+                       "                    ? KEEP_SCALE : 0.0f;\n"
+                     : "            (void)w;\n            const float mask = 1.0f;\n";
     src += R"cuda(            s[rb][nt][e] = p * (dp[rb][nt][e] * mask - rowD[rb][e / 2]);
           }
         }
@@ -353,7 +395,9 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
         ls2_wg_acc_fence(s[rb]);
         ls2_wg_acc_fence(dp[rb]);
         maskScores(rb);
-        gradScores(rb);
+        uint4 words[2][DW];
+        draw(rb, words);
+        gradScores(rb, words);
         // A wgmma.fence after each k step's dS is packed (it must follow the
         // last write of registers a wgmma reads): packing them all first
         // holds more registers (H200: the backward 2-10% slower).
@@ -402,7 +446,11 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
 #pragma unroll
       for (int rb = 0; rb < RB; ++rb) maskScores(rb);
 #pragma unroll
-      for (int rb = 0; rb < RB; ++rb) gradScores(rb);
+      for (int rb = 0; rb < RB; ++rb) {
+        uint4 words[2][DW];
+        draw(rb, words);
+        gradScores(rb, words);
+      }
 #pragma unroll
       for (int ks = 0; ks < BN / 16; ++ks) {
         unsigned sa[RB][4];
@@ -440,6 +488,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     std::map<std::string, std::string> values = flashValues(s, dq.kernel.name);
     values["TILE"] = std::to_string(rows);
     values["SHARED"] = std::to_string(shared);
+    values["DROPOUT_WORDS"] = s.dropout ? "NT / 4" : "1";
     dq.kernel.source = substitute(src, values);
   }
 

@@ -133,22 +133,27 @@ GeneratedKernel generateWideDkDv(Operation *op, const AttentionSpec &s, const Gr
           rowD[rb][h] = tD[wq + 16 * rb + g + 8 * h];
         }
 #pragma unroll
-      for (int rb = 0; rb < 2; ++rb)
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) {
+      for (int rb = 0; rb < 2; ++rb) {
 )cuda";
+  // The warp's 32 keys of a row: one dropout call (ls2_attention_philox).
   if (s.dropout)
-    src += R"cuda(          uint4 words[2];
-          ls2_row_pair_philox(words, seed_value, offset_value, (unsigned)stream,
-                              q0 + qFirst + wq + 16 * rb + g, HQ, h, first + wk + nt * 8 + 2 * t4);
+    src += R"cuda(        uint4 words[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+          words[r] = ls2_attention_philox(
+              seed_value, offset_value, (unsigned)stream,
+              (unsigned)((q0 + qFirst + wq + 16 * rb + g + 8 * r) * HQ + h), first + wk + 2 * t4);
 )cuda";
-  src += R"cuda(          float pv[4], ds[4];
+  src += R"cuda(#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) {
+          float pv[4], ds[4];
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const float p = ls2_exp2(fmaf(st[rb][nt][e], SCALE_LOG2, -rowL[rb][e / 2]));
 )cuda";
-  src += s.dropout ? "            const float mask = ls2_attention_keep(words[e / 2], first + wk + nt * 8 + "
-                     "2 * t4 + (e & 1), RATE) ? KEEP_SCALE : 0.0f;\n"
+  src += s.dropout ? "            const float mask =\n"
+                     "                ls2_keep_half(ls2_word(words[e / 2], nt), e & 1, KEEP_MIN)\n"
+                     "                    ? KEEP_SCALE : 0.0f;\n"
                    : "            const float mask = 1.0f;\n";
   src += R"cuda(            pv[e] = p * mask;
             ds[e] = p * (dpt[rb][nt][e] * mask - rowD[rb][e / 2]);
@@ -159,6 +164,7 @@ GeneratedKernel generateWideDkDv(Operation *op, const AttentionSpec &s, const Gr
           *reinterpret_cast<unsigned *>(sS + row * LDP + col) = ls2_pack(ds[0], ds[1]);
           *reinterpret_cast<unsigned *>(sS + (row + 8) * LDP + col) = ls2_pack(ds[2], ds[3]);
         }
+      }
       __syncthreads(); // P and dS are whole
       // dV += P^T dO and dK += dS^T Q over the tile's queries.
 #pragma unroll

@@ -121,17 +121,26 @@ __device__ __forceinline__ void ls2_load_f32(float *to, const float *from, bool 
                :: "r"((unsigned)__cvta_generic_to_shared(to)), "l"(from), "r"(in ? 4 : 0)
                : "memory");
 }
+// The key a dk/dv tile's row r holds when its keys are permuted (attention
+// dropout): rows 16w + g + 8h (warp w, g < 8, h < 2) hold keys 32 (w / 2) +
+// 8 (g % 4) + 4 (w % 2) + 2 (g / 4) + h, so the 4 lanes with the same g / 4
+// hold the 8 keys of one dropout call (ls2_attention_philox), a thread the
+// two halves of one word. A permutation of each 32 rows.
+__device__ __forceinline__ int ls2_tile_key(int r) {
+  return (r & ~31) | (r & 3) << 3 | (r >> 4 & 1) << 2 | (r >> 2 & 1) << 1 | (r >> 3 & 1);
+}
 #if LS2_WGMMA
 // Hopper (sm_90a): tiles in the layout wgmma reads (PTX ISA, "Shared Memory
 // Matrix Layout"), the 128-byte swizzle: [D / 64][ROWS][64] with 16-byte
 // chunk j of row r at chunk j ^ (r % 8), so a row's 8 chunks spread over all
 // banks for every 8 rows. The tile must start 1024-byte aligned. LDS is
-// ignored.
-template <int ROWS, int D, int LDS>
+// ignored. PERMUTE: row r holds source row ls2_tile_key(r).
+template <int ROWS, int D, int LDS, bool PERMUTE = false>
 __device__ __forceinline__ void ls2_load_tile(ls2_t *tile, const ls2_t *src, long long r0,
                                               long long valid, long long stride, long long c0,
                                               bool vectors) {
   static_assert(D % 64 == 0 && ROWS % 8 == 0, "128-byte swizzled tiles");
+  static_assert(!PERMUTE || ROWS % 32 == 0, "permuted rows come in 32s");
   const int rows = (int)(valid < ROWS ? (valid > 0 ? valid : 0) : ROWS);
   // A thread keeps chunk j of rows first, first + RSTEP, ... of each
   // 64-column block: its swizzled column is the same in all of them.
@@ -148,9 +157,11 @@ __device__ __forceinline__ void ls2_load_tile(ls2_t *tile, const ls2_t *src, lon
       for (int pass = 0; pass < (ROWS + RSTEP - 1) / RSTEP; ++pass, from += step) {
         const int r = first + pass * RSTEP;
         if (ROWS % RSTEP != 0 && r >= ROWS) break;
+        const int key = PERMUTE ? ls2_tile_key(r) : r;
+        const ls2_t *row = PERMUTE ? src + (r0 + key) * stride + c0 + half * 64 + j * 8 : from;
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                     :: "r"(at + (half * ROWS + pass * RSTEP) * 128), "l"(r < rows ? from : src),
-                        "r"(r < rows ? 16 : 0)
+                     :: "r"(at + (half * ROWS + pass * RSTEP) * 128), "l"(key < rows ? row : src),
+                        "r"(key < rows ? 16 : 0)
                      : "memory");
       }
     }
@@ -158,10 +169,12 @@ __device__ __forceinline__ void ls2_load_tile(ls2_t *tile, const ls2_t *src, lon
 #pragma unroll 1
     for (int half = 0; half < D / 64; ++half)
 #pragma unroll 1
-      for (int r = first; r < ROWS; r += RSTEP)
+      for (int r = first; r < ROWS; r += RSTEP) {
+        const int key = PERMUTE ? ls2_tile_key(r) : r;
         ls2_load_chunk(to + (half * ROWS + r - first) * 64,
-                       r < rows ? src + (r0 + r) * stride + c0 + half * 64 + j * 8 : src,
-                       r < rows, false);
+                       key < rows ? src + (r0 + key) * stride + c0 + half * 64 + j * 8 : src,
+                       key < rows, false);
+      }
   }
 }
 #else
@@ -173,8 +186,9 @@ __device__ __forceinline__ void ls2_load_tile(ls2_t *tile, const ls2_t *src, lon
 // chunk; ls2_sync() waits for them. A thread keeps one column chunk and
 // steps its row by ${THREADS} / chunks-per-row: the loop unrolls and the
 // addresses are increments, not a 64-bit product per chunk (these loads
-// were 40% of the forward kernel's instructions).
-template <int ROWS, int D, int LDS>
+// were 40% of the forward kernel's instructions). PERMUTE: row r holds
+// source row ls2_tile_key(r).
+template <int ROWS, int D, int LDS, bool PERMUTE = false>
 __device__ __forceinline__ void ls2_load_tile(ls2_t *tile, const ls2_t *src, long long r0,
                                               long long valid, long long stride, long long c0,
                                               bool vectors) {
@@ -183,6 +197,7 @@ __device__ __forceinline__ void ls2_load_tile(ls2_t *tile, const ls2_t *src, lon
   // a branch and 64-bit compares per chunk the forward's key-tile loop spent
   // about 15 instructions a chunk, 16 chunks a tile, beside its 256 mma
   // (its SASS; H200, 4x16x4096x128 forward 1.82 -> 1.71 ms).
+  static_assert(!PERMUTE || ROWS % 32 == 0, "permuted rows come in 32s");
   const int rows = (int)(valid < ROWS ? (valid > 0 ? valid : 0) : ROWS);
   if (vectors) {
     if constexpr (${THREADS} % CHUNKS == 0) {
@@ -195,25 +210,27 @@ __device__ __forceinline__ void ls2_load_tile(ls2_t *tile, const ls2_t *src, lon
       for (int pass = 0; pass < (ROWS + STEP - 1) / STEP; ++pass, from += step) {
         const int r = first + pass * STEP;
         if (ROWS % STEP != 0 && r >= ROWS) break;
+        const int key = PERMUTE ? ls2_tile_key(r) : r;
+        const ls2_t *row = PERMUTE ? src + (r0 + key) * stride + c0 + col : from;
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                     :: "r"(to + pass * STEP * LDS * 2), "l"(r < rows ? from : src),
-                        "r"(r < rows ? 16 : 0)
+                     :: "r"(to + pass * STEP * LDS * 2), "l"(key < rows ? row : src),
+                        "r"(key < rows ? 16 : 0)
                      : "memory");
       }
     } else { // head dims 80, 96: rows of 10 or 12 chunks
 #pragma unroll
       for (int c = threadIdx.x; c < ROWS * CHUNKS; c += ${THREADS}) {
-        const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
-        ls2_load_chunk(tile + r * LDS + col, r < rows ? src + (r0 + r) * stride + c0 + col : src,
-                       r < rows, true);
+        const int r = c / CHUNKS, col = (c % CHUNKS) * 8, key = PERMUTE ? ls2_tile_key(r) : r;
+        ls2_load_chunk(tile + r * LDS + col,
+                       key < rows ? src + (r0 + key) * stride + c0 + col : src, key < rows, true);
       }
     }
   } else {
 #pragma unroll 1
     for (int c = threadIdx.x; c < ROWS * CHUNKS; c += ${THREADS}) {
-      const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
-      ls2_load_chunk(tile + r * LDS + col, r < rows ? src + (r0 + r) * stride + c0 + col : src,
-                     r < rows, false);
+      const int r = c / CHUNKS, col = (c % CHUNKS) * 8, key = PERMUTE ? ls2_tile_key(r) : r;
+      ls2_load_chunk(tile + r * LDS + col,
+                     key < rows ? src + (r0 + key) * stride + c0 + col : src, key < rows, false);
     }
   }
 }
@@ -289,42 +306,25 @@ __device__ __forceinline__ float ls2_quad_sum(float x) {
 }
 )cuda";
 
-/// Dropout helpers of the tensor-core kernels: lanes that need the same
-/// Philox call (the attention layout draws one per query row and 4 keys)
-/// compute different ones and trade them with shuffles.
+/// Dropout helpers of the tensor-core kernels.
 static const char *const kFlashDropoutHelpers = R"cuda(
-__device__ __forceinline__ uint4 ls2_shfl_words(uint4 w, int lane) {
-  return make_uint4(__shfl_sync(0xffffffffu, w.x, lane), __shfl_sync(0xffffffffu, w.y, lane),
-                    __shfl_sync(0xffffffffu, w.z, lane), __shfl_sync(0xffffffffu, w.w, lane));
-}
-// Words of packed query rows `row` and `row` + 8 (a thread's two
-// accumulator rows) for the key block of j: lanes t and t ^ 1 share the
-// block; the odd one computes row + 8, the even one row.
-__device__ __forceinline__ void ls2_row_pair_philox(uint4 (&words)[2], long long seed,
-                                                    long long offset, unsigned stream,
-                                                    long long row, int heads, int head,
-                                                    long long j) {
-  const int lane = threadIdx.x % 32, odd = lane & 1;
-  const uint4 mine = ls2_attention_philox(seed, offset, stream,
-                                          (unsigned)((row + 8 * odd) * heads + head),
-                                          (unsigned)(j >> 2));
-  const uint4 theirs = ls2_shfl_words(mine, lane ^ 1);
-  words[0] = odd ? theirs : mine;
-  words[1] = odd ? mine : theirs;
-}
-// Words of a dk/dv thread's elements (keys `key`, `key` + 8 by packed query
-// rows `row`, `row` + 1, in accumulator order): the 4 lanes with the same
-// t and g / 4 need the same 4 calls; lane g % 4 = c computes call c.
-__device__ __forceinline__ void ls2_key_quad_philox(uint4 (&words)[4], long long seed,
-                                                    long long offset, unsigned stream,
-                                                    long long row, int heads, int head,
-                                                    long long key) {
-  const int lane = threadIdx.x % 32, c = (lane >> 2) & 3;
-  const uint4 mine = ls2_attention_philox(seed, offset, stream,
-                                          (unsigned)((row + (c & 1)) * heads + head),
-                                          (unsigned)((key + 8 * (c >> 1)) >> 2));
+// A 4 x 4 transpose over the lanes with the same t4 and g / 4 (lane bits 2
+// and 3 are c = g % 4): lane c's x[m] becomes lane m's x[c]. Two butterfly
+// stages: in each, a lane trades the two words whose index bit differs
+// from its own lane bit.
+__device__ __forceinline__ void ls2_transpose_quad(unsigned (&x)[4]) {
+  const int c = (threadIdx.x >> 2) & 3;
 #pragma unroll
-  for (int q = 0; q < 4; ++q) words[q] = ls2_shfl_words(mine, (lane & ~12) | (q << 2));
+  for (int bit = 0; bit < 2; ++bit) {
+    const bool b = (c >> bit) & 1;
+#pragma unroll
+    for (int a = 0; a < 4; ++a) {
+      if (a & (1 << bit)) continue;
+      const int a2 = a | (1 << bit);
+      const unsigned got = __shfl_xor_sync(0xffffffffu, b ? x[a] : x[a2], 4 << bit);
+      if (b) x[a] = got; else x[a2] = got;
+    }
+  }
 }
 )cuda";
 
@@ -436,13 +436,14 @@ static const char *const kFlashConstants = R"cuda(  constexpr int D = ${D}, HQ =
 )cuda";
 
 static const char *const kFlashDropoutConstants =
-    R"cuda(  constexpr float RATE = ${RATE}, KEEP_SCALE = ${KEEP_SCALE};
+    R"cuda(  constexpr unsigned KEEP_MIN = ${KEEP_MIN};
+  constexpr float KEEP_SCALE = ${KEEP_SCALE};
   const long long seed_value = *seed, offset_value = *offset;
 )cuda";
 
 std::map<std::string, std::string> flashValues(const AttentionSpec &s, const std::string &name) {
   bool bf16 = isa<BFloat16Type>(s.element);
-  return {{"NAME", name},
+  std::map<std::string, std::string> values = {{"NAME", name},
           {"T", s.storage},
           {"T2", bf16 ? "__nv_bfloat162" : "__half2"},
           {"PACK", bf16 ? "__floats2bfloat162_rn" : "__floats2half2_rn"},
@@ -453,8 +454,6 @@ std::map<std::string, std::string> flashValues(const AttentionSpec &s, const std
           {"HKV", std::to_string(s.kvHeads)},
           {"GROUP", std::to_string(s.heads / s.kvHeads)},
           {"SCALE", floatLiteral(s.scale)},
-          {"RATE", floatLiteral(s.rate)},
-          {"KEEP_SCALE", floatLiteral(static_cast<float>(1.0 / (1.0 - s.rate)))},
           // Whether query i sees key j beyond j < lk: bottom-right causal.
           {"CAUSAL_OK", s.causal ? " && j <= i + lk - lq" : ""},
           // Whether a whole tile is visible (the last key to the first query).
@@ -462,6 +461,8 @@ std::map<std::string, std::string> flashValues(const AttentionSpec &s, const std
           {"CAUSAL_FULL_KV", s.causal ? " && first + BN - 1 <= qFirst + lk - lq" : ""},
           {"TILE", std::to_string(kTile)},
           {"THREADS", std::to_string(kThreads)}};
+  addDropoutValues(values, s);
+  return values;
 }
 
 /// One block per unit: a [tokens, heads] work space at `perBlock` rows a

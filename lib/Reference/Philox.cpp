@@ -68,10 +68,10 @@ float attentionUniformAt(int64_t seed, int64_t offset, uint32_t stream,
                          uint64_t row, uint64_t head, uint64_t heads,
                          uint64_t key) {
   PhiloxCounter words = philox4x32_10(
-      {low32(key / 4), low32(row * heads + head), stream,
+      {attentionKeyBlock(key), low32(row * heads + head), stream,
        low32(static_cast<uint64_t>(offset))},
       philoxKey(seed));
-  return uniformFromWord(words[key % 4]);
+  return uniformFromHalf(words[(key >> 3) & 3], (key & 1) != 0);
 }
 
 } // namespace ls2c::reference

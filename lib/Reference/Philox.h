@@ -40,11 +40,27 @@ void randomUniformFill(int64_t seed, int64_t offset, uint32_t stream,
                        float *out, uint64_t count);
 
 /// Attention dropout's number for packed query row `row`, query head `head`
-/// of `heads`, and key `key` (its index within the sequence): counter
-/// (key / 4, row * heads + head, stream, low(offset)), word key % 4.
+/// of `heads`, and key `key` (its index within the sequence), with 16 bits:
+/// the 8 keys 32s + 8m + 2t + p (m < 4, p < 2) of a row and head share the
+/// call at counter (4s + t, row * heads + head, stream, low(offset)); key j
+/// takes word m = (j / 8) % 4, its low half for even j and its high half for
+/// odd j, as half * 2^-16. Eight numbers a call, each thread of the
+/// tensor-core kernels' accumulator layout drawing its own (codegen's
+/// AttentionCommon.cpp).
 float attentionUniformAt(int64_t seed, int64_t offset, uint32_t stream,
                          uint64_t row, uint64_t head, uint64_t heads,
                          uint64_t key);
+
+/// The counter's first word for key `key` in attentionUniformAt's layout.
+inline uint32_t attentionKeyBlock(uint64_t key) {
+  return static_cast<uint32_t>((key >> 5) << 2 | ((key >> 1) & 3));
+}
+
+/// Half `odd` of a Philox output word as a float in [0, 1): half * 2^-16.
+inline float uniformFromHalf(uint32_t word, bool odd) {
+  return static_cast<float>(odd ? word >> 16 : word & 0xffffu) *
+         (1.0f / 65536.0f);
+}
 
 } // namespace ls2c::reference
 

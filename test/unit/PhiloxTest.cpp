@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 using namespace ls2c::reference;
@@ -77,12 +78,37 @@ TEST(Philox, AttentionCounterLayout) {
   const uint64_t heads = 12;
   for (uint64_t row : {0u, 5u, 1000u})
     for (uint64_t head : {0u, 11u})
-      for (uint64_t key : {0u, 1u, 6u, 33u}) {
+      for (uint64_t key : {0u, 1u, 6u, 9u, 30u, 33u, 70u, 1000001u}) {
+        // Keys 32s + 8m + 2t + p: counter 4s + t, word m, half p.
+        uint64_t s = key / 32, m = key % 32 / 8, t = key % 8 / 2, p = key % 2;
         PhiloxCounter words = philox4x32_10(
-            {static_cast<uint32_t>(key / 4),
+            {static_cast<uint32_t>(4 * s + t),
              static_cast<uint32_t>(row * heads + head), 4u, 3u},
             {77u, 0u});
+        uint32_t half = p ? words[m] >> 16 : words[m] & 0xffff;
         EXPECT_EQ(attentionUniformAt(seed, offset, 4, row, head, heads, key),
-                  uniformFromWord(words[key % 4]));
+                  static_cast<float>(half) / 65536.0f)
+            << key;
       }
+}
+
+TEST(Philox, AttentionNumbersAreUniform) {
+  // Every 16-bit half of a call is used once: over many keys the numbers
+  // cover [0, 1) evenly and a rate of 0.1 drops about a tenth.
+  const uint64_t keys = 1 << 16;
+  double sum = 0;
+  uint64_t dropped = 0;
+  std::vector<uint32_t> histogram(16);
+  for (uint64_t key = 0; key < keys; ++key) {
+    float u = attentionUniformAt(9, 2, 1, 3, 0, 1, key);
+    ASSERT_GE(u, 0.0f);
+    ASSERT_LT(u, 1.0f);
+    sum += u;
+    dropped += u < 0.1f;
+    ++histogram[static_cast<size_t>(u * 16)];
+  }
+  EXPECT_NEAR(sum / keys, 0.5, 0.005);
+  EXPECT_NEAR(static_cast<double>(dropped) / keys, 0.1, 0.005);
+  for (uint32_t count : histogram)
+    EXPECT_NEAR(count, keys / 16.0, 6 * std::sqrt(keys / 16.0));
 }

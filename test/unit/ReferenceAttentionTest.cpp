@@ -58,13 +58,8 @@ AttentionResult naiveAttention(const HostTensor &q, const HostTensor &k,
         for (size_t j = 0; j < s.size(); ++j) {
           double p = std::exp(s[j] - lse);
           if (dropout.rate > 0) {
-            auto words = naivePhilox(
-                {static_cast<uint32_t>(j / 4),
-                 static_cast<uint32_t>(row * hq + h), dropout.stream,
-                 static_cast<uint32_t>(dropout.offset)},
-                {static_cast<uint32_t>(dropout.seed),
-                 static_cast<uint32_t>(dropout.seed >> 32)});
-            double u = naiveUniform(words[j % 4]);
+            double u = naiveAttentionUniform(dropout.seed, dropout.offset,
+                                             dropout.stream, row * hq + h, j);
             p = u >= dropout.rate ? p / (1 - dropout.rate) : 0.0;
           }
           for (int64_t c = 0; c < d; ++c)

@@ -637,13 +637,9 @@ NaiveAttention naiveAttentionGrad(const HostTensor &q, const HostTensor &k,
         for (int64_t j = 0; j < lk; ++j) {
           P[i][j] = std::exp(s[j] - best) / z;
           if (dropout.rate > 0) {
-            auto words = naivePhilox(
-                {static_cast<uint32_t>(j / 4),
-                 static_cast<uint32_t>(row * hq + h), dropout.stream,
-                 static_cast<uint32_t>(dropout.offset)},
-                {static_cast<uint32_t>(dropout.seed),
-                 static_cast<uint32_t>(dropout.seed >> 32)});
-            M[i][j] = naiveUniform(words[j % 4]) >= dropout.rate
+            M[i][j] = naiveAttentionUniform(dropout.seed, dropout.offset,
+                                            dropout.stream, row * hq + h, j) >=
+                              dropout.rate
                           ? 1 / (1 - dropout.rate)
                           : 0.0;
           }

@@ -158,6 +158,22 @@ inline double naiveRandomUniform(uint64_t seed, uint64_t offset,
   return naiveUniform(words[e % 4]);
 }
 
+/// ls2.attention's dropout number of key j (its index within the sequence)
+/// for packed query row and head `rowHead` (row * Hq + h): the keys 32s + 8m
+/// + 2t + p share counter (4s + t, rowHead, stream, offset); key j is the
+/// 16-bit half j % 2 of word (j / 8) % 4, times 2^-16.
+inline double naiveAttentionUniform(uint64_t seed, uint64_t offset,
+                                    uint32_t stream, uint64_t rowHead,
+                                    uint64_t j) {
+  auto words = naivePhilox(
+      {static_cast<uint32_t>(4 * (j / 32) + (j / 2) % 4),
+       static_cast<uint32_t>(rowHead), stream, static_cast<uint32_t>(offset)},
+      {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+  uint32_t word = words[(j / 8) % 4];
+  return std::ldexp(static_cast<double>(j % 2 ? word >> 16 : word & 0xffff),
+                    -16);
+}
+
 /// Runs `p` in f64 and returns the InterpreterError's message ("" when none).
 inline std::string errorOf(const Program &p, const std::vector<HostTensor> &args) {
   try {

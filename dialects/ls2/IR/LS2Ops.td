@@ -394,12 +394,13 @@ def LS2_RandomUniformOp : LS2_Op<"random_uniform", [Pure]> {
     al., SC'11) with key (seed low 32 bits, seed high 32 bits) and counter
     (c0, c1, stream, offset low 32 bits), where c0 and c1 are the low and high
     32 bits of e / 4; it is output word e % 4, as `(word >> 8) * 2^-24`.
-    Attention dropout uses the same scheme (see ls2.attention), so a program's
-    random sites never share a counter. A function of its
-    operands alone: same seed, offset and stream give the same bits, so
-    backward regenerates masks instead of storing them. Each random site
-    in a program has its own `stream`; the runtime advances `offset` per
-    step. Dynamic result dims take their sizes from `index` operands.
+    Attention dropout puts its stream in the same counter word (see
+    ls2.attention), so a program's random sites never share a counter. A
+    function of its operands alone: same seed, offset and stream give the
+    same bits, so backward regenerates masks instead of storing them. Each
+    random site in a program has its own `stream`; the runtime advances
+    `offset` per step. Dynamic result dims take their sizes from `index`
+    operands.
   }];
   let arguments = (ins LS2_I64Scalar:$seed, LS2_I64Scalar:$offset,
                        Variadic<Index>:$dynamic_sizes, I64Attr:$stream);
@@ -500,10 +501,13 @@ def LS2_AttentionOp : LS2_Op<"attention", [Pure, AttrSizedOperandSegments,
     `causal` masks key j > query i + (Lk - Lq) within each sequence
     (bottom-right alignment, as FlashAttention-2). A query that sees no key
     gets output 0 and lse -inf. `dropout_rate` > 0 applies inverted dropout
-    to the probabilities with Philox as ls2.random_uniform does, except that
-    the probability of packed query row i, head h and key j (its index
-    within the sequence) takes counter (j / 4, i * Hq + h, stream, offset low
-    32 bits) and word j % 4; it then needs the seed and offset operands.
+    to the probabilities with Philox-4x32-10 under the seed, as
+    ls2.random_uniform does, but with 16-bit numbers, eight a call: the
+    probability of packed query row i, head h and key j (its index within
+    the sequence) is kept when its number is at least the rate, where keys
+    j = 32s + 8m + 2t + p (m < 4, p < 2) take counter (4s + t, i * Hq + h,
+    stream, offset low 32 bits) and number (half p of word m) * 2^-16, the
+    low half for p = 0; it then needs the seed and offset operands.
     `scale` defaults to 1/sqrt(D). Stays opaque: ls2-decompose keeps it.
     q, k and v may be strided views (slices of one fused [T, 3H] projection,
     ls2-fuse's strided views): kernels read them with their row stride.
