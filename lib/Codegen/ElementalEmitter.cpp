@@ -383,6 +383,11 @@ std::string ElementalEmitter::emit(Value value, const Index &index) {
   }
   int level = levelOf(value, index);
   unsigned target = targetScope(level);
+  if (valueHook && !isa<BlockArgument>(value))
+    if (auto hooked = valueHook(value, index)) {
+      scopes[target].memo[k] = *hooked;
+      return *hooked;
+    }
   // Emit at the target scope with the scopes above it set aside: what is
   // defined there (inside an inner loop) is not visible at the target.
   std::vector<Scope> above(std::make_move_iterator(scopes.begin() + target + 1),
@@ -394,6 +399,8 @@ std::string ElementalEmitter::emit(Value value, const Index &index) {
   else
     name = emitOp(value.getDefiningOp(), value, index);
   scopes[target].memo[k] = name;
+  if (emittedHook && !isa<BlockArgument>(value))
+    emittedHook(value, index, name, scopes[target].level);
   for (Scope &s : above)
     scopes.push_back(std::move(s));
   return name;

@@ -126,6 +126,14 @@ public:
   /// Names a per-launch integer constant (a Philox stream): layers whose
   /// kernels differ only in such constants share one kernel.
   std::function<std::string(int64_t)> constantName;
+  /// Value hooks (row reductions' register caches of values that several
+  /// phases read): `valueHook` may return an expression to use for a
+  /// non-argument value at `index` instead of computing it; `emittedHook`
+  /// sees each value computed (its variable `name`, defined at `level`) while
+  /// the scope it was defined in is still the innermost.
+  std::function<std::optional<std::string>(mlir::Value, const Index &)> valueHook;
+  std::function<void(mlir::Value, const Index &, const std::string &name, int level)>
+      emittedHook;
   /// Reduction hook: a reduce op at `index` (its result's index). Row
   /// reductions run a phase over the row and return the reduced value's
   /// variable (defined in the outer scope).
