@@ -11,7 +11,8 @@ bench/attention_torch.py's medians in the same process run. FLOPs follow FlashAt
 convention: forward 4*b*h*s*s*d (half when causal), backward 2.5x that. Prints a table (ms,
 TFLOP/s, our time over FlashAttention-2's) and writes JSON to --json.
 Usage: attention_side_by_side.py --dir DIR --gpu-step BIN [--json OUT] [--iters N] NAME...
-  NAME: bxhxsxd-full|causal, e.g. 4x16x4096x128-causal (bf16, no dropout)
+  NAME: bxhxsxd-full|causal[-dropout], e.g. 4x16x4096x128-causal (bf16; -dropout: the
+        model's attention_dropout is 0.1, and PyTorch's dropout_p too)
 """
 import argparse
 import json
@@ -57,17 +58,18 @@ def main():
         sys.exit(f"attention_side_by_side.py: PyTorch is needed for the baselines: {e}")
     rows = []
     for name in a.names:
-        m = re.fullmatch(r"(\d+)x(\d+)x(\d+)x(\d+)-(full|causal)", name)
+        m = re.fullmatch(r"(\d+)x(\d+)x(\d+)x(\d+)-(full|causal)(-dropout)?", name)
         if not m:
-            sys.exit(f"{name}: expected bxhxsxd-full|causal")
+            sys.exit(f"{name}: expected bxhxsxd-full|causal[-dropout]")
+        dropout = 0.1 if m.group(6) else 0.0
         b, h, s, d = map(int, m.groups()[:4])
         causal = m.group(5) == "causal"
         flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
         fwd, bwd, kernels = ours(a.gpu_step, a.dir, name)
         cfwd, cbwd, ckernels = ours(a.gpu_step, a.dir, name, "cudnn")
         torch_rows = {r["backend"]: r for r in
-                      attention_torch.run(f"{b},{h},{s},{d},{m.group(5)},bf16", a.iters)}
-        row = dict(name=name, flops=flops, ours=dict(forward_ms=fwd, backward_ms=bwd, kernels=kernels),
+                      attention_torch.run(f"{b},{h},{s},{d},{m.group(5)},bf16,{dropout}", a.iters)}
+        row = dict(name=name, flops=flops, dropout=dropout, ours=dict(forward_ms=fwd, backward_ms=bwd, kernels=kernels),
                    ours_cudnn=dict(forward_ms=cfwd, backward_ms=cbwd, kernels=ckernels),
                    torch=torch_rows)
         rows.append(row)

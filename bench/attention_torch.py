@@ -3,11 +3,11 @@
 generated attention kernels are measured against in the same run (issue 7).
 
 Each config is batch x heads x seq x head_dim (dense, every sequence full length), causal or
-not, in fp16 or bf16. Times are medians of CUDA-event timings over --iters calls after
+not, in fp16 or bf16, with an optional dropout probability (dropout_p, 0 by default). Times are medians of CUDA-event timings over --iters calls after
 warm-up; FLOPs follow FlashAttention's convention: forward 4*b*h*s*s*d (halved when causal),
 backward 2.5x forward. Prints one line per (config, backend) and writes JSON to --json.
 Usage: attention_torch.py [--iters N] [--json OUT] CONFIG...
-  CONFIG: B,H,S,D,causal|full,fp16|bf16   e.g. 32,12,512,64,full,fp16
+  CONFIG: B,H,S,D,causal|full,fp16|bf16[,DROPOUT]   e.g. 32,12,512,64,full,fp16,0.1
 """
 import argparse
 import json
@@ -41,8 +41,9 @@ def median_ms(fn, iters):
 
 
 def run(config, iters):
-    b, h, s, d, mask, dtype = config.split(",")
+    b, h, s, d, mask, dtype, *rest = config.split(",")
     b, h, s, d = int(b), int(h), int(s), int(d)
+    p = float(rest[0]) if rest else 0.0
     causal = mask == "causal"
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
     q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=dt, requires_grad=True) for _ in range(3))
@@ -52,8 +53,9 @@ def run(config, iters):
     for name, backend in BACKENDS.items():
         try:
             with sdpa_kernel(backend):
-                out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                fwd = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), iters)
+                out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, dropout_p=p)
+                fwd = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                                       dropout_p=p), iters)
                 bwd = median_ms(lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True), iters)
         except RuntimeError as e:  # a backend that refuses the shape
             rows.append(dict(config=config, backend=name, error=str(e).splitlines()[0]))

@@ -292,7 +292,8 @@ def bench_config(args, name):
             except Exception as e:
                 res["ls2c"] = {"error": str(e)}
                 print(f"ls2c: FAILED: {e}", flush=True)
-    for mode in [] if args.skip_torch else ["eager"] + ([] if args.skip_compile else ["compile"]):
+    modes = ([] if args.skip_eager else ["eager"]) + ([] if args.skip_compile else ["compile"])
+    for mode in [] if args.skip_torch else modes:
         try:
             res[mode] = run_torch(c, arrays, lengths, mode == "compile", args)
             r = res[mode]
@@ -365,6 +366,8 @@ def main():
     r.add_argument("--warmup", type=int, default=3, help="untimed steps after the first")
     r.add_argument("--ls2c-steps", type=int, default=3, help="ls2c steps when it has no --time (profile: the last)")
     r.add_argument("--skip-compile", action="store_true")
+    r.add_argument("--skip-eager", action="store_true",
+                   help="no PyTorch eager run (a second run in another --compile-mode)")
     r.add_argument("--compile-mode", default="default", help="torch.compile mode (default, reduce-overhead, ...)")
     r.add_argument("--skip-ls2c", action="store_true")
     r.add_argument("--attention", choices=["kernels", "cudnn", "auto"], default="kernels",

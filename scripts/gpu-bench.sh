@@ -13,13 +13,17 @@
 #                                       configs, and of the CONFIGs named)
 # On the GPU machine (carry .gpu-bench; bench/*.py travel with the tree):
 #   scripts/gpu-bench.sh run [all|parity [CASE...]|bench [CONFIG...]] [--out DIR]
+#                            [--compile-mode MODE]...
 #     parity: bench/parity.py on the GPU cases (tiny-*, bert-base and gpt2-small in fp32, in
 #             their preset dtype and checkpointed in it, 50 steps; or the CASEs named;
 #             $PARITY_ARGS adds options such as --noise-floor); bench: bench/side_by_side.py
 #             (default configs, or the CONFIGs named; ls2c's attention: $LS2C_ATTENTION, kernels
-#             (default) or cudnn); all: both (about 15 minutes). Each ends with bench/summary.py's
-#             short table. Results: DIR (default $OUT, else .gpu-bench/out)/parity.json,
-#             side_by_side.json and the logs. Exit status: non-zero if a check failed.
+#             (default), cudnn or auto); all: both (about 15 minutes). Each ends with
+#             bench/summary.py's short table. Results: DIR (default $OUT, else
+#             .gpu-bench/out)/parity.json, side_by_side.json and the logs. --compile-mode MODE
+#             (repeatable, e.g. default and reduce-overhead): the bench once per
+#             torch.compile mode, into side_by_side-MODE.json, PyTorch eager in the first
+#             only. Exit status: non-zero if a check failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 G=.gpu-bench
@@ -29,20 +33,21 @@ run_gpu() {
   [ $# -gt 0 ] && shift
   case "$what" in
   all|parity|bench) ;;
-  *) echo "usage: $0 run [all|parity [CASE...]|bench [CONFIG...]] [--out DIR]" >&2; return 2 ;;
+  *) echo "usage: $0 run [all|parity [CASE...]|bench [CONFIG...]] [--out DIR] [--compile-mode MODE]..." >&2; return 2 ;;
   esac
   if [ ! -x "$G/bin/ls2c-gpu-step" ]; then
     echo "$G is missing: run scripts/gpu-bench.sh prepare here and carry $G" >&2
     return 2
   fi
-  local out=${OUT:-$G/out} cases=() configs=()
+  local out=${OUT:-$G/out} cases=() configs=() modes=()
   while [ $# -gt 0 ]; do
     case "$1" in
     --out) out=$2; shift 2 ;;
+    --compile-mode) modes+=("$2"); shift 2 ;;
     *) case "$what" in
        parity) cases+=(--case "$1") ;;
        bench) configs+=(--config "$1") ;;
-       *) echo "usage: $0 run [all|parity [CASE...]|bench [CONFIG...]] [--out DIR]" >&2; return 2 ;;
+       *) echo "usage: $0 run [all|parity [CASE...]|bench [CONFIG...]] [--out DIR] [--compile-mode MODE]..." >&2; return 2 ;;
        esac
        shift ;;
     esac
@@ -57,14 +62,32 @@ run_gpu() {
     "$py" bench/parity.py run --backend gpu --dir "$G/parity" --gpu-step "$G/bin/ls2c-gpu-step" \
       --json "$out/parity.json" ${PARITY_ARGS:-} "${cases[@]}" 2>&1 | tee "$out/parity.log" || status=1
   fi
+  local jsons=()
   if [ "$what" = all ] || [ "$what" = bench ]; then
-    "$py" bench/side_by_side.py run --dir "$G/bench" --gpu-step "$G/bin/ls2c-gpu-step" \
-      --attention "${LS2C_ATTENTION:-kernels}" \
-      --tmp "${TMPDIR:-/tmp}" --json "$out/side_by_side.json" "${configs[@]}" 2>&1 | tee "$out/side_by_side.log" ||
-      status=1
+    if [ ${#modes[@]} -eq 0 ]; then
+      jsons=("$out/side_by_side.json")
+      "$py" bench/side_by_side.py run --dir "$G/bench" --gpu-step "$G/bin/ls2c-gpu-step" \
+        --attention "${LS2C_ATTENTION:-kernels}" \
+        --tmp "${TMPDIR:-/tmp}" --json "$out/side_by_side.json" "${configs[@]}" 2>&1 |
+        tee "$out/side_by_side.log" || status=1
+    fi
+    local first=1 mode
+    for mode in "${modes[@]}"; do
+      jsons+=("$out/side_by_side-$mode.json")
+      "$py" bench/side_by_side.py run --dir "$G/bench" --gpu-step "$G/bin/ls2c-gpu-step" \
+        --attention "${LS2C_ATTENTION:-kernels}" --compile-mode "$mode" \
+        $([ $first = 1 ] || echo --skip-eager) \
+        --tmp "${TMPDIR:-/tmp}" --json "$out/side_by_side-$mode.json" "${configs[@]}" 2>&1 |
+        tee "$out/side_by_side-$mode.log" || status=1
+      first=0
+    done
   fi
   echo
-  "$py" bench/summary.py --parity "$out/parity.json" --bench "$out/side_by_side.json"
+  [ ${#jsons[@]} -gt 0 ] || jsons=("$out/side_by_side.json")
+  local j
+  for j in "${jsons[@]}"; do
+    "$py" bench/summary.py --parity "$out/parity.json" --bench "$j"
+  done
   return $status
 }
 

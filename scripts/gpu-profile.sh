@@ -17,6 +17,9 @@ cd "$(dirname "$0")/.."
 PRESETS=("${@:-bert-base}")
 [ $# -eq 0 ] && PRESETS=(bert-base gpt2-medium)
 BUILD=${LS2C_BUILD_DIR:-build}
+# The project's Python (scripts/setup.sh's .venv has numpy and safetensors).
+PY=python3
+[ -x .venv/bin/python ] && PY=.venv/bin/python
 P=${LS2C_PROF_DIR:-.gpu-prof}
 case "$P" in
 ''|*/*|.|..) echo "$0: LS2C_PROF_DIR must be a folder name at the top of the checkout, not '$P'" >&2; exit 2 ;;
@@ -33,7 +36,7 @@ for spec in "${PRESETS[@]}"; do
     echo "$0: $spec: the batch shape must be SEQSxLEN, e.g. 4x4096" >&2
     exit 2
   fi
-  python3 - "$model" "${spec#*:}" "$spec" <<'PY' || exit 2
+  "$PY" - "$model" "${spec#*:}" "$spec" <<'PY' || exit 2
 import json, sys
 c = json.load(open(sys.argv[1]))
 if c.get("architecture") not in ("encoder", "decoder"):
@@ -57,7 +60,7 @@ for spec in "${PRESETS[@]}"; do
   shape=$([ "${spec%%:*}" = "$spec" ] && echo "" || echo "${spec#*:}")
   p=$(basename "$model" .json)
   "$BUILD/tools/ls2c/ls2c" compile "$model" --arch=sm_90 -o "$P/$p.ls2b"
-  python3 - "$model" "$P/$p.batch.safetensors" "$shape" <<'PY'
+  "$PY" - "$model" "$P/$p.batch.safetensors" "$shape" <<'PY'
 import json, sys
 import numpy as np
 from safetensors.numpy import save_file
