@@ -34,9 +34,19 @@ ProgramStats collectProgramStats(func::FuncOp f) {
       field = &LaunchCounts::other;
     if (!field)
       continue;
-    ++(s.launches.*field);
+    // A row reduction with column sums launches a second kernel for them.
+    int64_t count = 1;
+    if (auto fusion = dyn_cast<ls2::FusionOp>(op);
+        fusion && fusion.getKind() == ls2::FusionKind::RowReduction)
+      count += fusion.getBody()
+                   .walk([](ls2::ReduceSumOp sum) {
+                     return sum.reducesLeadingDims() ? WalkResult::interrupt()
+                                                     : WalkResult::advance();
+                   })
+                   .wasInterrupted();
+    s.launches.*field += count;
     std::string scope = scopeOf(op.getLoc());
-    ++(s.scopes[scope.empty() ? "(no scope)" : scope].*field);
+    s.scopes[scope.empty() ? "(no scope)" : scope].*field += count;
   }
   if (auto a = f->getAttrOfType<IntegerAttr>("ls2.arena_bytes"))
     s.arenaBytes = a.getInt();

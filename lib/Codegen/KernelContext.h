@@ -40,6 +40,12 @@ struct KernelContext {
   uint64_t scratchBytes = 0;
   bool usesScratch = false;
   std::string sharedDecls; ///< __shared__ declarations
+  /// A second kernel launched right after this one with the same
+  /// parameters (a row reduction's column sums: the sum of the blocks'
+  /// partials): its body after the kernel scope and its launch config;
+  /// empty code when there is none.
+  std::string secondCode;
+  runtime::LaunchConfig secondLaunch;
 
   /// A dim as C text: the static size, or the parameter holding it.
   std::string dimName(const runtime::Dim &d);

@@ -45,12 +45,13 @@ FailureOr<ModuleKernels> generateModuleKernels(ModuleOp module) {
     }
     int scatters = 0, attentions = 0, attentionGrads = 0;
     for (Operation &op : function.getBody().front()) {
-      // The kernels of one op, in launch order (attention_grad has two).
+      // The kernels of one op, in launch order (attention_grad has two, a row
+      // reduction with column sums two).
       FailureOr<std::vector<GeneratedKernel>> generated = failure();
       std::string prefix = function.getName().str() + "_";
       if (auto fusion = dyn_cast<ls2::FusionOp>(op)) {
-        generated = one(generateFusionKernel(fusion, *dims, *bounds,
-                                             prefix + fusion.getGroupName().str()));
+        generated = generateFusionKernels(fusion, *dims, *bounds,
+                                          prefix + fusion.getGroupName().str());
       } else if (auto scatter = dyn_cast<ls2::ScatterAddOp>(op)) {
         generated = one(generateScatterAddKernel(
             scatter, *dims, prefix + "scatter_add_" + std::to_string(scatters++)));

@@ -89,6 +89,19 @@ llvm::DenseMap<Value, unsigned> phaseUses(Block &body, KernelContext &ctx,
   return count;
 }
 
+/// A sum over the leading (row) dims of the rows, [R, H...] -> [H...]: a
+/// column sum that ls2-fuse put into the row group (dgamma, dbeta).
+bool isColumnSum(Operation &op) {
+  auto sum = dyn_cast<ls2::ReduceSumOp>(op);
+  return sum && sum.reducesLeadingDims();
+}
+
+/// Blocks of a row reduction with column sums: a fixed cap, so each block
+/// adds up several rows and its partials are a small fraction of the rows
+/// (BERT-base: 16,384 rows of 768, four a block), while enough blocks stay
+/// in flight.
+constexpr uint32_t kColumnSumBlocks = 4096;
+
 } // namespace
 
 void emitRowReductionKernel(KernelContext &ctx) {
@@ -97,7 +110,12 @@ void emitRowReductionKernel(KernelContext &ctx) {
 
   // The rows: every reduction reduces the same trailing dims of one shape.
   std::optional<std::pair<SmallVector<runtime::Dim>, SmallVector<runtime::Dim>>> rows;
+  SmallVector<Operation *> columnSums;
   for (Operation &op : body) {
+    if (isColumnSum(op)) {
+      columnSums.push_back(&op);
+      continue;
+    }
     if (!isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(op))
       continue;
     ArrayRef<int64_t> axes = isa<ls2::ReduceSumOp>(op)
@@ -127,16 +145,29 @@ void emitRowReductionKernel(KernelContext &ctx) {
   int64_t h = ctx.bound(trail);
 
   std::vector<bool> perRow;
+  std::vector<int> columnOf(ctx.numYields(), -1); ///< the yield's column sum
   for (unsigned i = 0; i < ctx.numYields(); ++i) {
-    ArrayRef<runtime::Dim> s = ctx.dims.shape(ctx.yieldValue(i));
-    if (ctx.sameCount(s, full))
+    Value y = ctx.yieldValue(i);
+    ArrayRef<runtime::Dim> s = ctx.dims.shape(y);
+    if (auto it = llvm::find(columnSums, y.getDefiningOp()); it != columnSums.end()) {
+      if (!sameDims(ctx.dims.shape((*it)->getOperand(0)), full))
+        throw EmitError{*it, "sums columns of another shape than the group's rows"};
+      columnOf[i] = static_cast<int>(it - columnSums.begin());
       perRow.push_back(false);
-    else if (ctx.sameCount(s, lead))
+    } else if (ctx.sameCount(s, full)) {
+      perRow.push_back(false);
+    } else if (ctx.sameCount(s, lead)) {
       perRow.push_back(true);
-    else
+    } else {
       throw EmitError{ctx.fusion, "yields a value that is neither the rows' "
                                   "shape nor one value per row"};
+    }
   }
+  for (Operation *op : columnSums)
+    if (llvm::none_of(op->getResult(0).getUsers(), [](Operation *u) { return isa<ls2::YieldOp>(u); }) ||
+        !op->getResult(0).hasOneUse())
+      throw EmitError{op, "a column sum in a row reduction must only be yielded (its value is "
+                          "complete when the kernels end)"};
 
   // VEC: 16 bytes of the narrowest float streamed along the rows.
   int64_t narrowest = 4;
@@ -145,7 +176,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
       if (isa<FloatType>(t.getElementType()) && sameDims(ctx.dims.shape(arg), full))
         narrowest = std::min(narrowest, elementBytes(t.getElementType()));
   for (unsigned i = 0; i < ctx.numYields(); ++i)
-    if (!perRow[i])
+    if (!perRow[i] && columnOf[i] < 0)
       narrowest = std::min(narrowest,
                            elementBytes(cast<RankedTensorType>(
                                               ctx.yieldValue(i).getType())
@@ -175,6 +206,8 @@ void emitRowReductionKernel(KernelContext &ctx) {
   auto yieldIndex = [&](unsigned i) {
     Value v = ctx.yieldValue(i);
     ArrayRef<runtime::Dim> s = ctx.dims.shape(v);
+    if (columnOf[i] >= 0)
+      return delinearizeIndex(ctx.dimTexts(s), "j", kElementLevel);
     if (perRow[i])
       return sameDims(s, lead) ? rowIndex
                                : delinearizeIndex(ctx.dimTexts(s), "r", kOuterLevel);
@@ -383,6 +416,11 @@ void emitRowReductionKernel(KernelContext &ctx) {
     if (perRow[i])
       rowValues[i] = em.emit(ctx.yieldValue(i), yieldIndex(i));
 
+  // Column sums: each thread adds its columns of every row it takes into
+  // registers (ls2_cs<q>, declared before the row loop).
+  if (!columnSums.empty() && !registers)
+    throw EmitError{ctx.fusion, "sums the columns of rows of " + H +
+                                    " elements, more than a thread's registers hold"};
   bool anyElement = llvm::is_contained(perRow, false);
   if (anyElement) {
     std::map<unsigned, std::string> vectors; // result -> vector name
@@ -390,6 +428,12 @@ void emitRowReductionKernel(KernelContext &ctx) {
     for (unsigned i = 0; i < ctx.numYields(); ++i) {
       if (perRow[i])
         continue;
+      if (columnOf[i] >= 0) {
+        std::string v = em.emit(columnSums[columnOf[i]]->getOperand(0), elementIndex);
+        em.line("ls2_cs" + std::to_string(columnOf[i]) + "[c * " + V + " + u] += (float)" + v +
+                ";");
+        continue;
+      }
       std::string v = em.emit(ctx.yieldValue(i), yieldIndex(i));
       Type et = cast<RankedTensorType>(ctx.yieldValue(i).getType()).getElementType();
       const std::string &stride = ctx.resultStrides[i];
@@ -464,17 +508,101 @@ void emitRowReductionKernel(KernelContext &ctx) {
   std::string c;
   c += "  const long long R = " + ctx.product(lead) + ";\n";
   c += "  const int lane = threadIdx.x % " + T + ";\n";
+  const std::string CS = std::to_string(chunks * vec);
+  for (size_t q = 0; q < columnSums.size(); ++q)
+    c += "  float ls2_cs" + std::to_string(q) + "[" + CS + "] = {};\n";
   c += "  for (long long r = (long long)blockIdx.x * " + std::to_string(rowsPerBlock) +
        " + threadIdx.x / " + T + "; r < R;\n       r += (long long)gridDim.x * " +
        std::to_string(rowsPerBlock) + ") {\n";
   c += rowCode;
   c += "  }\n";
-  ctx.code = c;
   ctx.launch.blockThreads = static_cast<uint32_t>(block);
   ctx.launch.dynamicSharedBytes = 0;
   ctx.launch.work.assign(lead.begin(), lead.end());
   ctx.launch.workPerBlock = static_cast<uint64_t>(rowsPerBlock);
-  ctx.launch.maxBlocks = kMaxBlocks;
+  ctx.launch.maxBlocks = columnSums.empty() ? kMaxBlocks : kColumnSumBlocks;
+  if (!columnSums.empty()) {
+    // Two stages with a fixed order, so every run gives the same bits: each
+    // block leaves its column sums (its row lanes' added in lane order) as
+    // f32 partials [sum][block][H] in scratch past the counters; a second
+    // kernel adds the blocks' partials in block order. The grid depends on
+    // R alone (min(kColumnSumBlocks, ceil(R / rows per block))).
+    const std::string NQ = std::to_string(columnSums.size()),
+                      RPB = std::to_string(rowsPerBlock);
+    c += "  float *ls2_partials = reinterpret_cast<float *>(scratch + " +
+         std::to_string(kScratchCounterBytes) + ");\n";
+    auto eachColumn = [&](const std::string &body) {
+      return "#pragma unroll\n  for (int c = 0; c < " + CH + "; ++c)\n#pragma unroll\n" +
+             "    for (int u = 0; u < " + V + "; ++u) {\n" +
+             "      const long long j = ((long long)c * " + T + " + lane) * " + V + " + u;\n" +
+             "      if (j < " + H + ") {\n" + body + "      }\n    }\n";
+    };
+    std::string writes, lanes;
+    for (size_t q = 0; q < columnSums.size(); ++q) {
+      std::string Q = std::to_string(q), at = "(" + Q + " * (long long)gridDim.x + blockIdx.x) * " + H + " + j";
+      if (rowsPerBlock == 1) {
+        writes += "        ls2_partials[" + at + "] = ls2_cs" + Q + "[c * " + V + " + u];\n";
+      } else {
+        lanes += "        ls2_colsum[threadIdx.x / " + T + "][" + Q + " * " + H +
+                 " + j] = ls2_cs" + Q + "[c * " + V + " + u];\n";
+        writes += "        float s" + Q + " = ls2_colsum[0][" + Q + " * " + H + " + j];\n";
+        writes += "        for (int k = 1; k < " + RPB + "; ++k) s" + Q + " += ls2_colsum[k][" +
+                  Q + " * " + H + " + j];\n";
+        writes += "        ls2_partials[" + at + "] = s" + Q + ";\n";
+      }
+    }
+    if (rowsPerBlock == 1) {
+      c += eachColumn(writes);
+    } else {
+      ctx.sharedDecls += "  __shared__ float ls2_colsum[" + RPB + "][" + NQ + " * " + H + "];\n";
+      c += eachColumn(lanes);
+      c += "  __syncthreads();\n";
+      c += "  if (threadIdx.x < " + T + ") {\n" + eachColumn(writes) + "  }\n";
+    }
+    int64_t maxBlocks = std::min<int64_t>(
+        kColumnSumBlocks, (ctx.bound(lead) + rowsPerBlock - 1) / rowsPerBlock);
+    ctx.usesScratch = true;
+    ctx.scratchBytes = kScratchCounterBytes + static_cast<uint64_t>(columnSums.size()) *
+                                                  static_cast<uint64_t>(maxBlocks) *
+                                                  static_cast<uint64_t>(h) * 4;
+
+    // The second kernel: 8 columns x 32 block lanes a block, each lane every
+    // 32nd block's partial, then the lanes in order.
+    const int64_t tiles = (h + 7) / 8;
+    std::string d;
+    d += "  __shared__ float ls2_lanes[32][8];\n";
+    d += "  const long long R = " + ctx.product(lead) + ";\n";
+    d += "  const long long rowBlocks = (R + " + RPB + " - 1) / " + RPB + ";\n";
+    d += "  const long long G = rowBlocks < " + std::to_string(kColumnSumBlocks) +
+         " ? rowBlocks : " + std::to_string(kColumnSumBlocks) + ";\n";
+    d += "  const float *ls2_partials = reinterpret_cast<const float *>(scratch + " +
+         std::to_string(kScratchCounterBytes) + ");\n";
+    d += "  const int tx = threadIdx.x % 8, ty = threadIdx.x / 8;\n";
+    d += "  const int q = blockIdx.x / " + std::to_string(tiles) + ";\n";
+    d += "  const long long j = (long long)(blockIdx.x % " + std::to_string(tiles) +
+         ") * 8 + tx;\n";
+    d += "  float s = 0.0f;\n";
+    d += "  if (j < " + H + ")\n";
+    d += "    for (long long g = ty; g < G; g += 32) s += ls2_partials[(q * G + g) * " + H +
+         " + j];\n";
+    d += "  ls2_lanes[ty][tx] = s;\n  __syncthreads();\n";
+    d += "  if (ty != 0 || j >= " + H + ")\n    return;\n";
+    d += "  float t = ls2_lanes[0][tx];\n";
+    d += "  for (int k = 1; k < 32; ++k) t += ls2_lanes[k][tx];\n";
+    d += "  switch (q) {\n";
+    for (unsigned i = 0; i < ctx.numYields(); ++i)
+      if (columnOf[i] >= 0)
+        d += "  case " + std::to_string(columnOf[i]) + ": " + storeText(ctx, i, "j", "t") +
+             " break;\n";
+    d += "  }\n";
+    ctx.secondCode = d;
+    ctx.secondLaunch.blockThreads = 256;
+    ctx.secondLaunch.dynamicSharedBytes = 0;
+    ctx.secondLaunch.work = {runtime::Dim{static_cast<int64_t>(columnSums.size()) * tiles, -1, 0}};
+    ctx.secondLaunch.workPerBlock = 1;
+    ctx.secondLaunch.maxBlocks = static_cast<uint32_t>(columnSums.size() * tiles);
+  }
+  ctx.code = c;
 }
 
 } // namespace ls2c::codegen

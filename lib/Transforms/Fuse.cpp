@@ -148,6 +148,7 @@ public:
     }
     mergeColumnSiblings();
     mergeColumnNeighbours();
+    mergeColumnSumsIntoRows();
     materializeAll();
     return success();
   }
@@ -299,7 +300,14 @@ private:
   /// the current search (no clearing per search: deep models search often).
   std::vector<unsigned> seenEpoch, expandedEpoch;
   unsigned searchEpoch = 0;
-  std::vector<std::string> refusals;
+  /// Why producer and consumer were not fused; a later merge (column sums
+  /// into their row reduction) may put them in one group after all, and
+  /// the report leaves those out.
+  struct Refusal {
+    Operation *producer, *consumer; ///< compared, never dereferenced, once erased
+    std::string text;
+  };
+  std::vector<Refusal> refusals;
 
   int64_t numel(Value v) { return bounds.numElements(v); }
 
@@ -338,7 +346,7 @@ private:
 
   void refuse(Operation *p, Operation *c, const std::string &why) {
     if (report)
-      refusals.push_back(opName(p) + " -> " + opName(c) + ": " + why);
+      refusals.push_back({p, c, opName(p) + " -> " + opName(c) + ": " + why});
   }
 
   static const char *kindName(ls2::FusionKind k) {
@@ -724,6 +732,91 @@ private:
     }
   }
 
+  /// Rows this long at most take column sums (the row kernel's accumulators
+  /// are registers, 32 per thread at most: RowReductionKernel.cpp).
+  static constexpr int64_t kMaxColumnSumWidth = 8192;
+
+  /// A column group of sums over the rows of values one row-reduction group
+  /// computes (a layer norm's dgamma and dbeta from its backward's dy * xhat
+  /// and dy) joins that group: its kernel adds each row into per-thread
+  /// column sums, so the [N, H] f32 operands are never written (BERT-base:
+  /// two 50 MB arrays written and read back per layer norm).
+  void mergeColumnSumsIntoRows() {
+    FailureOr<SymbolicDims> computed = [&] {
+      ScopedDiagnosticHandler silence(func.getContext(),
+                                      [](Diagnostic &) { return success(); });
+      return SymbolicDims::compute(func);
+    }();
+    if (failed(computed))
+      return;
+    const SymbolicDims &dims = *computed;
+    for (size_t c = 0; c < groups.size(); ++c) {
+      Group &col = groups[c];
+      if (!col.alive || col.kind != ls2::FusionKind::ColumnReduction || col.ops.empty() ||
+          isBiasGradCandidate(col))
+        continue;
+      // Sums over the leading (row) dims only, [R, H...] -> [H...], of values
+      // one row group computes or reads (dbeta sums the dy it reads).
+      int row = -1;
+      bool ok = col.inner <= kMaxColumnSumWidth;
+      SmallVector<Value> external;
+      for (Operation *op : col.ops) {
+        auto sum = dyn_cast<ls2::ReduceSumOp>(op);
+        ok &= sum && sum.reducesLeadingDims() && cls[op] == OpClass::ColReduce;
+        if (!ok)
+          break;
+        Operation *def = definingOpThroughViews(sum.getInput());
+        auto it = def ? groupOf.find(def) : groupOf.end();
+        if (it == groupOf.end() || groups[it->second].kind != ls2::FusionKind::RowReduction) {
+          external.push_back(sum.getInput());
+          continue;
+        }
+        ok &= groups[it->second].alive && (row < 0 || row == it->second);
+        if (!ok)
+          break;
+        row = it->second;
+      }
+      if (!ok || row < 0)
+        continue;
+      for (Value v : external)
+        ok &= llvm::any_of(groups[row].ops, [&](Operation *m) {
+          return llvm::any_of(m->getOperands(), [&](Value o) { return o == v; });
+        });
+      if (!ok)
+        continue;
+      Group &rows = groups[row];
+      // The same rows: the group's row reductions reduce [R, H] values of the
+      // sums' operands' dims.
+      auto sameRows = [&]() {
+        for (Operation *m : rows.ops) {
+          if (cls[m] != OpClass::RowReduce)
+            continue;
+          for (Operation *op : col.ops)
+            if (!sameDims(dims.shape(m->getOperand(0)), dims.shape(op->getOperand(0))))
+              return false;
+          return true;
+        }
+        return false;
+      };
+      if (rows.outer != col.outer || rows.inner != col.inner || !sameRows()) {
+        refuse(col.ops.front(), col.ops.front(),
+               "column sums not fused into the row reduction computing their operands: "
+               "other rows");
+        continue;
+      }
+      if (createsCycle(row, static_cast<int>(c))) {
+        refuse(col.ops.front(), col.ops.front(),
+               "column sums not fused into the row reduction computing their operands: "
+               "a kernel between them");
+        continue;
+      }
+      int64_t bytes = 0;
+      for (Operation *op : col.ops)
+        bytes += bounds.bytes(op->getOperand(0));
+      absorb(row, static_cast<int>(c), bytes);
+    }
+  }
+
   bool canInternalize(Value v, const llvm::DenseSet<Operation *> &members) {
     Operation *def = v.getDefiningOp();
     if (!def)
@@ -945,8 +1038,13 @@ private:
                      << " widening casts recomputed in the backward, "
                      << rematerializedBytes
                      << " bytes fewer saved between the passes\n";
-      for (const std::string &r : refusals)
-        out << "  not fused: " << r << "\n";
+      for (const Refusal &r : refusals) {
+        auto gp = groupOf.find(r.producer), gc = groupOf.find(r.consumer);
+        if (r.producer != r.consumer && gp != groupOf.end() && gc != groupOf.end() &&
+            gp->second == gc->second)
+          continue;
+        out << "  not fused: " << r.text << "\n";
+      }
       for (const std::string &e : epilogues.attached)
         out << "  GEMM epilogue: " << e << "\n";
       for (const std::string &e : epilogues.refused)

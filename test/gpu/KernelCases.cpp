@@ -247,8 +247,15 @@ int run(const Options &o) {
   std::map<std::string, SymbolicDims> dimsOf;
   std::map<std::string, ShapeBounds> boundsOf;
   int written = 0, skipped = 0, tooLarge = 0, notApplicable = 0;
+  // A fusion group's later kernels (a row reduction's column sums) run in
+  // its case, after the first, with the same parameters.
+  std::map<Operation *, std::vector<const codegen::ModuleKernels::Use *>> usesOf;
+  for (const codegen::ModuleKernels::Use &use : kernels->uses)
+    usesOf[use.op].push_back(&use);
   for (const codegen::ModuleKernels::Use &use : kernels->uses) {
     if (caseUse.at(use.kernel) != &use)
+      continue;
+    if (isa<ls2::FusionOp>(use.op) && usesOf.at(use.op).front() != &use)
       continue;
     const runtime::Kernel &kernel = kernels->kernels[use.kernel];
     if (!o.only.empty() && kernel.name.find(o.only) == std::string::npos)
@@ -522,18 +529,36 @@ int run(const Options &o) {
         return pb.value;
       return value(dims.index(op->getOperand(pb.index)));
     };
-    int64_t work = 1;
-    for (const runtime::Dim &d : kernel.launch.work)
-      work *= d.isStatic() ? d.size
-                           : paramValue(static_cast<size_t>(d.argument)) * d.multiplier /
-                                 d.divisor;
-    int64_t blocks = work == 0 ? 0
-                               : std::min<int64_t>(kernel.launch.maxBlocks,
-                                                   (work + static_cast<int64_t>(kernel.launch.workPerBlock) - 1) /
-                                                       static_cast<int64_t>(kernel.launch.workPerBlock));
+    auto gridOf = [&](const runtime::LaunchConfig &launch) {
+      int64_t work = 1;
+      for (const runtime::Dim &d : launch.work)
+        work *= d.isStatic() ? d.size
+                             : paramValue(static_cast<size_t>(d.argument)) * d.multiplier /
+                                   d.divisor;
+      return work == 0 ? int64_t{0}
+                       : std::min<int64_t>(launch.maxBlocks,
+                                           (work + static_cast<int64_t>(launch.workPerBlock) - 1) /
+                                               static_cast<int64_t>(launch.workPerBlock));
+    };
     c["block"] = kernel.launch.blockThreads;
-    c["grid"] = blocks;
+    c["grid"] = gridOf(kernel.launch);
     c["shared_bytes"] = kernel.launch.dynamicSharedBytes;
+    uint64_t scratchBytes = kernel.scratchBytes;
+    if (isa<ls2::FusionOp>(op) && usesOf.at(op).size() > 1) {
+      nlohmann::json then = nlohmann::json::array();
+      for (size_t k = 1; k < usesOf.at(op).size(); ++k) {
+        const runtime::Kernel &next = kernels->kernels[usesOf.at(op)[k]->kernel];
+        std::string file = "kernel_" + std::to_string(k) + ".cubin";
+        writeFileAtomically((dir / file).string(), cubins[usesOf.at(op)[k]->kernel].cubin);
+        writeFileAtomically((dir / ("kernel_" + std::to_string(k) + ".cu")).string(),
+                            next.source);
+        then.push_back({{"kernel", next.name}, {"cubin", file},
+                        {"block", next.launch.blockThreads}, {"grid", gridOf(next.launch)},
+                        {"shared_bytes", next.launch.dynamicSharedBytes}});
+        scratchBytes = std::max(scratchBytes, next.scratchBytes);
+      }
+      c["then"] = then;
+    }
     // Tensors whose row stride the kernel takes are laid out with 8 more
     // elements a row than they hold (strided views of fused projections,
     // in-place concat pieces).
@@ -607,7 +632,7 @@ int run(const Options &o) {
       case codegen::ParamBinding::Kind::Scratch:
         p["kind"] = "pointer";
         p["role"] = "scratch";
-        p["bytes"] = kernel.scratchBytes;
+        p["bytes"] = scratchBytes;
         p["counter_bytes"] = codegen::kScratchCounterBytes;
         if (auto grad = dyn_cast<ls2::AttentionGradOp>(op);
             grad && kernel.name.size() > 5 &&

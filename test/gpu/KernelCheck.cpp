@@ -15,11 +15,13 @@
 // for this one, such as attention's D_i for dk/dv), the rest 0xFF; after
 // each run the counters must be zero again.
 //   {"kind": "int64", "value": V}
-// Outputs start as 0xFF bytes (NaN) so an element never written fails. The
-// kernel runs twice; the second run must give the same bits (fixed-order
-// reductions). Floats pass with relative L2 error <= T and NaN exactly where
-// the reference has NaN; integers must be equal. No MLIR: this runs on the
-// GPU machine. Exit 0 when every case passes.
+// A case may name kernels to run after its own with the same parameters
+// ("then": [{"kernel", "cubin", "grid", "block", "shared_bytes"}], a row
+// reduction's column sums). Outputs start as 0xFF bytes (NaN) so an element
+// never written fails. The kernels run twice; the second run must give the
+// same bits (fixed-order reductions). Floats pass with relative L2 error <=
+// T and NaN exactly where the reference has NaN; integers must be equal. No
+// MLIR: this runs on the GPU machine. Exit 0 when every case passes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -177,12 +179,32 @@ Result runCase(const std::filesystem::path &dir) {
   for (Param &q : params)
     args.push_back(q.kind == "int64" ? static_cast<void *>(&q.value)
                                      : static_cast<void *>(&q.ptr));
-  unsigned grid = c["grid"], block = c["block"];
+  // The kernels in launch order: the case's, then those of "then" (a row
+  // reduction's column sums), each with the same parameters.
+  struct Launch {
+    CUfunction fn;
+    unsigned grid, block, shared;
+  };
+  std::vector<Launch> launches{{fn, c["grid"], c["block"], shared}};
+  std::vector<CUmodule> modules;
+  for (const auto &t : c.value("then", nlohmann::json::array())) {
+    std::string image = readFile(dir / t["cubin"].get<std::string>());
+    CUmodule m;
+    check(cuModuleLoadData(&m, image.data()), "cuModuleLoadData");
+    modules.push_back(m);
+    CUfunction f;
+    check(cuModuleGetFunction(&f, m, t["kernel"].get<std::string>().c_str()),
+          "cuModuleGetFunction");
+    launches.push_back({f, t["grid"], t["block"], t["shared_bytes"]});
+  }
   auto launch = [&] {
-    if (grid == 0)
-      return;
-    check(cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, shared, nullptr, args.data(), nullptr),
-          "cuLaunchKernel");
+    for (const Launch &l : launches) {
+      if (l.grid == 0)
+        continue;
+      check(cuLaunchKernel(l.fn, l.grid, 1, 1, l.block, 1, 1, l.shared, nullptr, args.data(),
+                           nullptr),
+            "cuLaunchKernel");
+    }
     check(cuCtxSynchronize(), "kernel execution");
     for (Param &q : params)
       if (q.role == "scratch" && q.counterBytes) {
@@ -250,6 +272,8 @@ Result runCase(const std::filesystem::path &dir) {
     if (q.ptr)
       cuMemFree(q.ptr);
   cuModuleUnload(module);
+  for (CUmodule m : modules)
+    cuModuleUnload(m);
   return r;
 }
 

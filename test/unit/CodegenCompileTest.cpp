@@ -33,8 +33,17 @@ struct Compiled {
   ls2c::codegen::ModuleKernels kernels;
 };
 
-/// The kernel launches an op of a planned module becomes.
+/// The kernel launches an op of a planned module becomes: two for a row
+/// reduction with column sums (their partials added by a second kernel).
 size_t launchesOf(mlir::Operation *op) {
+  if (auto fusion = mlir::dyn_cast<ls2c::ls2::FusionOp>(op);
+      fusion && fusion.getKind() == ls2c::ls2::FusionKind::RowReduction)
+    return 1 + fusion.getBody()
+                   .walk([](ls2c::ls2::ReduceSumOp sum) {
+                     return sum.reducesLeadingDims() ? mlir::WalkResult::interrupt()
+                                                     : mlir::WalkResult::advance();
+                   })
+                   .wasInterrupted();
   if (mlir::isa<ls2c::ls2::FusionOp, ls2c::ls2::ScatterAddOp, ls2c::ls2::AttentionOp>(op))
     return 1;
   if (mlir::isa<ls2c::ls2::AttentionGradOp>(op))

@@ -245,6 +245,22 @@ class LS2_ReduceOp<string mnemonic, string what>
   let results = (outs LS2_NumericTensor:$result);
   let assemblyFormat = "$input $axes attr-dict `:` type($input) `->` "
                        "type($result)";
+  let extraClassDeclaration = [{
+    /// True when the axes are the leading dims 0 .. k-1 of the input (k
+    /// less than its rank) without keep_dims: a reduction over the rows of
+    /// [R, H...] into [H...] (a layer norm's dgamma), which ls2-fuse may put
+    /// into the row reduction that computes its input.
+    bool reducesLeadingDims() {
+      auto axes = getAxes();
+      int64_t rank = ::llvm::cast<::mlir::RankedTensorType>(getInput().getType()).getRank();
+      if (getKeepDims() || axes.empty() || static_cast<int64_t>(axes.size()) >= rank)
+        return false;
+      for (auto [k, a] : ::llvm::enumerate(axes))
+        if (a != static_cast<int64_t>(k))
+          return false;
+      return true;
+    }
+  }];
 }
 
 def LS2_ReduceSumOp : LS2_ReduceOp<"reduce_sum", "sum">;

@@ -9,6 +9,9 @@
 //                     group) or per block, the row kept in registers when it
 //                     fits (up to 32 elements per thread), else re-read per
 //                     reduction; warp-shuffle and block reductions in f32;
+//                     a group with column sums (sums over its rows) adds
+//                     each row into per-thread sums and leaves per-block
+//                     partials for a second kernel to add in block order;
 //   column_reduction  two stages in one launch with a fixed order: each
 //                     block sums a chunk of rows for a tile of columns into
 //                     kernel scratch, the last block of a tile (a counter in
@@ -58,13 +61,17 @@ struct GeneratedKernel {
   std::vector<ParamBinding> bindings;
 };
 
-/// Generates the kernel of `fusion`, named `kernelName` (a C identifier).
-/// `dims` and `bounds` are those of the enclosing function. Fails with an
-/// error on the fusion (or the body op) when the body has a form the
-/// generator does not handle; nothing is generated then.
-mlir::FailureOr<GeneratedKernel>
-generateFusionKernel(ls2::FusionOp fusion, const SymbolicDims &dims,
-                     const ShapeBounds &bounds, const std::string &kernelName);
+/// Generates the kernels of `fusion`, named `kernelName` (a C identifier),
+/// in launch order: one, or for a row reduction with column sums (ls2-fuse
+/// puts a layer norm's dgamma and dbeta into its backward) that kernel and
+/// "<kernelName>_columns", which adds the blocks' partial column sums the
+/// first leaves in scratch (same parameters). `dims` and `bounds` are those
+/// of the enclosing function. Fails with an error on the fusion (or the
+/// body op) when the body has a form the generator does not handle;
+/// nothing is generated then.
+mlir::FailureOr<std::vector<GeneratedKernel>>
+generateFusionKernels(ls2::FusionOp fusion, const SymbolicDims &dims,
+                      const ShapeBounds &bounds, const std::string &kernelName);
 
 /// Generates the kernel of an embedding gradient (ls2.scatter_add): every
 /// sum in token order, without atomics, so results are the same bits run to
