@@ -104,7 +104,6 @@ FailureOr<GeneratedKernel> generateScatterAddKernel(ls2::ScatterAddOp op,
   kernel.launch.work = {runtime::Dim{blocks, -1, 0}};
   kernel.launch.workPerBlock = 1;
   kernel.launch.maxBlocks = static_cast<uint32_t>(blocks);
-
   kernel.params = {runtime::ParamKind::Pointer, runtime::ParamKind::Pointer,
                    runtime::ParamKind::Pointer, runtime::ParamKind::Int64};
   out.bindings = {{ParamBinding::Kind::Operand, 0, {}},
