@@ -193,6 +193,9 @@ def make_batch(c, seed):
     if c["architecture"] == "encoder":
         labels = np.where(rng.random(T) < 0.3, rng.integers(0, V, T), -100)
         labels[0] = ids[0]
+        # At most max_predictions labels (ls2c step refuses more): the first ones kept.
+        if c.get("max_predictions"):
+            labels[np.flatnonzero(labels != -100)[c["max_predictions"]:]] = -100
         return dict(input_ids=ids.astype(np.int32), position_ids=pos,
                     token_type_ids=rng.integers(0, c["type_vocab_size"], T).astype(np.int32),
                     cu_seqlens=cu, labels=labels.astype(np.int32))

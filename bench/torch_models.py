@@ -9,6 +9,7 @@ follow ls2c's frontend (lib/Frontend) and docs/numerics.md, as the float64 JAX o
     encoder          Hugging Face BertForMaskedLM: word + position + token-type embeddings,
                      LayerNorm, dropout; post-LN layers (pre-LN adds bert.encoder.final_layer_norm);
                      MLM head dense -> activation -> LayerNorm -> tied decoder + cls.predictions.bias
+                     (with max_predictions, on the labelled rows only, as ls2c gathers them)
     decoder          Hugging Face GPT2LMHeadModel: Conv1D weights [in, out], fused q|k|v, causal
     encoder_decoder  fairseq TransformerModel: embeddings x sqrt(H) + sinusoidal positions
                      (fairseq's table, row r = position r, computed in float64), post-LN
@@ -347,11 +348,17 @@ class Model(nn.Module):
             x = self._layer(layer, x)
         if c["norm"] == "pre":
             x = self._ln(x, "bert.encoder.final_layer_norm")
+        labels = b["labels"]
+        if c.get("max_predictions"):
+            # ls2c's gathered head: the labelled rows in order, then unlabelled ones (-100, no
+            # loss) up to the bound, a static shape as NVIDIA's BERT gathers them.
+            rows = torch.argsort((labels == -100).to(torch.int8), stable=True)[:c["max_predictions"]]
+            x, labels = x.index_select(0, rows), labels.index_select(0, rows)
         h = self._ln(self._act(self._linear(x, "cls.predictions.transform.dense")),
                      "cls.predictions.transform.LayerNorm")
         w = self.p("bert.embeddings.word_embeddings.weight" if c["tie_embeddings"] else "cls.predictions.decoder.weight")
         logits = F.linear(h, w, self.p("cls.predictions.bias"))
-        return self._loss(logits, b["labels"], -100)
+        return self._loss(logits, labels, -100)
 
     def _decoder(self, b):
         c, lengths = self.c, b["lengths"]

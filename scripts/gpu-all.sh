@@ -8,7 +8,8 @@
 #   (generated kernels against the interpreter: the tensor-core attention set, the
 #   embedding gradients (also with many tokens), the cross entropy over padded rows of a
 #   50,257-token vocabulary, the LayerNorm-dropout groups and the column reductions of
-#   tiny-bert and of a hidden-1024 bf16 model),
+#   tiny-bert and of a hidden-1024 bf16 model, the masked-LM head's nonzero and
+#   scatter_add at BERT-base's max_predictions),
 #   step/ (scripts/gpu-step-check.py's tiny presets and large-batch probes with their CPU
 #   references), prof/ (BERT-base and GPT-2 medium bundles and batches),
 #   packed into .gpu-all.tgz (the folder is over the 64 MiB a device call carries; the archive
@@ -78,6 +79,13 @@ prepare() {
   # the gradient norm's case (the whole workspace) is left out for the archive's size.
   "$cases" test/gpu/Inputs/sizes-h264-bf16.json "$G/cases/colsum-sizes-h264-bf16" --tokens 40 \
     --only column_sum --max-case-bytes 1000000
+  # The masked-LM head's labelled rows (max_predictions 3,072): the nonzero scan over 12,000
+  # random mask bits (the bound reached) and the scatter_add into 4,000 token rows (dropped
+  # ids included); about 1.4 MB.
+  "$cases" test/gpu/Inputs/mlm-gather-h128-bf16.json "$G/cases/mlm-gather-nonzero" \
+    --tokens 12000 --only nonzero
+  "$cases" test/gpu/Inputs/mlm-gather-h128-bf16.json "$G/cases/mlm-gather-scatter" \
+    --tokens 4000 --only scatter_add_0
   # The step check's references (CPU, a few minutes with the probes), then its folder.
   python3 -c 'import jax' 2>/dev/null && py=python3 || py=.venv/bin/python
   "$py" scripts/gpu-step-check.py prepare --probes --ls2c "$BUILD/tools/ls2c/ls2c"

@@ -3,7 +3,8 @@
 # ls2c-kernel-check, writes a case (cubin, random inputs, the reference
 # interpreter's outputs) for every distinct kernel of the tiny presets and
 # of the size variants in test/gpu/Inputs (hidden 20 with 70,000 rows, 100
-# in bf16 with a 50,257 vocabulary, 384 in fp16, 767, 1024 in bf16) and, for the
+# in bf16 with a 50,257 vocabulary, 384 in fp16, 767, 1024 in bf16, the
+# masked-LM head's gather kernels at 12,000 tokens) and, for the
 # tensor-core attention kernels, of test/gpu/Inputs/attention-*.json (head
 # dims 16 to 128 and 256, f16 and bf16, causal, cross, GQA/MQA, dropout) at 400
 # tokens, so sequences span several 64-row tiles, under .gpu-run/.
@@ -37,7 +38,7 @@ grep -qx '/.gpu-run/' "$(git rev-parse --git-path info/exclude)" 2>/dev/null ||
 for SET in "${SETS[@]}"; do
 case "$SET" in
 tiny)
-  for m in tiny-bert tiny-gpt tiny-transformer tiny-vit; do
+  for m in tiny-bert tiny-bert-max-predictions tiny-gpt tiny-transformer tiny-vit; do
     "$CASES" "examples/$m.json" ".gpu-run/$m" --tokens 19
   done ;;
 sizes)
@@ -50,7 +51,14 @@ sizes)
   "$CASES" test/gpu/Inputs/sizes-h1024-bf16.json .gpu-run/sizes-h1024-bf16 --tokens 96 \
     --max-case-bytes 2500000
   "$CASES" test/gpu/Inputs/sizes-h20-rows70000.json .gpu-run/rows70000 --tokens 70000 \
-    --only forward_embedding_layer_norm ;;
+    --only forward_embedding_layer_norm
+  # The masked-LM head's labelled rows at BERT-base's bounds (max_predictions 3,072 of
+  # 16,384 tokens): the nonzero scan over 12,000 random mask bits (two passes, the bound
+  # reached) and the scatter_add into 12,000 rows.
+  for k in nonzero scatter_add_0; do
+    "$CASES" test/gpu/Inputs/mlm-gather-h128-bf16.json ".gpu-run/mlm-gather-$k" \
+      --tokens 12000 --only "$k"
+  done ;;
 attention)
   for m in test/gpu/Inputs/attention-*.json; do
     # attention-d64-fp16-long serves the attention-edge set (gpu-kernel-cases.sh).

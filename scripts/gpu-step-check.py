@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.join(ROOT, "test", "oracle"))
 import jax_models as jm  # noqa: E402
 import run_oracle as ro  # noqa: E402
 
-PRESETS = ["tiny-bert", "tiny-gpt", "tiny-transformer", "tiny-vit"]
+PRESETS = ["tiny-bert", "tiny-bert-max-predictions", "tiny-gpt", "tiny-transformer", "tiny-vit"]
 # name: (preset, overrides, sequences, length)
 PROBES = {
     "probe-gpt-fp32": ("tiny-gpt", {"dtype": "fp32"}, 4, 4096),
@@ -52,6 +52,9 @@ PROBES = {
     # random lengths (ragged offsets, padding masks), head dims 16, 32 and 64, causal and
     # not, grouped-query attention.
     "probe-bert-bf16-ragged": ("tiny-bert", {"dtype": "bf16"}, 32, 512),
+    # The masked-LM head on the labelled rows (max_predictions): ~2,458 of 16,384 tokens
+    # labelled, two passes of the nonzero scan, the scatter_add into 16,384 rows.
+    "probe-bert-fp32-gathered": ("tiny-bert", {"dtype": "fp32", "max_predictions": 3072}, 32, 512),
     "probe-gpt-fp16-d64-ragged": ("tiny-gpt", {"dtype": "fp16", "hidden": 256, "ffn": 512},
                                   8, 1024),
     "probe-gpt-bf16-gqa-ragged": ("tiny-gpt", {"dtype": "bf16", "hidden": 256, "ffn": 512,

@@ -27,7 +27,7 @@ ProgramStats collectProgramStats(func::FuncOp f) {
       field = &LaunchCounts::gemms;
     else if (isa<ls2::AttentionOp, ls2::AttentionGradOp>(op))
       field = &LaunchCounts::attention;
-    else if (isa<ls2::ScatterAddOp, ls2::LayerNormOp, ls2::SoftmaxOp,
+    else if (isa<ls2::ScatterAddOp, ls2::NonzeroOp, ls2::LayerNormOp, ls2::SoftmaxOp,
                  ls2::GeluOp, ls2::DropoutOp, ls2::CrossEntropyOp,
                  ls2::LayerNormGradOp, ls2::SoftmaxGradOp, ls2::GeluGradOp,
                  ls2::CrossEntropyGradOp, ls2::AdamWOp>(op))

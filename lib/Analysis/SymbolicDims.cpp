@@ -215,6 +215,9 @@ private:
         .Case([&](ls2::RandomUniformOp o) -> LogicalResult {
           return fromSizes(op, o.getResult(), o.getDynamicSizes());
         })
+        .Case([&](ls2::ScatterAddOp o) -> LogicalResult {
+          return fromSizes(op, o.getResult(), o.getDynamicSizes());
+        })
         .Case([&](ls2::ReshapeOp o) -> LogicalResult {
           return reshape(op, o.getInput(), o.getResult());
         })

@@ -461,8 +461,17 @@ std::string ElementalEmitter::emitOp(Operation *op, Value value,
     at.push_back(IndexExpr{"(long long)" + id, levelOf(g.getIds(), ids)});
     at.append(index.begin() + idsRank, index.end());
     IndexExpr flat = flatten(table, at);
-    return define(value, "ls2_load(" + argNames[table.getArgNumber()] + ", " +
-                             flat.text + ")");
+    std::string load = "ls2_load(" + argNames[table.getArgNumber()] + ", " + flat.text + ")";
+    if (auto fill = g.getFillValueAttr()) {
+      // An id outside the table reads nothing: its row holds the fill value.
+      double v = fill.getValueAsDouble();
+      std::string literal = isFloatType(et) ? floatLiteral(v, et.isF64())
+                                            : std::to_string(static_cast<long long>(v)) + "LL";
+      return define(value, "(" + id + " >= 0 && (long long)" + id + " < " +
+                               dimTexts(table)[0] + ") ? " + load + " : (" +
+                               computeType(et) + ")" + literal);
+    }
+    return define(value, load);
   }
   if (auto c = dyn_cast<ls2::ConcatOp>(op)) {
     int64_t axis = c.getAxis();

@@ -43,7 +43,7 @@ FailureOr<ModuleKernels> generateModuleKernels(ModuleOp module) {
       failed = true;
       continue;
     }
-    int scatters = 0, attentions = 0, attentionGrads = 0;
+    int scatters = 0, nonzeros = 0, attentions = 0, attentionGrads = 0;
     for (Operation &op : function.getBody().front()) {
       // The kernels of one op, in launch order (attention_grad has two, a row
       // reduction with column sums two).
@@ -54,7 +54,10 @@ FailureOr<ModuleKernels> generateModuleKernels(ModuleOp module) {
                                           prefix + fusion.getGroupName().str());
       } else if (auto scatter = dyn_cast<ls2::ScatterAddOp>(op)) {
         generated = one(generateScatterAddKernel(
-            scatter, *dims, prefix + "scatter_add_" + std::to_string(scatters++)));
+            scatter, *dims, *bounds, prefix + "scatter_add_" + std::to_string(scatters++)));
+      } else if (auto nonzero = dyn_cast<ls2::NonzeroOp>(op)) {
+        generated = one(generateNonzeroKernel(
+            nonzero, *dims, prefix + "nonzero_" + std::to_string(nonzeros++)));
       } else if (auto attention = dyn_cast<ls2::AttentionOp>(op)) {
         generated = one(generateAttentionKernel(
             attention, *dims, prefix + "attention_" + std::to_string(attentions++)));

@@ -505,7 +505,8 @@ private:
       out.steps[at].attention.fallbackSteps = static_cast<uint32_t>(out.steps.size() - at - 1);
       return;
     }
-    if (isa<ls2::FusionOp, ls2::ScatterAddOp, ls2::AttentionOp, ls2::AttentionGradOp>(op))
+    if (isa<ls2::FusionOp, ls2::ScatterAddOp, ls2::NonzeroOp, ls2::AttentionOp,
+            ls2::AttentionGradOp>(op))
       return launch(op, out);
     if (auto m = dyn_cast<ls2::MatmulOp>(op))
       return gemm(m, out);

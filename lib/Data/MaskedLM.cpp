@@ -46,6 +46,7 @@ MaskingCounts &MaskingCounts::operator+=(const MaskingCounts &o) {
   masked += o.masked;
   random += o.random;
   unchanged += o.unchanged;
+  dropped += o.dropped;
   return *this;
 }
 
@@ -118,6 +119,8 @@ void MaskedLMBatcher::init(const BucketingOptions &bucketing) {
   m.specialIds.erase(std::unique(m.specialIds.begin(), m.specialIds.end()),
                      m.specialIds.end());
   const int64_t specials = pairs ? 3 : 2;
+  if (options.maxPredictions < 0)
+    bad("maxPredictions " + std::to_string(options.maxPredictions) + " must be >= 0");
   if (bucketing.maxSeqLen < specials)
     bad("maxSeqLen " + std::to_string(bucketing.maxSeqLen) + " leaves no room for " +
         std::to_string(specials) + " special tokens");
@@ -201,7 +204,21 @@ MaskedLMBatch MaskedLMBatcher::planBatch(int64_t epoch, int64_t b) const {
     out.cu_seqlens.push_back(static_cast<int32_t>(out.input_ids.size()));
     out.indices.push_back(i);
   }
+  if (options.maxPredictions > 0)
+    dropLabelsPast(out, options.maxPredictions, options.masking.ignoreIndex);
   return out;
+}
+
+void MaskedLMBatcher::dropLabelsPast(MaskedLMBatch &b, int64_t keep, int32_t ignoreIndex) {
+  int64_t labelled = 0;
+  for (size_t j = 0; j < b.labels.size(); ++j) {
+    if (b.labels[j] == ignoreIndex || ++labelled <= keep)
+      continue;
+    // A selected token's label is its id: the input goes back to it.
+    b.input_ids[j] = b.labels[j];
+    b.labels[j] = ignoreIndex;
+    ++b.counts.dropped;
+  }
 }
 
 } // namespace ls2c

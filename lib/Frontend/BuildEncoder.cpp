@@ -4,16 +4,44 @@
 // token-type embeddings, LayerNorm, dropout; post-LN (or pre-LN) encoder
 // layers; MLM head (dense, activation, LayerNorm, vocabulary projection tied
 // to the word embeddings when tie_embeddings). Labels use -100 for tokens
-// that carry no loss, as Hugging Face does.
+// that carry no loss, as Hugging Face does. With max_predictions the head
+// runs on the labelled rows only, as original BERT's (and NVIDIA's) do.
 //
 //===----------------------------------------------------------------------===//
 #include "GraphBuilder.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <tuple>
+
 using namespace mlir;
 
 namespace ls2c {
+
+namespace {
+
+constexpr int64_t kIgnoreIndex = -100;
+
+/// The rows of x [T, H] whose label is not the ignore index, and their
+/// labels, in a static [P] (P = max_predictions): positions from
+/// ls2.nonzero, -1 past the labelled count, where the gathers fill rows of
+/// zeros and the ignore index: they add nothing to the loss or any
+/// gradient, and a batch of no tokens reads no row.
+std::pair<Value, Value> labelledRows(GraphBuilder &g, Value x, Value labels) {
+  OpBuilder &b = g.builder();
+  Location loc = g.loc();
+  Type i32 = b.getI32Type();
+  Value labelled = b.create<ls2::CompareOp>(loc, ls2::CompareDirection::NE, labels,
+                                            g.scalar(kIgnoreIndex, i32));
+  Value positions = b.create<ls2::NonzeroOp>(
+      loc, RankedTensorType::get({g.desc().max_predictions}, i32), labelled,
+      /*fill_value=*/-1);
+  Value rows = b.create<ls2::GatherOp>(loc, x, positions, b.getF64FloatAttr(0.0));
+  return {rows, b.create<ls2::GatherOp>(loc, labels, positions,
+                                        b.getF64FloatAttr(static_cast<double>(kIgnoreIndex)))};
+}
+
+} // namespace
 
 Value buildEncoder(GraphBuilder &g) {
   const ModelDescription &d = g.desc();
@@ -57,6 +85,9 @@ Value buildEncoder(GraphBuilder &g) {
   }
 
   g.setScope("cls.predictions");
+  Value labels = g.param("labels");
+  if (d.max_predictions > 0)
+    std::tie(x, labels) = labelledRows(g, x, labels);
   Value h = g.linear(x, "cls.predictions.transform.dense.weight",
                      "cls.predictions.transform.dense.bias", WeightLayout::OutIn);
   h = g.layerNorm(g.activation(h), "cls.predictions.transform.LayerNorm");
@@ -65,7 +96,7 @@ Value buildEncoder(GraphBuilder &g) {
                           : "cls.predictions.decoder.weight");
   logits = g.add(logits, g.broadcastLike(g.param("cls.predictions.bias"),
                                          logits, {1}));
-  return g.loss(logits, g.param("labels"), /*ignoreIndex=*/-100);
+  return g.loss(logits, labels, kIgnoreIndex);
 }
 
 } // namespace ls2c

@@ -11,6 +11,8 @@ namespace ls2c {
 
 ModelDescription evaluationDescription(ModelDescription desc) {
   desc.hidden_dropout = desc.attention_dropout = desc.activation_dropout = 0.0;
+  // Logits for every token, which the gathered head does not have.
+  desc.max_predictions = 0;
   return desc;
 }
 

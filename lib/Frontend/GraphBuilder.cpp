@@ -139,7 +139,7 @@ Value GraphBuilder::activation(Value x) {
 }
 
 Value GraphBuilder::embed(StringRef table, Value ids) {
-  return b.create<GatherOp>(location, param(table), ids);
+  return b.create<GatherOp>(location, param(table), ids, /*fill_value=*/nullptr);
 }
 
 Value GraphBuilder::attention(Value q, Value k, Value v, Sequences queries,

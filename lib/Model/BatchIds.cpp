@@ -1,6 +1,8 @@
 //===- BatchIds.cpp - the values a train step's integer inputs may hold ---===//
 #include "ls2c/Model/BatchIds.h"
 
+#include <algorithm>
+
 namespace ls2c {
 
 std::map<std::string, BatchIdRange> batchIdRanges(const ModelDescription &d) {
@@ -54,6 +56,22 @@ std::string checkBatchIds(const std::map<std::string, BatchIdRange> &ranges,
            (r.ignore ? " and not the ignore index " + std::to_string(*r.ignore) : "");
   }
   return "";
+}
+
+std::string checkLabelCount(const ModelDescription &desc, const std::vector<int64_t> &labels) {
+  if (desc.max_predictions <= 0)
+    return "";
+  const int64_t ignore = batchIdRanges(desc).at("labels").ignore.value_or(-100);
+  const int64_t labelled =
+      static_cast<int64_t>(std::count_if(labels.begin(), labels.end(),
+                                         [&](int64_t v) { return v != ignore; }));
+  if (labelled <= desc.max_predictions)
+    return "";
+  return "batch input 'labels' has " + std::to_string(labelled) + " labelled tokens (not " +
+         std::to_string(ignore) + "), more than max_predictions " +
+         std::to_string(desc.max_predictions) +
+         " (the masked-LM head's rows); raise max_predictions in the description or "
+         "label fewer tokens";
 }
 
 std::string checkSequenceLengths(const std::string &name, const std::vector<int64_t> &cu,

@@ -141,6 +141,7 @@ const IntField kIntFields[] = {
     {"channels", &MD::channels, kV, 0, 0, true},
     {"num_classes", &MD::num_classes, kV, kV, 0, true, true},
     {"sequence_parallel_size", &MD::sequence_parallel_size, kD, 0, 1, true},
+    {"max_predictions", &MD::max_predictions, kE, 0, 0, true},
 };
 
 // Per-architecture defaults: those of BERT, GPT-2, fairseq's Transformer and
@@ -174,7 +175,8 @@ const std::vector<std::string_view> kTopKeys = {
     "attention_dropout", "activation_dropout", "layer_norm_eps",
     "tie_embeddings", "share_embeddings", "dtype", "label_smoothing",
     "padding_idx", "image_size", "patch_size", "channels", "num_classes",
-    "activation_checkpointing", "sequence_parallel_size", "optimizer"};
+    "activation_checkpointing", "sequence_parallel_size", "max_predictions",
+    "optimizer"};
 // clang-format on
 const std::vector<std::string_view> kOptimizerKeys = {
     "type", "lr", "betas", "eps", "weight_decay", "clip_norm", "bucket_cap_mb",
@@ -424,6 +426,12 @@ private:
                fmt::format("must be -1 (none) or in [0, {}) (the {})", limit,
                            applies(kED) ? "smaller vocabulary" : "vocabulary"));
     }
+    // The gathered head holds at most one row per token.
+    if (d_.max_predictions > d_.max_batch_tokens)
+      failAt("max_predictions",
+             fmt::format("must not exceed max_batch_tokens ({}): a batch has at "
+                         "most that many labelled tokens",
+                         d_.max_batch_tokens));
     if (d_.share_embeddings && d_.src_vocab != d_.vocab)
       failAt("share_embeddings",
              fmt::format("needs src_vocab ({}) == vocab ({})", d_.src_vocab,
@@ -648,6 +656,9 @@ nlohmann::json toJson(const ModelDescription &d) {
   // ViT derives it; writing it is allowed (it must match) but redundant.
   if (a == kV)
     j.erase("max_seq_len");
+  // Absent means the head over every token; 0 would be refused on reading.
+  if (a == kE && d.max_predictions == 0)
+    j.erase("max_predictions");
   j["norm"] = toString(d.norm);
   j["activation"] = toString(d.activation);
   j["hidden_dropout"] = d.hidden_dropout;

@@ -76,6 +76,7 @@ void evalOp(Operation *op, Frame &frame) {
       .Case([&](ls2::MatmulOp o) { evalMatmul(o, frame); })
       .Case([&](ls2::GatherOp o) { evalGather(o, frame); })
       .Case([&](ls2::ScatterAddOp o) { evalScatterAdd(o, frame); })
+      .Case([&](ls2::NonzeroOp o) { evalNonzero(o, frame); })
       .Case([&](ls2::RandomUniformOp o) { evalRandomUniform(o, frame); })
       .Case([&](ls2::DropoutOp o) { evalDropout(o, frame); })
       .Case([&](ls2::LayerNormOp o) { evalLayerNorm(o, frame); })

@@ -38,6 +38,7 @@ void evalReduceSum(ls2::ReduceSumOp op, Frame &frame);
 void evalReduceMax(ls2::ReduceMaxOp op, Frame &frame);
 void evalGather(ls2::GatherOp op, Frame &frame);
 void evalScatterAdd(ls2::ScatterAddOp op, Frame &frame);
+void evalNonzero(ls2::NonzeroOp op, Frame &frame);
 
 // KernelsMatmul.cpp
 void evalMatmul(ls2::MatmulOp op, Frame &frame);

@@ -1,4 +1,4 @@
-//===- KernelsReduce.cpp - reduce_sum, reduce_max, gather, scatter_add ----===//
+//===- KernelsReduce.cpp - reductions, gather, scatter_add, nonzero -------===//
 //
 // Sums accumulate in double in row-major input order (a fixed order, so
 // results are deterministic). The sum of nothing is 0; the maximum of
@@ -109,8 +109,20 @@ void evalGather(ls2::GatherOp op, Frame &frame) {
   std::vector<int64_t> shape = ids.shape;
   shape.insert(shape.end(), table.shape.begin() + 1, table.shape.end());
   HostTensor result = HostTensor::zeros(table.type, shape);
+  std::optional<double> fill;
+  if (auto attr = op.getFillValueAttr())
+    fill = attr.getValueAsDouble();
   for (size_t i = 0; i < ids.ints.size(); ++i) {
     int64_t id = ids.ints[i];
+    if ((id < 0 || id >= rows) && fill) {
+      if (isFloat(table.type))
+        std::fill_n(result.floats.begin() + static_cast<int64_t>(i) * rowSize, rowSize,
+                    *fill); // bind() rounds it as the precision mode does
+      else
+        std::fill_n(result.ints.begin() + static_cast<int64_t>(i) * rowSize, rowSize,
+                    static_cast<int64_t>(*fill));
+      continue;
+    }
     if (id < 0 || id >= rows)
       fail(op, "id " + std::to_string(id) + " (element " + std::to_string(i) +
                    " of the ids) is outside the table's rows [0, " +
@@ -129,7 +141,7 @@ void evalScatterAdd(ls2::ScatterAddOp op, Frame &frame) {
   const HostTensor &updates = frame.get(op, op.getUpdates());
   const HostTensor &ids = frame.get(op, op.getIds());
   auto type = op.getType();
-  int64_t rows = type.getDimSize(0);
+  int64_t rows = frame.shapeWithSizes(op, type, op.getDynamicSizes())[0];
   // Rows have the updates' trailing dims (the ids' dims come first).
   if (updates.rank() < ids.rank() ||
       !std::equal(ids.shape.begin(), ids.shape.end(), updates.shape.begin()))
@@ -146,7 +158,7 @@ void evalScatterAdd(ls2::ScatterAddOp op, Frame &frame) {
       HostTensor::zeros(elementTypeOf(op, type.getElementType()), shape);
   for (size_t i = 0; i < ids.ints.size(); ++i) {
     int64_t id = ids.ints[i];
-    if (padding && id == *padding)
+    if ((padding && id == *padding) || ((id < 0 || id >= rows) && op.getDropOutOfRange()))
       continue;
     if (id < 0 || id >= rows)
       fail(op, "id " + std::to_string(id) + " (element " + std::to_string(i) +
@@ -157,6 +169,23 @@ void evalScatterAdd(ls2::ScatterAddOp op, Frame &frame) {
     for (int64_t k = 0; k < rowSize; ++k)
       dst[k] += src[k];
   }
+  frame.bind(op, op.getResult(), std::move(result));
+}
+
+void evalNonzero(ls2::NonzeroOp op, Frame &frame) {
+  const HostTensor &mask = frame.get(op, op.getMask());
+  if (mask.rank() != 1)
+    fail(op, "mask must have rank 1, got " + mask.describe());
+  auto type = op.getType();
+  int64_t size = type.getDimSize(0);
+  HostTensor result = HostTensor::zeros(elementTypeOf(op, type.getElementType()), {size});
+  // True elements past the first `size` are left out (jnp.nonzero's size).
+  int64_t k = 0;
+  for (int64_t e = 0; e < mask.shape[0] && k < size; ++e)
+    if (mask.ints[e])
+      result.ints[k++] = e;
+  std::fill(result.ints.begin() + k, result.ints.end(),
+            static_cast<int64_t>(op.getFillValue()));
   frame.bind(op, op.getResult(), std::move(result));
 }
 

@@ -20,6 +20,7 @@ InputBatch toInputs(const MaskedLMBatch &b) {
                 {"cu_seqlens", intTensor(b.cu_seqlens)},
                 {"labels", intTensor(b.labels)}};
   out.tokens = b.numTokens();
+  out.droppedLabels = b.counts.dropped;
   return out;
 }
 
@@ -51,13 +52,15 @@ SequenceList slice(const SequenceList &all, int64_t begin, int64_t end) {
 
 class MaskedLMData : public TrainingData {
 public:
+  /// Validation keeps every label: the evaluation program runs the head on
+  /// every token (EvaluationModule.h), so max_predictions does not bound it.
   MaskedLMData(SequenceList trainSegments, SequenceList validSegments,
                const BucketingOptions &bucketing, const MaskedLMOptions &masking,
                uint64_t seed)
       : trainSegments(std::move(trainSegments)), validSegments(std::move(validSegments)),
         train(this->trainSegments.spans(), bucketing, masking, seed),
-        valid(this->validSegments.spans(), bucketing, masking, seed),
-        maxSequences(bucketing.maxSequences) {}
+        valid(this->validSegments.spans(), bucketing, unbounded(masking), seed),
+        maxSequences(bucketing.maxSequences), maxPredictions(masking.maxPredictions) {}
 
   std::string fingerprint() const override {
     return dataFingerprint(static_cast<int64_t>(trainSegments.ids.size()), "tokens",
@@ -76,13 +79,23 @@ public:
     return true;
   }
   std::string summary() const override {
-    return "training: " + train.plan().summary() + "; validation: " + valid.plan().summary();
+    std::string s = "training: " + train.plan().summary();
+    if (maxPredictions > 0)
+      s += " (at most " + std::to_string(maxPredictions) +
+           " labels a batch, max_predictions: labels past them are dropped and counted "
+           "as dropped_labels)";
+    return s + "; validation: " + valid.plan().summary();
   }
 
 private:
+  static MaskedLMOptions unbounded(MaskedLMOptions o) {
+    o.maxPredictions = 0;
+    return o;
+  }
+
   SequenceList trainSegments, validSegments; // own the ids the batchers view
   MaskedLMBatcher train, valid;
-  int64_t maxSequences, nextIndex = 0;
+  int64_t maxSequences, maxPredictions, nextIndex = 0;
 };
 
 } // namespace
@@ -136,6 +149,7 @@ std::unique_ptr<TrainingData> loadMaskedLMData(const TrainOptions &o,
       masking.masking.specialIds.push_back(static_cast<int32_t>(id) + kNumSpecialIds);
   masking.clsId = kCls;
   masking.sepId = kSep;
+  masking.maxPredictions = desc.max_predictions;
   try {
     return std::make_unique<MaskedLMData>(std::move(trainSegments), std::move(validSegments),
                                           bucketing, masking, o.seed);

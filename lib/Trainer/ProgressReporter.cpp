@@ -56,7 +56,7 @@ double ProgressReporter::elapsed() const {
 
 void ProgressReporter::step(int64_t step, double loss, double lr,
                             double gradNorm, double tokensPerSecond,
-                            bool finite) {
+                            bool finite, int64_t droppedLabels) {
   nlohmann::json line = {{"step", step},
                          {"loss", loss},
                          {"lr", lr},
@@ -64,6 +64,8 @@ void ProgressReporter::step(int64_t step, double loss, double lr,
                          {"tokens_per_second", tokensPerSecond},
                          {"finite", finite},
                          {"elapsed_seconds", elapsed()}};
+  if (droppedLabels >= 0)
+    line["dropped_labels"] = droppedLabels;
   metrics << line.dump() << '\n' << std::flush;
   if (!progress)
     return;

@@ -15,7 +15,9 @@ namespace ls2c {
 ///    "tokens_per_second": 5120.0, "finite": true, "elapsed_seconds": 2.5}
 ///   {"step": 100, "valid_loss": 2.71, "elapsed_seconds": 25.0}
 /// (validation lines of encoder, encoder_decoder and vit models add
-/// "valid_accuracy", and "valid_nll_loss" under label smoothing)
+/// "valid_accuracy", and "valid_nll_loss" under label smoothing; step lines
+/// of encoders with max_predictions add "dropped_labels", the labels the
+/// step's batches left out to stay within it)
 /// and on stderr a line per validation ("step 100: validation loss 2.7100")
 /// and, when enabled, a progress line (redrawn in place on a terminal, one
 /// line per 5% of the run otherwise):
@@ -29,8 +31,9 @@ public:
   /// TrainError when the metrics file cannot be written.
   ProgressReporter(const std::string &metricsPath, int64_t resumeAfter,
                    bool progress, int64_t totalSteps);
+  /// `droppedLabels` < 0: not reported.
   void step(int64_t step, double loss, double lr, double gradNorm,
-            double tokensPerSecond, bool finite);
+            double tokensPerSecond, bool finite, int64_t droppedLabels = -1);
   /// `extra`: further metrics of the validation line, by key.
   void validation(int64_t step, double validLoss,
                   const std::map<std::string, double> &extra = {});

@@ -209,6 +209,10 @@ void checkBatch(const ModelDescription &desc, mlir::func::FuncOp f,
     if (!tensor.ints.empty())
       if (std::string bad = checkBatchIds(ranges, name, tensor.ints); !bad.empty())
         throw TrainError(path + ": " + bad);
+  // The gathered masked-LM head holds max_predictions rows.
+  if (auto it = batch.find("labels"); it != batch.end())
+    if (std::string bad = checkLabelCount(desc, it->second.ints); !bad.empty())
+      throw TrainError(path + ": " + bad);
 }
 
 } // namespace

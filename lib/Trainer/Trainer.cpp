@@ -174,9 +174,10 @@ TrainResult train(const TrainOptions &o) {
     auto stepStart = Clock::now();
     HostTensor grads = HostTensor::zeros(ElementType::F32, {ws.totalElements});
     double loss = 0;
-    int64_t tokens = 0;
+    int64_t tokens = 0, dropped = 0;
     for (int64_t micro = 0; micro < o.microBatches; ++micro) {
       InputBatch batch = data->next();
+      dropped += batch.droppedLabels;
       std::map<std::string, HostTensor> named = std::move(batch.inputs);
       named.insert(buffers.begin(), buffers.end());
       named["dropout_seed"] = HostTensor::scalarInt(ElementType::I64,
@@ -209,7 +210,8 @@ TrainResult train(const TrainOptions &o) {
     double seconds =
         std::chrono::duration<double>(Clock::now() - stepStart).count();
     report.step(state.step, loss, out[7].floats[0], out[6].floats[0],
-                static_cast<double>(tokens) / seconds, finite);
+                static_cast<double>(tokens) / seconds, finite,
+                desc.max_predictions > 0 ? dropped : -1);
     result.lastLoss = loss;
 
     double elapsed = std::chrono::duration<double>(Clock::now() - started).count();

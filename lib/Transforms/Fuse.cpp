@@ -838,10 +838,13 @@ private:
   }
 
   static std::string labelOf(ls2::FusionOp f) {
-    bool gather = false, rsqrt = false, row = false, col = false, rmax = false,
+    bool gather = false, rows = false, rsqrt = false, row = false, col = false, rmax = false,
          exp = false, log = false, gelu = false, dropout = false;
     f.getBody().walk([&](Operation *op) {
-      gather |= isa<ls2::GatherOp>(op);
+      // A table with a static row count is an embedding; a dynamic one is
+      // rows of an activation (the masked-LM head's labelled tokens).
+      if (auto g = dyn_cast<ls2::GatherOp>(op))
+        (cast<RankedTensorType>(g.getTable().getType()).isDynamicDim(0) ? rows : gather) = true;
       rsqrt |= isa<ls2::RsqrtOp>(op);
       rmax |= isa<ls2::ReduceMaxOp>(op);
       exp |= isa<ls2::ExpOp>(op);
@@ -855,6 +858,8 @@ private:
     auto add = [&](const char *l) { s += (s.empty() ? "" : "_") + std::string(l); };
     if (gather)
       add("embedding");
+    if (rows)
+      add("gather");
     if (gelu)
       add("gelu");
     if (row && rsqrt)

@@ -260,7 +260,7 @@ OpClass classify(Operation *op, const llvm::DenseSet<Operation *> &clonable) {
     return OpClass::RowReduce;
   }
   if (isa<ls2::MatmulOp, ls2::AttentionOp, ls2::AttentionGradOp,
-          ls2::ScatterAddOp, ls2::LayerNormOp, ls2::SoftmaxOp, ls2::GeluOp,
+          ls2::ScatterAddOp, ls2::NonzeroOp, ls2::LayerNormOp, ls2::SoftmaxOp, ls2::GeluOp,
           ls2::DropoutOp, ls2::CrossEntropyOp, ls2::LayerNormGradOp,
           ls2::SoftmaxGradOp, ls2::GeluGradOp, ls2::CrossEntropyGradOp,
           ls2::AdamWOp, ls2::FusionOp>(op))

@@ -16,9 +16,9 @@
 //               strided slice, concat, gather): the loop part of a kernel;
 //   RowReduce   a reduction over trailing dims [R, H] -> [R];
 //   ColReduce   a reduction over leading dims [N, H] -> [H] (or all dims);
-//   Opaque      matmul, attention and its gradient, scatter_add, and any
-//               composite left undecomposed: a library call or its own
-//               kernel.
+//   Opaque      matmul, attention and its gradient, scatter_add, nonzero
+//               (a scan over the whole mask), and any composite left
+//               undecomposed: a library call or its own kernel.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LS2C_LIB_TRANSFORMS_FUSIONRULES_H

@@ -7,7 +7,7 @@
 // program order. One module per op family.
 
 // The output parses and verifies again.
-// VERIFIES-COUNT-18: func.func @forward_backward(
+// VERIFIES-COUNT-19: func.func @forward_backward(
 
 // Binary ops with a rank-0 operand: the scalar's gradient is the sum of its
 // elementwise gradient over all axes, and a value used three times (%s)
@@ -417,6 +417,37 @@ module @embedding {
     %x = ls2.gather %wte[%ids] : tensor<100x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
     %logits = ls2.matmul %x, %wte {transpose_b} : tensor<?x8xf32>, tensor<100x8xf32> -> tensor<?x100xf32>
     %l = ls2.cross_entropy %logits, %labels : tensor<?x100xf32>, tensor<?xi32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// Rows of an activation gathered at ls2.nonzero's positions (the masked-LM
+// head of max_predictions): the gradient is a scatter_add into the
+// activation's dynamic row count, read by an ls2.dim in the forward part;
+// the positions (integers) get none.
+// CHECK-LABEL: module @labelled_rows
+// CHECK: func.func @forward_backward(%[[W1:[^:]+]]: tensor<8x8xf32> {{.*}}, %[[W2:[^:]+]]: tensor<8x5xf32> {{.*}}, %[[X:[^:]+]]: tensor<?x8xf32> {{.*}}, %[[LABELS:[^:]+]]: tensor<?xi32> {{.*}}, %{{.*}}: tensor<f32> {ls2.kind = "input", ls2.name = "loss_grad"})
+// CHECK-NEXT: %[[H:[^ ]+]] = ls2.matmul %[[X]], %[[W1]] : tensor<?x8xf32>, tensor<8x8xf32> -> tensor<?x8xf32>
+// CHECK-NEXT: %[[T:[^ ]+]] = ls2.dim %[[H]][0] : tensor<?x8xf32>
+// CHECK: %[[P:[^ ]+]] = ls2.nonzero %{{.*}} {fill_value = 0 : i64, ls2.saved} : tensor<?xi1> -> tensor<4xi32>
+// CHECK-NEXT: %[[ROWS:[^ ]+]] = ls2.gather %[[H]][%[[P]]] {ls2.saved} : tensor<?x8xf32>, tensor<4xi32> -> tensor<4x8xf32>
+// CHECK: ls2.cross_entropy_grad
+// CHECK-NEXT: %[[DROWS:[^ ]+]] = ls2.matmul %{{.*}}, %[[W2]] {transpose_b} : tensor<4x5xf32>, tensor<8x5xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: ls2.matmul %[[ROWS]], %{{.*}} {transpose_a} : tensor<4x8xf32>, tensor<4x5xf32> -> tensor<8x5xf32>
+// CHECK-NEXT: %[[DH:[^ ]+]] = ls2.scatter_add %[[DROWS]], %[[P]][%[[T]]] : tensor<4x8xf32>, tensor<4xi32> -> tensor<?x8xf32>
+// CHECK-NEXT: ls2.matmul %[[X]], %[[DH]] {transpose_a} : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<8x8xf32>
+module @labelled_rows {
+  func.func @forward(%w1: tensor<8x8xf32> {ls2.kind = "parameter", ls2.name = "w1"}, %w2: tensor<8x5xf32> {ls2.kind = "parameter", ls2.name = "w2"}, %x: tensor<?x8xf32> {ls2.kind = "input", ls2.name = "x"}, %labels: tensor<?xi32> {ls2.kind = "input", ls2.name = "labels"}) -> tensor<f32> {
+    %h = ls2.matmul %x, %w1 : tensor<?x8xf32>, tensor<8x8xf32> -> tensor<?x8xf32>
+    %ignore = ls2.constant dense<-100> : tensor<i32>
+    %mask = ls2.compare ne, %labels, %ignore : tensor<?xi32>, tensor<i32>
+    %p = ls2.nonzero %mask {fill_value = 0 : i64} : tensor<?xi1> -> tensor<4xi32>
+    %rows = ls2.gather %h[%p] : tensor<?x8xf32>, tensor<4xi32> -> tensor<4x8xf32>
+    %lab = ls2.gather %labels[%p] : tensor<?xi32>, tensor<4xi32> -> tensor<4xi32>
+    %logits = ls2.matmul %rows, %w2 : tensor<4x8xf32>, tensor<8x5xf32> -> tensor<4x5xf32>
+    %l = ls2.cross_entropy %logits, %lab : tensor<4x5xf32>, tensor<4xi32> -> tensor<f32>
     return %l : tensor<f32>
   }
 }

@@ -46,6 +46,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -123,18 +124,29 @@ double tolerance(ElementType t) {
   }
 }
 
-/// Table rows of the gathers (and embedding gradients) that read `v` as
-/// ids; 0 when none does.
-int64_t idRange(Value v) {
-  int64_t rows = 0;
+/// The ids a case draws for `v`.
+struct IdRange {
+  int64_t rows = 0;        ///< table rows of the gathers (and embedding
+                           ///< gradients) that read `v` as ids; 0: none
+  bool outOfRange = false; ///< they take -1 too (a gather's fill_value, a
+                           ///< scatter_add's drop_out_of_range)
+};
+
+/// `rowsOf` gives a table's row count in this case (a dynamic one: rows of
+/// an activation, the masked-LM head's).
+IdRange idRange(Value v, const std::function<int64_t(Value)> &rowsOf) {
+  IdRange r;
   for (OpOperand &use : v.getUses()) {
-    if (auto g = dyn_cast<ls2::GatherOp>(use.getOwner()); g && use.getOperandNumber() == 1)
-      rows = rows ? std::min(rows, cast<RankedTensorType>(g.getTable().getType()).getDimSize(0))
-                  : cast<RankedTensorType>(g.getTable().getType()).getDimSize(0);
-    if (auto s = dyn_cast<ls2::ScatterAddOp>(use.getOwner()); s && use.getOperandNumber() == 1)
-      rows = cast<RankedTensorType>(s.getType()).getDimSize(0);
+    if (auto g = dyn_cast<ls2::GatherOp>(use.getOwner()); g && use.getOperandNumber() == 1) {
+      r.rows = r.rows ? std::min(r.rows, rowsOf(g.getTable())) : rowsOf(g.getTable());
+      r.outOfRange |= g.getFillValueAttr() != nullptr;
+    }
+    if (auto s = dyn_cast<ls2::ScatterAddOp>(use.getOwner()); s && use.getOperandNumber() == 1) {
+      r.rows = rowsOf(s.getResult());
+      r.outOfRange |= s.getDropOutOfRange();
+    }
   }
-  return rows;
+  return r;
 }
 
 /// The operands of an attention op or its gradient the cases shape.
@@ -376,9 +388,11 @@ int run(const Options &o) {
     Block *entry = f.addEntryBlock();
     b.setInsertionPointToEnd(entry);
     IRMapping map;
-    bool ok = true;
     for (auto [k, i] : llvm::enumerate(tensorOperands))
       map.map(op->getOperand(i), entry->getArgument(k));
+    // Sizes no tensor operand carries (a scatter_add's dynamic row count)
+    // become index arguments after the tensors.
+    std::vector<int64_t> indexArgs;
     for (Value v : op->getOperands()) {
       if (isa<RankedTensorType>(v.getType()))
         continue;
@@ -393,12 +407,14 @@ int run(const Options &o) {
             found = true;
           }
       }
-      ok &= found;
+      if (!found && !map.contains(v)) {
+        map.map(v, entry->addArgument(b.getIndexType(), op->getLoc()));
+        indexArgs.push_back(value(want));
+      }
     }
-    if (!ok) {
-      std::fprintf(stderr, "skip %s: a size no tensor operand carries\n", kernel.name.c_str());
-      ++skipped;
-      continue;
+    if (!indexArgs.empty()) {
+      SmallVector<Type> types(entry->getArgumentTypes());
+      f.setFunctionType(b.getFunctionType(types, op->getResultTypes()));
     }
     Operation *clone = b.clone(*op, map);
     b.create<func::ReturnOp>(op->getLoc(), clone->getResults());
@@ -415,9 +431,15 @@ int run(const Options &o) {
       Value inBody = isa<ls2::FusionOp>(op)
                          ? cast<ls2::FusionOp>(op).getBody().front().getArgument(i)
                          : v;
-      int64_t ids = isa<ls2::FusionOp>(op) ? idRange(inBody) : (i == 1 ? idRange(v) : 0);
-      if (isa<ls2::ScatterAddOp>(op) && i == 1)
-        ids = cast<RankedTensorType>(op->getResult(0).getType()).getDimSize(0);
+      // A table's rows in this case: an operand's (a fusion input's) or
+      // the op's result's concrete dim 0.
+      auto rowsOf = [&](Value table) -> int64_t {
+        if (auto arg = dyn_cast<BlockArgument>(table); arg && isa<ls2::FusionOp>(op))
+          return concrete(op->getOperand(arg.getArgNumber()))[0];
+        return concrete(table)[0];
+      };
+      IdRange ids = isa<ls2::FusionOp>(op) ? idRange(inBody, rowsOf)
+                                           : (i == 1 ? idRange(v, rowsOf) : IdRange{});
       for (int64_t e = 0; e < t.numElements(); ++e) {
         if (reference::isFloat(et)) {
           t.floats[e] = reference::roundTo(et, o.inputScale * uniform(rng));
@@ -425,8 +447,10 @@ int run(const Options &o) {
           t.ints[e] = rng() & 1;
         } else if (type.getRank() == 0) {
           t.ints[e] = static_cast<int64_t>(rng() >> 1);
-        } else if (ids > 0) {
-          t.ints[e] = static_cast<int64_t>(rng() % static_cast<uint64_t>(ids));
+        } else if (ids.outOfRange && rng() % 4 == 0) {
+          t.ints[e] = -1; // a filled row (nonzero's unused slots)
+        } else if (ids.rows > 0) {
+          t.ints[e] = static_cast<int64_t>(rng() % static_cast<uint64_t>(ids.rows));
         } else {
           // Small values, one in ten the ignore index -100.
           t.ints[e] = rng() % 10 == 0 ? -100 : static_cast<int64_t>(rng() % 8);
@@ -481,6 +505,8 @@ int run(const Options &o) {
           args[k] = args[first];
           break;
         }
+    for (int64_t size : indexArgs)
+      args.push_back(HostTensor::scalarInt(ElementType::I64, size));
     std::vector<HostTensor> expected;
     try {
       reference::Interpreter interpreter(o.referenceF64 ? reference::Precision::F64

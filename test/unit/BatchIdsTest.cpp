@@ -43,7 +43,18 @@ std::map<std::string, BatchIdRange> rangesInGraph(const ls2c::ModelDescription &
   std::map<std::string, BatchIdRange> out;
   for (unsigned i = 0; i < f.getNumArguments(); ++i) {
     auto name = f.getArgAttrOfType<mlir::StringAttr>(i, "ls2.name");
-    mlir::Value arg = f.getArgument(i);
+    // The input and what carries its values on: the masked-LM head's labels
+    // gathered at the labelled positions (the input as a gather's table),
+    // their unused slots selected to the ignore index.
+    llvm::SmallVector<mlir::Value> carriers = {f.getArgument(i)};
+    for (size_t k = 0; k < carriers.size(); ++k)
+      for (mlir::OpOperand &use : carriers[k].getUses()) {
+        auto g = mlir::dyn_cast<ls2c::ls2::GatherOp>(use.getOwner());
+        if ((g && use.getOperandNumber() == 0 && g.getType().getRank() == 1) ||
+            mlir::isa<ls2c::ls2::SelectOp>(use.getOwner()))
+          carriers.push_back(use.getOwner()->getResult(0));
+      }
+    for (mlir::Value arg : carriers)
     for (mlir::Operation *user : arg.getUsers()) {
       BatchIdRange r;
       if (auto g = mlir::dyn_cast<ls2c::ls2::GatherOp>(user); g && g.getIds() == arg) {
@@ -84,7 +95,8 @@ void expectSameRanges(const std::string &preset,
 }
 
 TEST(BatchIds, RangesAreTheGraphsOnEveryArchitecture) {
-  for (const char *preset : {"tiny-bert", "tiny-gpt", "tiny-transformer", "tiny-vit"})
+  for (const char *preset : {"tiny-bert", "tiny-bert-max-predictions", "tiny-gpt",
+                             "tiny-transformer", "tiny-vit"})
     expectSameRanges(preset);
   // Variants that change a table or the ignore index.
   expectSameRanges("tiny-transformer", [](ls2c::ModelDescription &d) {
@@ -125,6 +137,32 @@ TEST(BatchIds, RefusalsNameTheInputElementAndRange) {
   EXPECT_EQ(ls2c::checkSequenceLengths("cu_seqlens", {INT64_MIN, INT64_MAX}, 32),
             "batch input 'cu_seqlens': sequence 0 has 18446744073709551615 tokens, more than "
             "max_seq_len 32");
+}
+
+} // namespace
+
+namespace {
+
+// With max_predictions the gathered head holds that many rows: a batch
+// with more labels is refused (by ls2c step and ls2c-gpu-step) instead of
+// losing some.
+TEST(BatchIds, LabelsBeyondMaxPredictionsAreRefused) {
+  ls2c::ModelDescription desc = ls2c::loadModelDescription(
+      std::string(LS2C_SOURCE_DIR) + "/examples/tiny-bert-max-predictions.json");
+  ASSERT_EQ(desc.max_predictions, 24);
+  std::vector<int64_t> labels(40, -100);
+  EXPECT_EQ(ls2c::checkLabelCount(desc, labels), "");
+  for (int k = 0; k < 24; ++k)
+    labels[k] = k % 3; // class 0 is a label too
+  EXPECT_EQ(ls2c::checkLabelCount(desc, labels), "");
+  labels[39] = 7;
+  EXPECT_EQ(ls2c::checkLabelCount(desc, labels),
+            "batch input 'labels' has 25 labelled tokens (not -100), more than "
+            "max_predictions 24 (the masked-LM head's rows); raise max_predictions in the "
+            "description or label fewer tokens");
+  // Without the field every label is scored.
+  desc.max_predictions = 0;
+  EXPECT_EQ(ls2c::checkLabelCount(desc, std::vector<int64_t>(300, 5)), "");
 }
 
 } // namespace

@@ -44,7 +44,8 @@ size_t launchesOf(mlir::Operation *op) {
                                                      : mlir::WalkResult::advance();
                    })
                    .wasInterrupted();
-  if (mlir::isa<ls2c::ls2::FusionOp, ls2c::ls2::ScatterAddOp, ls2c::ls2::AttentionOp>(op))
+  if (mlir::isa<ls2c::ls2::FusionOp, ls2c::ls2::ScatterAddOp, ls2c::ls2::NonzeroOp,
+                ls2c::ls2::AttentionOp>(op))
     return 1;
   if (mlir::isa<ls2c::ls2::AttentionGradOp>(op))
     return 2;
@@ -113,14 +114,16 @@ class EveryPreset : public ::testing::TestWithParam<const char *> {};
 TEST_P(EveryPreset, CompilesForSm90) { compileAll(GetParam(), "sm_90"); }
 
 INSTANTIATE_TEST_SUITE_P(Presets, EveryPreset,
-                         ::testing::Values("tiny-bert", "tiny-gpt", "tiny-transformer",
+                         ::testing::Values("tiny-bert", "tiny-bert-max-predictions",
+                                           "tiny-gpt", "tiny-transformer",
                                            "tiny-vit", "bert-base", "bert-large",
                                            "gpt2-small", "gpt2-medium",
                                            "transformer-base", "transformer-big",
                                            "vit-b16"));
 
 TEST(TinyPresets, CompileForSm80) {
-  for (const char *preset : {"tiny-bert", "tiny-gpt", "tiny-transformer", "tiny-vit"})
+  for (const char *preset : {"tiny-bert", "tiny-bert-max-predictions", "tiny-gpt",
+                             "tiny-transformer", "tiny-vit"})
     compileAll(preset, "sm_80");
 }
 
@@ -135,7 +138,8 @@ namespace {
 // generated kernels); the loader reads back the same program and its
 // validator accepts it.
 TEST(ProgramBundle, TinyPresetsRoundTrip) {
-  for (const char *preset : {"tiny-bert", "tiny-gpt", "tiny-transformer", "tiny-vit"}) {
+  for (const char *preset : {"tiny-bert", "tiny-bert-max-predictions", "tiny-gpt",
+                             "tiny-transformer", "tiny-vit"}) {
     std::string path = LS2C_SOURCE_DIR "/examples/" + std::string(preset) + ".json";
     ls2c::ProgramOptions options;
     options.archs = {"sm_90"};

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <sstream>
 #include <sys/stat.h>
 #include <unordered_map>
@@ -303,6 +304,58 @@ TEST(MaskTokens, EveryTokenSelectedOrNoneAtTheExtremes) {
   EXPECT_EQ(none, ids);
   for (int32_t l : labels)
     EXPECT_EQ(l, -100);
+}
+
+// maxPredictions (the model's max_predictions) bounds a batch's labels: the
+// first that many selected tokens in batch order keep theirs, every later
+// one is given back (its input restored, its label -100) and counted.
+TEST(MaskedLM, MaxPredictionsKeepsTheFirstLabelsOfABatch) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int32_t> word(kFirstWord, 59);
+  std::vector<std::vector<int32_t>> seqs(40);
+  for (size_t i = 0; i < seqs.size(); ++i)
+    seqs[i].resize(3 + i % 13);
+  for (auto &s : seqs)
+    for (int32_t &t : s)
+      t = word(rng);
+  MaskedLMOptions o = bertOptions(60);
+  o.masking.maskProb = 0.5; // many labels: most batches go past the bound
+  std::vector<TokenSpan> spans = spansOf(seqs);
+  MaskedLMBatcher unbounded(spans, bucketing(64, 16), o, 5);
+  o.maxPredictions = 9;
+  MaskedLMBatcher bounded(spans, bucketing(64, 16), o, 5);
+  ASSERT_EQ(bounded.numBatches(), unbounded.numBatches());
+  int64_t dropped = 0;
+  for (int64_t epoch : {0, 3})
+    for (int64_t k = 0; k < bounded.numBatches(); ++k) {
+      MaskedLMBatch got = bounded.batch(epoch, k), all = unbounded.batch(epoch, k);
+      ASSERT_EQ(got.input_ids.size(), all.input_ids.size());
+      int64_t seen = 0, kept = 0;
+      for (size_t j = 0; j < all.labels.size(); ++j) {
+        if (all.labels[j] == -100) {
+          EXPECT_EQ(got.labels[j], -100);
+          EXPECT_EQ(got.input_ids[j], all.input_ids[j]);
+          continue;
+        }
+        if (++seen <= 9) {
+          ++kept;
+          EXPECT_EQ(got.labels[j], all.labels[j]);
+          EXPECT_EQ(got.input_ids[j], all.input_ids[j]);
+        } else { // given back: the original token, no label
+          EXPECT_EQ(got.labels[j], -100);
+          EXPECT_EQ(got.input_ids[j], all.labels[j]);
+        }
+      }
+      EXPECT_EQ(got.counts.dropped, seen - kept);
+      EXPECT_EQ(got.counts.selected, all.counts.selected);
+      EXPECT_EQ(all.counts.dropped, 0);
+      dropped += got.counts.dropped;
+      // Deterministic: the same batch again.
+      EXPECT_EQ(bounded.batch(epoch, k).labels, got.labels);
+    }
+  EXPECT_GT(dropped, 0);
+  o.maxPredictions = -1;
+  EXPECT_THROW(MaskedLMBatcher(spans, bucketing(64, 16), o, 5), std::invalid_argument);
 }
 
 } // namespace

@@ -197,6 +197,11 @@ TEST(FusedPlannedProgram, TinyGptComputesTheSameBits) {
 TEST(FusedPlannedProgram, TinyGptWithGeluGradEpilogueComputesTheSameBits) {
   checkPreset("tiny-gpt", {}, ls2c::ls2::GemmActivation::GeluTanh, /*geluGradEpilogue=*/true);
 }
+// The masked-LM head on the labelled rows (max_predictions): the nonzero
+// kernel, the gathers and the gradient's scatter_add into [T, H].
+TEST(FusedPlannedProgram, TinyBertMaxPredictionsComputesTheSameBits) {
+  checkPreset("tiny-bert-max-predictions");
+}
 TEST(FusedPlannedProgram, TinyTransformerComputesTheSameBits) { checkPreset("tiny-transformer"); }
 // Without activation dropout (which no epilogue applies) the ReLU and its
 // gradient attach: RELU_AUX_BIAS forward, DRELU_BGRAD backward.
@@ -214,6 +219,9 @@ TEST(FusedPlannedProgram, TinyVitComputesTheSameBits) { checkPreset("tiny-vit");
 void checkpointing(ls2c::ModelDescription &d) { d.activation_checkpointing = true; }
 TEST(FusedPlannedProgram, CheckpointedTinyBertComputesTheSameBits) {
   checkPreset("tiny-bert", checkpointing);
+}
+TEST(FusedPlannedProgram, CheckpointedTinyBertMaxPredictionsComputesTheSameBits) {
+  checkPreset("tiny-bert-max-predictions", checkpointing);
 }
 TEST(FusedPlannedProgram, CheckpointedTinyGptComputesTheSameBits) {
   checkPreset("tiny-gpt", checkpointing);
@@ -259,6 +267,9 @@ TEST(FusedPlannedProgram, CheckpointedFp16TinyVitComputesTheSameBits) {
 }
 TEST(FusedPlannedProgram, CheckpointedFp16TinyBertComputesTheSameBits) {
   checkLowPrecisionCheckpointed("tiny-bert", ls2c::DType::F16);
+}
+TEST(FusedPlannedProgram, CheckpointedBf16TinyBertMaxPredictionsComputesTheSameBits) {
+  checkLowPrecisionCheckpointed("tiny-bert-max-predictions", ls2c::DType::BF16);
 }
 
 // With epilogues, a recomputed GEMM and its forward original get none (an

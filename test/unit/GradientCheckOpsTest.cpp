@@ -538,6 +538,33 @@ TEST(GradientCheckOps, GatherTableAndScatterAdd) {
            "  %y = ls2.gather %t[%ids] : tensor<33xf32>, tensor<3x7xi64> -> "
            "tensor<3x7xf32>",
            {{"y", "tensor<3x7xf32>", {3, 7}}}, rng);
+  // Rows of an activation (a dynamic row count): the gradient is a
+  // scatter_add sized by the table's ls2.dim.
+  checkVjp("gather from a dynamic row count",
+           {{"t", "tensor<?x3xf32>", uniformTensor(rng, {9, 3})},
+            {"ids", "tensor<4xi32>", ints(ElementType::I32, {4}, {8, 0, 3, 0}), false}},
+           "  %y = ls2.gather %t[%ids] : tensor<?x3xf32>, tensor<4xi32> -> tensor<4x3xf32>",
+           {{"y", "tensor<4x3xf32>", {4, 3}}}, rng);
+  checkVjp("gather with a fill value",
+           {{"t", "tensor<?x3xf32>", uniformTensor(rng, {5, 3})},
+            {"ids", "tensor<6xi32>", ints(ElementType::I32, {6}, {4, -1, 0, 7, 0, 2}), false}},
+           "  %y = ls2.gather %t[%ids] {fill_value = 0.25 : f64} : tensor<?x3xf32>, "
+           "tensor<6xi32> -> tensor<6x3xf32>",
+           {{"y", "tensor<6x3xf32>", {6, 3}}}, rng);
+  checkVjp("scatter_add dropping out-of-range ids",
+           {{"u", "tensor<4x3xf32>", uniformTensor(rng, {4, 3})},
+            {"ids", "tensor<4xi32>", ints(ElementType::I32, {4}, {5, -1, 9, 0}), false}},
+           "  %y = ls2.scatter_add %u, %ids {drop_out_of_range} : tensor<4x3xf32>, "
+           "tensor<4xi32> -> tensor<6x3xf32>",
+           {{"y", "tensor<6x3xf32>", {6, 3}}}, rng);
+  checkVjp("scatter_add into a dynamic row count",
+           {{"u", "tensor<4x3xf32>", uniformTensor(rng, {4, 3})},
+            {"ids", "tensor<4xi32>", ints(ElementType::I32, {4}, {5, 1, 5, 0}), false},
+            {"like", "tensor<?xf32>", uniformTensor(rng, {6}), false}},
+           "  %n = ls2.dim %like[0] : tensor<?xf32>\n"
+           "  %y = ls2.scatter_add %u, %ids[%n] : tensor<4x3xf32>, tensor<4xi32> -> "
+           "tensor<?x3xf32>",
+           {{"y", "tensor<?x3xf32>", {6, 3}}}, rng);
   HostTensor ids = ints(ElementType::I32, {7}, {0, 2, 2, 6, 1, 2, 0});
   checkVjp("scatter_add",
            {{"u", "tensor<?x3xf32>", uniformTensor(rng, {7, 3})},

@@ -668,6 +668,31 @@ TEST(ModelDescriptionTest, SequenceParallelSizeBoundsOneRanksTokens) {
             1);
 }
 
+TEST(ModelDescriptionTest, MaxPredictionsBoundsAnEncodersLabels) {
+  // Absent by default (the head over every token), and not written out then.
+  EXPECT_EQ(parse(tinyEncoder()).max_predictions, 0);
+  EXPECT_FALSE(ls2c::toJson(parse(tinyEncoder())).contains("max_predictions"));
+  ls2c::ModelDescription d = parse(patched(tinyEncoder(), {{"max_predictions", 48}}));
+  EXPECT_EQ(d.max_predictions, 48);
+  EXPECT_EQ(parse(ls2c::toJson(d)).max_predictions, 48);
+  // Up to every token of a batch.
+  EXPECT_EQ(parse(patched(tinyEncoder(), {{"max_predictions", 256}})).max_predictions, 256);
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"max_predictions", 257}})),
+            "t.json: $.max_predictions: 257: must not exceed max_batch_tokens (256): "
+            "a batch has at most that many labelled tokens");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"max_predictions", 0}})),
+            "t.json: $.max_predictions: 0: must be a positive integer");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"max_predictions", -3}})),
+            "t.json: $.max_predictions: -3: must be a positive integer");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"max_predictions", 1.5}})),
+            "t.json: $.max_predictions: 1.5: must be an integer");
+  EXPECT_EQ(errorOf(patched(tinyDecoder(), {{"max_predictions", 16}})),
+            "t.json: $.max_predictions: 16: does not apply to architecture "
+            "'decoder'");
+  EXPECT_EQ(errorOf(patched(tinyVit(), {{"max_predictions", 1}})),
+            "t.json: $.max_predictions: 1: does not apply to architecture 'vit'");
+}
+
 // Ids and labels are i32: a table has at most 2^31 rows.
 TEST(ModelDescriptionBadInput, TableAbove2To31Rows) {
   const std::string rule = ": must be at most 2147483648 (token ids and labels are int32)";

@@ -530,3 +530,83 @@ func.func @f(%g: tensor<?x3xf32>, %ids: tensor<?xi64>) -> (tensor<6x3xf32>, tens
       errorOf(p, {g, HostTensor::fromInts(ElementType::I64, {7}, ids)});
   EXPECT_NE(e.find("'ls2.scatter_add' op id 6"), std::string::npos) << e;
 }
+
+// Rows of an activation (a dynamic row count) and their gradient, sized by
+// an index operand: the masked-LM head's labelled rows.
+TEST(ReferenceEmbedding, GatherFromActivationRowsAndScatterBack) {
+  Program p = parseProgram(R"(
+func.func @f(%x: tensor<?x3xf32>, %ids: tensor<4xi32>, %g: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<?x3xf32>) {
+  %0 = ls2.gather %x[%ids] : tensor<?x3xf32>, tensor<4xi32> -> tensor<4x3xf32>
+  %t = ls2.dim %x[0] : tensor<?x3xf32>
+  %1 = ls2.scatter_add %g, %ids[%t] : tensor<4x3xf32>, tensor<4xi32> -> tensor<?x3xf32>
+  return %0, %1 : tensor<4x3xf32>, tensor<?x3xf32>
+})");
+  std::mt19937 rng = testRng();
+  HostTensor x = randomF32(rng, {5, 3}), g = randomF32(rng, {4, 3});
+  std::vector<int64_t> ids = {4, 0, 2, 0};
+  auto r = p.run(Precision::F64, {x, HostTensor::fromInts(ElementType::I32, {4}, ids), g});
+  ASSERT_EQ(r[1].shape, (std::vector<int64_t>{5, 3}));
+  std::vector<double> back(15, 0.0);
+  for (size_t i = 0; i < ids.size(); ++i)
+    for (int c = 0; c < 3; ++c) {
+      EXPECT_EQ(r[0].floats[i * 3 + c], x.floats[ids[i] * 3 + c]);
+      back[ids[i] * 3 + c] += g.floats[i * 3 + c];
+    }
+  EXPECT_LE(relativeL2(r[1].floats, back), kF64Tolerance);
+  // The rows follow the activation: 2 rows, and id 4 is then outside.
+  HostTensor small = randomF32(rng, {2, 3});
+  std::string e = errorOf(p, {small, HostTensor::fromInts(ElementType::I32, {4}, ids), g});
+  EXPECT_NE(e.find("'ls2.gather' op id 4 (element 0 of the ids) is outside the table's rows [0, 2)"),
+            std::string::npos)
+      << e;
+}
+
+// With fill_value an out-of-range id reads its fill (jnp.take's
+// mode='fill'), and scatter_add's drop_out_of_range leaves its update out.
+TEST(ReferenceEmbedding, FilledGatherAndDroppingScatterAdd) {
+  Program p = parseProgram(R"(
+func.func @f(%x: tensor<?x2xf32>, %labels: tensor<?xi32>, %ids: tensor<4xi32>, %g: tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<4xi32>, tensor<?x2xf32>) {
+  %0 = ls2.gather %x[%ids] {fill_value = 0.5 : f64} : tensor<?x2xf32>, tensor<4xi32> -> tensor<4x2xf32>
+  %1 = ls2.gather %labels[%ids] {fill_value = -100.0 : f64} : tensor<?xi32>, tensor<4xi32> -> tensor<4xi32>
+  %t = ls2.dim %x[0] : tensor<?x2xf32>
+  %2 = ls2.scatter_add %g, %ids[%t] {drop_out_of_range} : tensor<4x2xf32>, tensor<4xi32> -> tensor<?x2xf32>
+  return %0, %1, %2 : tensor<4x2xf32>, tensor<4xi32>, tensor<?x2xf32>
+})");
+  HostTensor x = HostTensor::fromFloats(ElementType::F32, {3, 2}, {1, 2, 3, 4, 5, 6});
+  HostTensor labels = HostTensor::fromInts(ElementType::I32, {3}, {7, 8, 9});
+  HostTensor ids = HostTensor::fromInts(ElementType::I32, {4}, {2, -1, 0, 3});
+  HostTensor g = HostTensor::fromFloats(ElementType::F32, {4, 2}, {1, 1, 2, 2, 3, 3, 4, 4});
+  auto r = p.run(Precision::F64, {x, labels, ids, g});
+  EXPECT_EQ(r[0].floats, (std::vector<double>{5, 6, 0.5, 0.5, 1, 2, 0.5, 0.5}));
+  EXPECT_EQ(r[1].ints, (std::vector<int64_t>{9, -100, 7, -100}));
+  EXPECT_EQ(r[2].floats, (std::vector<double>{3, 3, 0, 0, 1, 1}));
+  // No row at all: every id is out of range.
+  HostTensor empty = HostTensor::fromFloats(ElementType::F32, {0, 2}, {});
+  r = p.run(Precision::F64, {empty, HostTensor::fromInts(ElementType::I32, {0}, {}), ids, g});
+  EXPECT_EQ(r[0].floats, std::vector<double>(8, 0.5));
+  EXPECT_EQ(r[1].ints, std::vector<int64_t>(4, -100));
+  EXPECT_TRUE(r[2].floats.empty());
+}
+
+// jnp.nonzero(mask, size=N, fill_value=F): ascending positions of the true
+// elements, F past them, true elements past the first N left out.
+TEST(ReferenceNonzero, PositionsInOrderFilledAndCut) {
+  Program p = parseProgram(R"(
+func.func @f(%m: tensor<?xi1>) -> (tensor<4xi32>, tensor<3xi64>) {
+  %0 = ls2.nonzero %m : tensor<?xi1> -> tensor<4xi32>
+  %1 = ls2.nonzero %m {fill_value = 7 : i64} : tensor<?xi1> -> tensor<3xi64>
+  return %0, %1 : tensor<4xi32>, tensor<3xi64>
+})");
+  auto mask = [](std::vector<int64_t> bits) {
+    return HostTensor::fromInts(ElementType::I1, {static_cast<int64_t>(bits.size())}, bits);
+  };
+  auto r = p.run(Precision::F32, {mask({0, 1, 0, 0, 1, 1})});
+  EXPECT_EQ(r[0].ints, (std::vector<int64_t>{1, 4, 5, -1}));
+  EXPECT_EQ(r[1].ints, (std::vector<int64_t>{1, 4, 5}));
+  r = p.run(Precision::F32, {mask({1, 1, 0, 1, 1, 1, 0})});
+  EXPECT_EQ(r[0].ints, (std::vector<int64_t>{0, 1, 3, 4}));
+  EXPECT_EQ(r[1].ints, (std::vector<int64_t>{0, 1, 3}));
+  r = p.run(Precision::F32, {mask({})});
+  EXPECT_EQ(r[0].ints, (std::vector<int64_t>{-1, -1, -1, -1}));
+  EXPECT_EQ(r[1].ints, (std::vector<int64_t>{7, 7, 7}));
+}

@@ -266,6 +266,10 @@ HostBatch readBatch(const std::string &path, const Function &accumulate,
         !bad.empty())
       throw InputError(path + ": " + bad);
   }
+  // The gathered masked-LM head holds max_predictions rows.
+  if (ints.count("labels"))
+    if (std::string bad = ls2c::checkLabelCount(desc, ints.at("labels")); !bad.empty())
+      throw InputError(path + ": " + bad);
   return out;
 }
 

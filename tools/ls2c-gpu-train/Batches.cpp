@@ -23,6 +23,7 @@ EncodedBatch encodeBatch(const InputBatch &batch, const runtime::Function &f,
                          int64_t ignoredLabel) {
   EncodedBatch out;
   out.tokens = batch.tokens;
+  out.droppedLabels = batch.droppedLabels;
   for (const auto &[name, t] : batch.inputs) {
     const TensorSpec *spec = findArgument(f, name);
     if (!spec)

@@ -32,6 +32,7 @@ struct EncodedBatch {
   std::vector<int64_t> labels; ///< for scoring the logits
   int64_t tokens = 0;          ///< InputBatch::tokens
   int64_t scored = 0;          ///< labels that carry a loss
+  int64_t droppedLabels = 0;   ///< InputBatch::droppedLabels
 };
 
 /// Encodes `batch` for `f` (every input by its argument's dtype). Throws

@@ -25,8 +25,9 @@ const Function &requireFunction(const Program &program, const std::string &bundl
 }
 
 /// The description with everything that must agree between the train and the
-/// eval bundle: all but the name, the dropout rates and the optimizer (which
-/// @forward does not use; the eval bundle need not share the schedule).
+/// eval bundle: all but the name, the dropout rates, max_predictions (the
+/// eval bundle scores every token) and the optimizer (which @forward does
+/// not use; the eval bundle need not share the schedule).
 nlohmann::json comparable(ModelDescription d) {
   d.name.clear();
   d.hidden_dropout = d.attention_dropout = d.activation_dropout = 0;
@@ -34,6 +35,7 @@ nlohmann::json comparable(ModelDescription d) {
   // Neither changes @forward: they shape the train step's memory only.
   d.activation_checkpointing = false;
   d.sequence_parallel_size = 1;
+  d.max_predictions = 0;
   return toJson(d);
 }
 

@@ -340,9 +340,10 @@ int run(const Options &o) {
     auto t0 = Clock::now();
     state.at("gradients").buffer.fill(0);
     double loss = 0;
-    int64_t tokens = 0;
+    int64_t tokens = 0, dropped = 0;
     for (int64_t m = 0; m < micro; ++m) {
       EncodedBatch batch = pending.get();
+      dropped += batch.droppedLabels;
       pending = std::async(std::launch::async, fetch);
       uploadBatch(batch, accumulateSpec, trainInputs);
       int64_t offset = step * micro + m;
@@ -365,14 +366,18 @@ int run(const Options &o) {
       steadyTokens += tokens;
     }
     double tokensPerSecond = static_cast<double>(tokens) / seconds;
-    metrics.write({{"step", step},
-                   {"loss", loss},
-                   {"lr", lr},
-                   {"grad_norm", std::isfinite(gradNorm) ? gradNorm : -1.0},
-                   {"tokens_per_second", tokensPerSecond},
-                   {"step_seconds", seconds},
-                   {"finite", finite},
-                   {"elapsed_seconds", elapsed()}});
+    nlohmann::json stepLine = {{"step", step},
+                               {"loss", loss},
+                               {"lr", lr},
+                               {"grad_norm", std::isfinite(gradNorm) ? gradNorm : -1.0},
+                               {"tokens_per_second", tokensPerSecond},
+                               {"step_seconds", seconds},
+                               {"finite", finite},
+                               {"elapsed_seconds", elapsed()}};
+    // Labels the masked-LM data left out to stay within max_predictions.
+    if (desc.max_predictions > 0)
+      stepLine["dropped_labels"] = dropped;
+    metrics.write(stepLine);
     smoothed = 0.9 * smoothed + 0.1 * loss;
     if (step == 1)
       smoothed = loss;

@@ -402,10 +402,14 @@ LogicalResult GatherOp::inferReturnTypes(
   if (failed(idsType))
     return failure();
   RankedTensorType table = *tableType, ids = *idsType;
-  if (table.getRank() < 1 || table.isDynamicDim(0))
+  // Only the row count may be dynamic: a row is what one id selects.
+  bool staticRows = table.getRank() >= 1 &&
+                    llvm::none_of(table.getShape().drop_front(), ShapedType::isDynamic);
+  if (!staticRows)
     return emitInferError(loc, "gather",
-                          "table must have rank >= 1 and a static row count, "
-                          "got " + typeToString(table));
+                          "table must have rank >= 1 and a static row shape "
+                          "(only its row count may be dynamic), got " +
+                              typeToString(table));
   SmallVector<int64_t> shape(ids.getShape());
   llvm::append_range(shape, table.getShape().drop_front());
   inferred.push_back(table.clone(shape));

@@ -376,11 +376,26 @@ def LS2_GatherOp : LS2_Op<"gather", [Pure,
 
       %e = ls2.gather %wte[%ids] : tensor<50257x768xbf16>, tensor<?xi32>
              -> tensor<?x768xbf16>
+
+    The table's row count may be dynamic (rows of an activation, such as
+    the masked-LM head's labelled tokens, selected by `ls2.nonzero`); its
+    gradient is then a `scatter_add` sized by that count.
+
+    With `fill_value` an id outside [0, V) is no error: its row holds
+    fill_value in the table's element type (jax.numpy.take's
+    mode='fill'), and the gradient's `scatter_add` drops it. The masked-LM
+    head reads `ls2.nonzero`'s unused slots (-1) this way: rows of zeros
+    and the ignore index, whatever the batch (even one of no tokens).
+
+      %rows = ls2.gather %x[%positions] {fill_value = 0.0 : f64}
+                : tensor<?x768xf16>, tensor<3072xi32> -> tensor<3072x768xf16>
   }];
-  let arguments = (ins LS2_AnyTensor:$table, LS2_IdTensor:$ids);
+  let arguments = (ins LS2_AnyTensor:$table, LS2_IdTensor:$ids,
+                       OptionalAttr<F64Attr>:$fill_value);
   let results = (outs LS2_AnyTensor:$result);
   let assemblyFormat = "$table `[` $ids `]` attr-dict `:` type($table) `,` "
                        "type($ids) `->` type($result)";
+  let hasVerifier = 1;
 }
 
 def LS2_ScatterAddOp : LS2_Op<"scatter_add", [Pure, LS2_VJP]> {
@@ -390,12 +405,46 @@ def LS2_ScatterAddOp : LS2_Op<"scatter_add", [Pure, LS2_VJP]> {
     [V, H...] table (V from the result type) at the rows their ids name.
     Rows equal to `padding_idx`, when given, receive nothing (PyTorch's
     nn.Embedding padding_idx). Sums accumulate in f32 in a fixed order.
+    The row count V may be dynamic (the gradient of a gather from an
+    activation): one `index` operand gives it; the row shape is static.
+    Other ids outside [0, V) are an error, unless `drop_out_of_range`
+    (jax.numpy's scatter mode='drop', the gradient of a gather with
+    fill_value) leaves their updates out.
+
+      %dx = ls2.scatter_add %drows, %positions [%t] {drop_out_of_range}
+              : tensor<3072x768xf16>, tensor<3072xi32> -> tensor<?x768xf16>
   }];
   let arguments = (ins LS2_FloatTensor:$updates, LS2_IdTensor:$ids,
-                       OptionalAttr<I64Attr>:$padding_idx);
+                       Variadic<Index>:$dynamic_sizes,
+                       OptionalAttr<I64Attr>:$padding_idx,
+                       UnitAttr:$drop_out_of_range);
   let results = (outs LS2_FloatTensor:$result);
-  let assemblyFormat = "$updates `,` $ids attr-dict `:` type($updates) `,` "
-                       "type($ids) `->` type($result)";
+  let assemblyFormat = "$updates `,` $ids (`[` $dynamic_sizes^ `]`)? attr-dict "
+                       "`:` type($updates) `,` type($ids) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def LS2_NonzeroOp : LS2_Op<"nonzero", [Pure]> {
+  let summary = "positions of a 1-D mask's true elements, in a static size";
+  let description = [{
+    jax.numpy.nonzero(mask, size=N, fill_value=...) for a 1-D mask, N the
+    result's static size: element k is the position of the mask's k-th
+    true element (ascending) while there are that many, `fill_value` after
+    them; true elements past the first N are left out. The masked-LM head
+    gathers its labelled rows with it (description field
+    `max_predictions`), and the tools refuse a batch with more labels than
+    N before anything runs (ls2c/Model/BatchIds.h), so nothing is dropped
+    there; its gathers read the unused slots (-1) with a fill_value.
+
+      %positions = ls2.nonzero %labelled {fill_value = -1 : i64}
+                     : tensor<?xi1> -> tensor<3072xi32>
+
+    Positions are integers without a gradient.
+  }];
+  let arguments = (ins LS2_BoolTensor:$mask,
+                       DefaultValuedAttr<I64Attr, "-1">:$fill_value);
+  let results = (outs LS2_IdTensor:$result);
+  let assemblyFormat = "$mask attr-dict `:` type($mask) `->` type($result)";
   let hasVerifier = 1;
 }
 

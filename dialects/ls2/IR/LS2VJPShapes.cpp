@@ -295,25 +295,30 @@ LogicalResult MatmulOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
 // Embedding
 //===----------------------------------------------------------------------===//
 
-// d gather(table, ids) = scatter_add(dy, ids) into the table's shape.
+// d gather(table, ids) = scatter_add(dy, ids) into the table's shape (a
+// dynamic row count read from the table); filled rows (ids out of range)
+// are dropped.
 LogicalResult GatherOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                  SmallVectorImpl<Value> &operandGrads) {
   if (noResultGrads(*this, resultGrads, operandGrads) ||
       !isFloatTensor(getResult()))
     return noGradients(*this, operandGrads);
-  operandGrads[0] =
-      b.create<ScatterAddOp>(getLoc(), getTable().getType(), resultGrads[0],
-                             getIds(), /*padding_idx=*/nullptr);
+  operandGrads[0] = b.create<ScatterAddOp>(
+      getLoc(), getTable().getType(), resultGrads[0], getIds(),
+      dynamicDims(b, getLoc(), getTable()), /*padding_idx=*/nullptr,
+      /*drop_out_of_range=*/getFillValueAttr() != nullptr);
   return success();
 }
 
-// d scatter_add(updates, ids) = gather(dy, ids), zero at padding_idx rows.
+// d scatter_add(updates, ids) = gather(dy, ids), zero at padding_idx rows
+// (and, when out-of-range ids are dropped, at theirs).
 LogicalResult ScatterAddOp::buildVJP(OpBuilder &b, ArrayRef<Value> resultGrads,
                                      SmallVectorImpl<Value> &operandGrads) {
   if (noResultGrads(*this, resultGrads, operandGrads))
     return success();
   Location loc = getLoc();
-  Value g = b.create<GatherOp>(loc, resultGrads[0], getIds());
+  Value g = b.create<GatherOp>(loc, resultGrads[0], getIds(),
+                               getDropOutOfRange() ? b.getF64FloatAttr(0.0) : nullptr);
   if (auto pad = getPaddingIdx()) {
     auto ids = getIds().getType();
     Value padId = b.create<ConstantOp>(

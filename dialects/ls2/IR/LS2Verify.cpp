@@ -7,6 +7,7 @@
 #include "ls2/IR/LS2OpUtils.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace ls2c::ls2;
@@ -300,10 +301,13 @@ LogicalResult MatmulOp::verify() {
 LogicalResult ScatterAddOp::verify() {
   auto updates = getUpdates().getType(), result = getType();
   auto ids = getIds().getType();
-  if (result.getRank() < 1 || result.isDynamicDim(0))
-    return emitOpError("result must have rank >= 1 and a static row count, "
-                       "got ")
+  if (result.getRank() < 1 ||
+      llvm::any_of(result.getShape().drop_front(), ShapedType::isDynamic))
+    return emitOpError("result must have rank >= 1 and a static row shape "
+                       "(only its row count may be dynamic), got ")
            << result;
+  if (failed(verifyDynamicSizes(*this, result, getDynamicSizes())))
+    return failure();
   SmallVector<int64_t> expected(ids.getShape());
   llvm::append_range(expected, result.getShape().drop_front());
   if (updates.getShape() != ArrayRef<int64_t>(expected))
@@ -313,10 +317,58 @@ LogicalResult ScatterAddOp::verify() {
            << shapeToString(expected);
   if (auto padAttr = getPaddingIdx()) {
     auto pad = static_cast<int64_t>(*padAttr);
-    if (pad < 0 || pad >= result.getDimSize(0))
+    if (pad < 0)
+      return emitOpError("padding_idx ") << pad << " must be >= 0";
+    if (!result.isDynamicDim(0) && pad >= result.getDimSize(0))
       return emitOpError("padding_idx ")
              << pad << " is out of range [0, " << result.getDimSize(0) << ")";
   }
+  return success();
+}
+
+LogicalResult GatherOp::verify() {
+  std::optional<APFloat> fill = getFillValueAttr()
+                                    ? std::optional<APFloat>(getFillValueAttr().getValue())
+                                    : std::nullopt;
+  if (!fill)
+    return success();
+  double v = fill->convertToDouble();
+  Type et = getTable().getType().getElementType();
+  if (!std::isfinite(v))
+    return emitOpError("fill_value ") << v << " must be finite";
+  if (auto it = dyn_cast<IntegerType>(et)) {
+    double lo = it.getWidth() == 1 ? 0.0 : -std::ldexp(1.0, it.getWidth() - 1);
+    double hi = it.getWidth() == 1 ? 1.0 : std::ldexp(1.0, it.getWidth() - 1) - 1;
+    if (v != std::trunc(v) || v < lo || v > hi)
+      return emitOpError("fill_value ")
+             << v << " is not a value of the table's element type " << et;
+  }
+  return success();
+}
+
+LogicalResult NonzeroOp::verify() {
+  auto mask = getMask().getType(), result = getType();
+  if (mask.getRank() != 1)
+    return emitOpError("mask must have rank 1, got ") << mask;
+  if (result.getRank() != 1 || result.isDynamicDim(0))
+    return emitOpError("result must have rank 1 and a static size (the most "
+                       "positions it holds), got ")
+           << result;
+  // Positions and the fill value must be representable in the result.
+  unsigned bits = result.getElementType().getIntOrFloatBitWidth();
+  int64_t largest = bits == 32 ? std::numeric_limits<int32_t>::max()
+                               : std::numeric_limits<int64_t>::max();
+  int64_t smallest = bits == 32 ? std::numeric_limits<int32_t>::min()
+                                : std::numeric_limits<int64_t>::min();
+  auto fill = static_cast<int64_t>(getFillValue());
+  if (fill < smallest || fill > largest)
+    return emitOpError("fill_value ")
+           << fill << " does not fit the result's element type "
+           << result.getElementType();
+  if (!mask.isDynamicDim(0) && mask.getDimSize(0) - 1 > largest)
+    return emitOpError("mask of ")
+           << mask.getDimSize(0) << " elements has positions beyond "
+           << result.getElementType() << "'s range";
   return success();
 }
 

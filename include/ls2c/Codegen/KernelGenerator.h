@@ -75,10 +75,19 @@ generateFusionKernels(ls2::FusionOp fusion, const SymbolicDims &dims,
 
 /// Generates the kernel of an embedding gradient (ls2.scatter_add): every
 /// sum in token order, without atomics, so results are the same bits run to
-/// run. Operands bind as (updates, ids, result, number of ids).
+/// run. Operands bind as (updates, ids, result, number of ids), then the
+/// row count when it is dynamic (its tiles sized for its bound in `bounds`).
 mlir::FailureOr<GeneratedKernel>
 generateScatterAddKernel(ls2::ScatterAddOp op, const SymbolicDims &dims,
-                         const std::string &kernelName);
+                         const ShapeBounds &bounds, const std::string &kernelName);
+
+/// Generates the kernel of ls2.nonzero: one block scans the mask in order
+/// (a block-wide prefix sum per pass of blockDim x items) and writes the
+/// positions of its true elements, then the fill value to the end. Binds
+/// (mask, result, mask length).
+mlir::FailureOr<GeneratedKernel>
+generateNonzeroKernel(ls2::NonzeroOp op, const SymbolicDims &dims,
+                      const std::string &kernelName);
 
 /// Generates the forward kernel of ls2.attention. f16/bf16 with a head dim
 /// a multiple of 16 up to 128, or 256: FlashAttention-2 style tensor-core

@@ -14,6 +14,14 @@
 // SplitMix64: the same seed gives the same batches whatever the batch
 // composition, and with dynamicMasking (RoBERTa's) each epoch draws new masks.
 //
+// maxPredictions (the description's max_predictions: the rows of the
+// gathered masked-LM head) bounds a batch's labels: past the first
+// maxPredictions selected tokens in batch order, each selected token is
+// given back, its input restored to its id and its label to ignoreIndex,
+// and counted as dropped. BERT's max_predictions_per_seq caps what it
+// selects per sequence the same way; at 15% of a 16,384-token batch the
+// labels are 2458 +- 46, so a bound of 3072 never drops one in practice.
+//
 // Sequences are laid out as BERT's pre-training input:
 //   single sentence   [CLS] a_1 .. a_n [SEP]               token types 0 ... 0
 //   sentence pair     [CLS] a_1 .. a_n [SEP] b_1 .. b_m [SEP]
@@ -54,6 +62,9 @@ struct MaskingCounts {
   int64_t masked = 0;    ///< of the selected: replaced by [MASK]
   int64_t random = 0;    ///< of the selected: replaced by a random id
   int64_t unchanged = 0; ///< of the selected: kept
+  /// Of the selected: given back to stay within maxPredictions (the batch's
+  /// labels are selected - dropped).
+  int64_t dropped = 0;
   MaskingCounts &operator+=(const MaskingCounts &o);
 };
 
@@ -72,6 +83,9 @@ struct MaskedLMOptions {
   /// true: each epoch draws new masks (RoBERTa); false: the masks of a
   /// sequence are the same in every epoch (BERT's static masking).
   bool dynamicMasking = true;
+  /// Most labels a batch keeps (the later selected tokens are dropped, see
+  /// above); 0: no bound.
+  int64_t maxPredictions = 0;
 };
 
 /// A packed masked-LM batch: the `encoder` architecture's inputs, int32.
@@ -118,6 +132,8 @@ public:
 
 private:
   void init(const BucketingOptions &bucketing);
+  /// Gives back the selected tokens of `b` past its first `keep` labels.
+  static void dropLabelsPast(MaskedLMBatch &b, int64_t keep, int32_t ignoreIndex);
   std::vector<TokenSpan> first, second; // second empty: single sentences
   bool pairs = false;
   MaskedLMOptions options;

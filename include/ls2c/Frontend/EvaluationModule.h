@@ -9,7 +9,9 @@
 //   func.func @forward(parameters..., inputs...) -> (tensor<f32> loss,
 //       tensor<?xVxdt> {ls2.name = "logits", ls2.kind = "output"})
 //
-// of the description with every dropout rate 0. The logits are the
+// of the description with every dropout rate 0 and no max_predictions (the
+// masked-LM head on every token: scoring and `ls2c step --logits` read a
+// row per token, and the loss is the same). The logits are the
 // cross_entropy's input: [T, vocab] for token models, [B, num_classes] for
 // vit. The module carries ls2.differentiated: it is complete (there is no
 // backward to derive), so the compile pipeline fuses and plans it as it is.
@@ -26,7 +28,8 @@
 
 namespace ls2c {
 
-/// `desc` with every dropout rate 0: what evaluation runs.
+/// `desc` with every dropout rate 0 and the head on every token: what
+/// evaluation runs.
 ModelDescription evaluationDescription(ModelDescription desc);
 
 /// The evaluation module above. A null result (with mlir diagnostics) is a

@@ -42,6 +42,13 @@ std::map<std::string, BatchIdRange> batchIdRanges(const ModelDescription &desc);
 std::string checkBatchIds(const std::map<std::string, BatchIdRange> &ranges,
                           const std::string &name, const std::vector<int64_t> &values);
 
+/// "" when the labels that carry a loss (every value but -100) number at
+/// most the description's max_predictions (or it has none), else "batch
+/// input 'labels' has N labelled tokens (not -100), more than
+/// max_predictions P ...": the gathered masked-LM head holds P rows, so
+/// such a batch is refused before anything runs rather than losing labels.
+std::string checkLabelCount(const ModelDescription &desc, const std::vector<int64_t> &labels);
+
 /// "" when no sequence that offsets `cu` (input `name`, e.g. cu_seqlens)
 /// delimits is longer than `maxSeqLen` tokens, else "batch input 'NAME':
 /// sequence S has L tokens, more than max_seq_len M". Decreasing offsets

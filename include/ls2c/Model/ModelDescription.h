@@ -130,6 +130,12 @@ struct ModelDescription {
   /// tokens (a rank's share, 2 x ceil(max_seq_len / 2P), must fit it), so
   /// max_seq_len may reach about max_batch_tokens x P; 1 elsewhere.
   int64_t sequence_parallel_size = 1;
+  /// Encoder: most labelled tokens (labels != -100) one batch may hold. The
+  /// masked-LM head and its loss then run on the labelled rows only,
+  /// gathered into a [max_predictions, hidden] matrix (BERT's
+  /// max_predictions_per_seq, for a whole batch). 0 = absent: the head runs
+  /// on every token.
+  int64_t max_predictions = 0;
   OptimizerConfig optimizer;
 
   /// hidden / heads (elements per attention head).

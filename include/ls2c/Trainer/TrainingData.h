@@ -57,6 +57,9 @@ constexpr int32_t kNumSpecialIds = 4;
 struct InputBatch {
   std::map<std::string, reference::HostTensor> inputs;
   int64_t tokens = 0; ///< tokens the model runs (vit: images x (patches + 1))
+  /// Labels the data left out to keep the batch within the description's
+  /// max_predictions (masked LM only; MaskedLM.h).
+  int64_t droppedLabels = 0;
 };
 
 class TrainingData {

@@ -682,11 +682,35 @@ func.func @matmul_forward_activation_bias_grad(%x: tensor<?x64xf16>, %g: tensor<
 
 // -----
 
-func.func @gather_table(%t: tensor<?x768xf32>, %ids: tensor<?xi32>) -> tensor<?x768xf32> {
-  // expected-error @+2 {{'ls2.gather' op table must have rank >= 1 and a static row count, got tensor<?x768xf32>}}
+func.func @gather_table(%t: tensor<100x?xf32>, %ids: tensor<?xi32>) -> tensor<?x?xf32> {
+  // expected-error @+2 {{'ls2.gather' op table must have rank >= 1 and a static row shape (only its row count may be dynamic), got tensor<100x?xf32>}}
   // expected-error @+1 {{'ls2.gather' op failed to infer returned types}}
-  %0 = ls2.gather %t[%ids] : tensor<?x768xf32>, tensor<?xi32> -> tensor<?x768xf32>
-  return %0 : tensor<?x768xf32>
+  %0 = ls2.gather %t[%ids] : tensor<100x?xf32>, tensor<?xi32> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @gather_fill_not_an_integer(%t: tensor<?xi32>, %ids: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'ls2.gather' op fill_value 5.000000e-01 is not a value of the table's element type 'i32'}}
+  %0 = ls2.gather %t[%ids] {fill_value = 0.5 : f64} : tensor<?xi32>, tensor<4xi32> -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @gather_fill_beyond_i32(%t: tensor<?xi32>, %ids: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'ls2.gather' op fill_value 3.000000e+09 is not a value of the table's element type 'i32'}}
+  %0 = ls2.gather %t[%ids] {fill_value = 3.0e9 : f64} : tensor<?xi32>, tensor<4xi32> -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @gather_fill_not_finite(%t: tensor<?x8xf32>, %ids: tensor<4xi32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'ls2.gather' op fill_value INF must be finite}}
+  %0 = ls2.gather %t[%ids] {fill_value = 0x7FF0000000000000 : f64} : tensor<?x8xf32>, tensor<4xi32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
 }
 
 // -----
@@ -700,10 +724,82 @@ func.func @gather_result(%t: tensor<100x768xf32>, %ids: tensor<?x?xi32>) -> tens
 
 // -----
 
-func.func @scatter_add_result(%u: tensor<?x768xf32>, %ids: tensor<?xi32>) -> tensor<?x768xf32> {
-  // expected-error @+1 {{'ls2.scatter_add' op result must have rank >= 1 and a static row count, got 'tensor<?x768xf32>'}}
+func.func @scatter_add_result(%u: tensor<?x768xf32>, %ids: tensor<?xi32>, %n: index) -> tensor<100x?xf32> {
+  // expected-error @+1 {{'ls2.scatter_add' op result must have rank >= 1 and a static row shape (only its row count may be dynamic), got 'tensor<100x?xf32>'}}
+  %0 = ls2.scatter_add %u, %ids [%n] : tensor<?x768xf32>, tensor<?xi32> -> tensor<100x?xf32>
+  return %0 : tensor<100x?xf32>
+}
+
+// -----
+
+func.func @scatter_add_rows_without_size(%u: tensor<?x768xf32>, %ids: tensor<?xi32>) -> tensor<?x768xf32> {
+  // expected-error @+1 {{'ls2.scatter_add' op needs one index operand per dynamic result dim: 1 for 'tensor<?x768xf32>', got 0}}
   %0 = ls2.scatter_add %u, %ids : tensor<?x768xf32>, tensor<?xi32> -> tensor<?x768xf32>
   return %0 : tensor<?x768xf32>
+}
+
+// -----
+
+func.func @scatter_add_size_of_static_rows(%u: tensor<?x768xf32>, %ids: tensor<?xi32>, %n: index) -> tensor<100x768xf32> {
+  // expected-error @+1 {{'ls2.scatter_add' op needs one index operand per dynamic result dim: 0 for 'tensor<100x768xf32>', got 1}}
+  %0 = ls2.scatter_add %u, %ids [%n] : tensor<?x768xf32>, tensor<?xi32> -> tensor<100x768xf32>
+  return %0 : tensor<100x768xf32>
+}
+
+// -----
+
+func.func @scatter_add_negative_padding_idx(%u: tensor<?x768xf32>, %ids: tensor<?xi32>, %n: index) -> tensor<?x768xf32> {
+  // expected-error @+1 {{'ls2.scatter_add' op padding_idx -1 must be >= 0}}
+  %0 = ls2.scatter_add %u, %ids [%n] {padding_idx = -1 : i64} : tensor<?x768xf32>, tensor<?xi32> -> tensor<?x768xf32>
+  return %0 : tensor<?x768xf32>
+}
+
+// -----
+
+func.func @nonzero_mask_rank(%m: tensor<?x4xi1>) -> tensor<8xi32> {
+  // expected-error @+1 {{'ls2.nonzero' op mask must have rank 1, got 'tensor<?x4xi1>'}}
+  %0 = ls2.nonzero %m : tensor<?x4xi1> -> tensor<8xi32>
+  return %0 : tensor<8xi32>
+}
+
+// -----
+
+func.func @nonzero_mask_type(%m: tensor<?xi32>) -> tensor<8xi32> {
+  // expected-error @+1 {{'ls2.nonzero' op operand #0 must be ranked tensor of 1-bit signless integer values, but got 'tensor<?xi32>'}}
+  %0 = ls2.nonzero %m : tensor<?xi32> -> tensor<8xi32>
+  return %0 : tensor<8xi32>
+}
+
+// -----
+
+func.func @nonzero_dynamic_result(%m: tensor<?xi1>) -> tensor<?xi32> {
+  // expected-error @+1 {{'ls2.nonzero' op result must have rank 1 and a static size (the most positions it holds), got 'tensor<?xi32>'}}
+  %0 = ls2.nonzero %m : tensor<?xi1> -> tensor<?xi32>
+  return %0 : tensor<?xi32>
+}
+
+// -----
+
+func.func @nonzero_result_type(%m: tensor<?xi1>) -> tensor<8xf32> {
+  // expected-error @+1 {{'ls2.nonzero' op result #0 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<8xf32>'}}
+  %0 = ls2.nonzero %m : tensor<?xi1> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @nonzero_fill_value(%m: tensor<?xi1>) -> tensor<8xi32> {
+  // expected-error @+1 {{'ls2.nonzero' op fill_value 4294967296 does not fit the result's element type 'i32'}}
+  %0 = ls2.nonzero %m {fill_value = 4294967296 : i64} : tensor<?xi1> -> tensor<8xi32>
+  return %0 : tensor<8xi32>
+}
+
+// -----
+
+func.func @nonzero_positions_beyond_i32(%m: tensor<3000000000xi1>) -> tensor<8xi32> {
+  // expected-error @+1 {{'ls2.nonzero' op mask of 3000000000 elements has positions beyond 'i32''s range}}
+  %0 = ls2.nonzero %m : tensor<3000000000xi1> -> tensor<8xi32>
+  return %0 : tensor<8xi32>
 }
 
 // -----

@@ -312,6 +312,29 @@ func.func @embedding(%wte: tensor<50257x768xbf16>, %ids: tensor<?xi32>, %ids2: t
   return %0, %1, %2, %3, %4 : tensor<?x768xbf16>, tensor<?x?x768xbf16>, tensor<?x?xf32>, tensor<50257x768xf32>, tensor<50257x768xf32>
 }
 
+// Rows of an activation (a dynamic row count) selected by positions, and
+// the gradient's scatter_add sized by an index operand.
+// CHECK-LABEL: func.func @labelled_rows(
+// CHECK-SAME: %[[X:[^ ,]+]]: tensor<?x64xf16>, %[[MASK:[^ ,]+]]: tensor<?xi1>, %[[DY:[^ ,]+]]: tensor<12x64xf16>)
+// CHECK-NEXT: %[[P:[^ ,]+]] = ls2.nonzero %[[MASK]] : tensor<?xi1> -> tensor<12xi32>
+// CHECK-NEXT: %[[P2:[^ ,]+]] = ls2.nonzero %[[MASK]] {fill_value = 0 : i64} : tensor<?xi1> -> tensor<4xi64>
+// CHECK-NEXT: %[[R:[^ ,]+]] = ls2.gather %[[X]][%[[P]]] : tensor<?x64xf16>, tensor<12xi32> -> tensor<12x64xf16>
+// CHECK-NEXT: %[[T:[^ ,]+]] = ls2.dim %[[X]][0] : tensor<?x64xf16>
+// CHECK-NEXT: %[[DX:[^ ,]+]] = ls2.scatter_add %[[DY]], %[[P]][%[[T]]] : tensor<12x64xf16>, tensor<12xi32> -> tensor<?x64xf16>
+// CHECK-NEXT: %[[F:[^ ,]+]] = ls2.gather %[[X]][%[[P]]] {fill_value = 0.000000e+00 : f64} : tensor<?x64xf16>, tensor<12xi32> -> tensor<12x64xf16>
+// CHECK-NEXT: %[[DF:[^ ,]+]] = ls2.scatter_add %[[DY]], %[[P]][%[[T]]] {drop_out_of_range} : tensor<12x64xf16>, tensor<12xi32> -> tensor<?x64xf16>
+// CHECK-NEXT: return %[[P2]], %[[R]], %[[DX]], %[[F]], %[[DF]]
+func.func @labelled_rows(%x: tensor<?x64xf16>, %mask: tensor<?xi1>, %dy: tensor<12x64xf16>) -> (tensor<4xi64>, tensor<12x64xf16>, tensor<?x64xf16>, tensor<12x64xf16>, tensor<?x64xf16>) {
+  %p = ls2.nonzero %mask : tensor<?xi1> -> tensor<12xi32>
+  %p2 = ls2.nonzero %mask {fill_value = 0 : i64} : tensor<?xi1> -> tensor<4xi64>
+  %r = ls2.gather %x[%p] : tensor<?x64xf16>, tensor<12xi32> -> tensor<12x64xf16>
+  %t = ls2.dim %x[0] : tensor<?x64xf16>
+  %dx = ls2.scatter_add %dy, %p [%t] : tensor<12x64xf16>, tensor<12xi32> -> tensor<?x64xf16>
+  %f = ls2.gather %x[%p] {fill_value = 0.0 : f64} : tensor<?x64xf16>, tensor<12xi32> -> tensor<12x64xf16>
+  %df = ls2.scatter_add %dy, %p [%t] {drop_out_of_range} : tensor<12x64xf16>, tensor<12xi32> -> tensor<?x64xf16>
+  return %p2, %r, %dx, %f, %df : tensor<4xi64>, tensor<12x64xf16>, tensor<?x64xf16>, tensor<12x64xf16>, tensor<?x64xf16>
+}
+
 // CHECK-LABEL: func.func @random(
 // CHECK-SAME: %[[SEED:[^ ,]+]]: tensor<i64>, %[[OFFSET:[^ ,]+]]: tensor<i64>, %[[T:[^ ,]+]]: index)
 // CHECK-NEXT: %[[R0:[^ ,]+]] = ls2.random_uniform %[[SEED]], %[[OFFSET]][%[[T]]]
