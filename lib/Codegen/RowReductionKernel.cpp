@@ -364,6 +364,9 @@ void emitRowReductionKernel(KernelContext &ctx) {
   em.reduceHook = [&](Operation *op, const Index &index) -> std::string {
     if (auto it = reduced.find(op); it != reduced.end())
       return it->second;
+    if (isColumnSum(*op))
+      throw EmitError{op, "a column sum's value is read inside its row reduction (it is "
+                          "complete only when the kernels end)"};
     bool isMax = isa<ls2::ReduceMaxOp>(op);
     // The result's index without the reduced dims (kept as 1s with keep_dims).
     Index operandIndex(index.begin(), index.begin() + lead.size());
@@ -405,7 +408,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
   em.pushScope(kOuterLevel, 2);
   if (cachesValues)
     for (Operation &op : body)
-      if (isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(op)) {
+      if (isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(op) && !isColumnSum(op)) {
         Index at = rowIndex;
         for (size_t d = lead.size(); d < ctx.dims.shape(op.getResult(0)).size(); ++d)
           at.push_back({"0", kKernelLevel}); // keep_dims
