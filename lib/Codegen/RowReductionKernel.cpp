@@ -33,6 +33,13 @@ namespace {
 
 constexpr uint32_t kMaxBlocks = 8192;
 
+/// A sum over the leading (row) dims of the rows, [R, H...] -> [H...]: a
+/// column sum that ls2-fuse put into the row group (dgamma, dbeta).
+bool isColumnSum(Operation &op) {
+  auto sum = dyn_cast<ls2::ReduceSumOp>(op);
+  return sum && sum.reducesLeadingDims();
+}
+
 /// For each value of the body that reads random numbers along the rows (a
 /// dropout: its operands, its numbers and their test stay live in every
 /// phase that recomputes it), how many phases read it: each reduction over
@@ -78,22 +85,20 @@ llvm::DenseMap<Value, unsigned> phaseUses(Block &body, KernelContext &ctx,
       if (drawsRandom(v))
         ++count[v];
   };
-  for (Operation &op : body)
-    if (isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(op))
-      slice({op.getOperand(0)});
+  // Column sums add up in the output phase: their operands are its too.
   SmallVector<Value> outputs;
+  for (Operation &op : body)
+    if (isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(op)) {
+      if (isColumnSum(op))
+        outputs.push_back(op.getOperand(0));
+      else
+        slice({op.getOperand(0)});
+    }
   for (unsigned i = 0; i < ctx.numYields(); ++i)
     if (sameDims(ctx.dims.shape(ctx.yieldValue(i)), full))
       outputs.push_back(ctx.yieldValue(i));
   slice(outputs);
   return count;
-}
-
-/// A sum over the leading (row) dims of the rows, [R, H...] -> [H...]: a
-/// column sum that ls2-fuse put into the row group (dgamma, dbeta).
-bool isColumnSum(Operation &op) {
-  auto sum = dyn_cast<ls2::ReduceSumOp>(op);
-  return sum && sum.reducesLeadingDims();
 }
 
 /// Blocks of a row reduction with column sums: a fixed cap, so each block
