@@ -342,23 +342,8 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     // forward (drawn where used: drawn before S and dP are awaited, while
     // they are on the tensor cores, they made the backward slower, H200,
     // 8x16x2048x64 1.89 -> 2.01 ms).
-    src += R"cuda(      constexpr int DW = ${DROPOUT_WORDS};
-      auto draw = [&](int rb, uint4 (&w)[2][DW]) {
-)cuda";
-    if (!s.dropout)
-      src += "        (void)rb, (void)w;\n";
-    else
-      src += R"cuda(        static_assert(NT % 4 == 0 && DW == NT / 4, "key tiles of whole dropout calls");
-#pragma unroll
-        for (int sp = 0; sp < DW; ++sp)
-#pragma unroll
-          for (int r = 0; r < 2; ++r)
-            w[r][sp] = ls2_attention_philox(seed_value, offset_value, (unsigned)stream,
-                                            (unsigned)((q0 + rowOf(rb, r)) * HQ + h),
-                                            n0 + 32 * sp + 2 * t4);
-)cuda";
-    src += R"cuda(      };
-      // dS = P (dP mask - D) of row block rb into s[rb], P rebuilt from lse.
+    src += dropoutDraw(s);
+    src += R"cuda(      // dS = P (dP mask - D) of row block rb into s[rb], P rebuilt from lse.
       auto gradScores = [&](int rb, const uint4 (&w)[2][DW]) {
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
@@ -488,7 +473,6 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     std::map<std::string, std::string> values = flashValues(s, dq.kernel.name);
     values["TILE"] = std::to_string(rows);
     values["SHARED"] = std::to_string(shared);
-    values["DROPOUT_WORDS"] = s.dropout ? "NT / 4" : "1";
     dq.kernel.source = substitute(src, values);
   }
 

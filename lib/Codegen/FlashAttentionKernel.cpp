@@ -140,23 +140,9 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
       // of column tile nt. Drawn where used: drawn before S is awaited, while
       // the products run, they cost registers and time (H200, 8x16x2048x64
       // forward 0.64 -> 0.67 ms).
-      constexpr int DW = ${DROPOUT_WORDS};
-      auto draw = [&](int rb, uint4 (&w)[2][DW]) {
 )cuda";
-  if (!s.dropout)
-    src += "        (void)rb, (void)w;\n";
-  else
-    src += R"cuda(        static_assert(NT % 4 == 0 && DW == NT / 4, "key tiles of whole dropout calls");
-#pragma unroll
-        for (int sp = 0; sp < DW; ++sp)
-#pragma unroll
-          for (int r = 0; r < 2; ++r)
-            w[r][sp] = ls2_attention_philox(seed_value, offset_value, (unsigned)stream,
-                                            (unsigned)((q0 + rowOf(rb, r)) * HQ + h),
-                                            n0 + 32 * sp + 2 * t4);
-)cuda";
-  src += R"cuda(      };
-      auto dropout = [&](int rb, const uint4 (&w)[2][DW]) {
+  src += dropoutDraw(s);
+  src += R"cuda(      auto dropout = [&](int rb, const uint4 (&w)[2][DW]) {
 )cuda";
   if (!s.dropout)
     src += "        (void)rb, (void)w;\n";
@@ -289,7 +275,6 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
   values["BN"] = std::to_string(keys);
   values["SHARED"] = std::to_string(shared);
   values["OUT_SCALE"] = s.dropout ? "KEEP_SCALE" : "1.0f";
-  values["DROPOUT_WORDS"] = s.dropout ? "NT / 4" : "1";
   out.kernel.source = substitute(src, values);
   return out;
 }

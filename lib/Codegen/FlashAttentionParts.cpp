@@ -441,6 +441,23 @@ static const char *const kFlashDropoutConstants =
   const long long seed_value = *seed, offset_value = *offset;
 )cuda";
 
+std::string dropoutDraw(const AttentionSpec &s) {
+  std::string src = "      constexpr int DW = " + std::string(s.dropout ? "NT / 4" : "1") + ";\n" +
+                    "      auto draw = [&](int rb, uint4 (&w)[2][DW]) {\n";
+  if (!s.dropout)
+    return src + "        (void)rb, (void)w;\n      };\n";
+  return src + R"cuda(        static_assert(NT % 4 == 0, "key tiles of whole dropout calls");
+#pragma unroll
+        for (int sp = 0; sp < DW; ++sp)
+#pragma unroll
+          for (int r = 0; r < 2; ++r)
+            w[r][sp] = ls2_attention_philox(seed_value, offset_value, (unsigned)stream,
+                                            (unsigned)((q0 + rowOf(rb, r)) * HQ + h),
+                                            n0 + 32 * sp + 2 * t4);
+      };
+)cuda";
+}
+
 std::map<std::string, std::string> flashValues(const AttentionSpec &s, const std::string &name) {
   bool bf16 = isa<BFloat16Type>(s.element);
   std::map<std::string, std::string> values = {{"NAME", name},

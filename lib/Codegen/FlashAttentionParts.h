@@ -70,6 +70,12 @@ std::string keyTileLoopHead();
 /// diagonal set masked scores to -inf (P = 0); whole tiles skip the test.
 std::string queryTileMask();
 
+/// The forward's and dq's `draw(rb, w)` lambda (and DW, the calls a row):
+/// row block rb's attention-dropout words, a Philox call per row and 32
+/// keys of the key tile at n0 (ls2_attention_philox), word m of call sp
+/// those of column tile 4 sp + m. An empty lambda without dropout.
+std::string dropoutDraw(const AttentionSpec &s);
+
 /// Scratch of the backward kernels: past the counters, f32 [maxTokensQ,
 /// heads] each, D_i and then the exponent bias of P (lse_i in log2 units,
 /// 0 for a row without keys); dq writes them, dk/dv reads them.
