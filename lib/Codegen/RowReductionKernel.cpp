@@ -115,7 +115,8 @@ void emitRowReductionKernel(KernelContext &ctx) {
   ElementalEmitter &em = *ctx.emitter;
   Block &body = ctx.fusion.getBody().front();
 
-  // The rows: every reduction reduces the same trailing dims of one shape.
+  // The rows: every reduction reduces the same trailing dims of one shape
+  // (column sums, over the leading dims, aside).
   std::optional<std::pair<SmallVector<runtime::Dim>, SmallVector<runtime::Dim>>> rows;
   SmallVector<Operation *> columnSums;
   for (Operation &op : body) {
@@ -170,11 +171,12 @@ void emitRowReductionKernel(KernelContext &ctx) {
                                   "shape nor one value per row"};
     }
   }
-  for (Operation *op : columnSums)
-    if (llvm::none_of(op->getResult(0).getUsers(), [](Operation *u) { return isa<ls2::YieldOp>(u); }) ||
-        !op->getResult(0).hasOneUse())
+  for (Operation *op : columnSums) {
+    Value sum = op->getResult(0);
+    if (!sum.hasOneUse() || !isa<ls2::YieldOp>(*sum.getUsers().begin()))
       throw EmitError{op, "a column sum in a row reduction must only be yielded (its value is "
                           "complete when the kernels end)"};
+  }
 
   // VEC: 16 bytes of the narrowest float streamed along the rows.
   int64_t narrowest = 4;
@@ -315,15 +317,14 @@ void emitRowReductionKernel(KernelContext &ctx) {
 
   // Dropped-out values several phases read (a LayerNorm's input x = residual
   // + dropout(y): its mean's phase, its variance's and the output's) are
-  // kept in registers by the phases
-  // that compute them at the rows' index, and a later phase reads the cache
-  // instead of recomputing them from the row's operands, which then die
-  // early (fewer registers, more rows in flight: BERT-base's
-  // LayerNorm-dropout forward held 104 registers at 23% occupancy, 80 with
-  // x held; H200, 1.92 -> 1.37 ms a step). Phases
-  // are emitted nested (the output phase asks for the reductions it reads),
-  // and a phase's loop is placed where its emission completes: a cache
-  // serves only phases emitted after one that fills it has completed.
+  // kept in registers by the phases that compute them at the rows' index,
+  // and a later phase reads the cache instead of recomputing them from the
+  // row's operands, which then die early (fewer registers, more rows in
+  // flight: BERT-base's LayerNorm-dropout forward held 104 registers at 23%
+  // occupancy, 80 with x held; H200, 1.92 -> 1.37 ms a step). Phases are
+  // emitted nested (the output phase asks for the reductions it reads), and
+  // a phase's loop is placed where its emission completes: a cache serves
+  // only phases emitted after one that fills it has completed.
   struct ValueCache {
     std::string name;
     llvm::SmallVector<int> fillers; ///< phases that write it
@@ -549,7 +550,8 @@ void emitRowReductionKernel(KernelContext &ctx) {
     };
     std::string writes, lanes;
     for (size_t q = 0; q < columnSums.size(); ++q) {
-      std::string Q = std::to_string(q), at = "(" + Q + " * (long long)gridDim.x + blockIdx.x) * " + H + " + j";
+      std::string Q = std::to_string(q);
+      std::string at = "(" + Q + " * (long long)gridDim.x + blockIdx.x) * " + H + " + j";
       if (rowsPerBlock == 1) {
         writes += "        ls2_partials[" + at + "] = ls2_cs" + Q + "[c * " + V + " + u];\n";
       } else {
