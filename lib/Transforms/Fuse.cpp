@@ -28,6 +28,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <queue>
 #include <set>
@@ -43,12 +44,25 @@ using namespace ls2c::fusion;
 
 namespace {
 
+/// An element count as a function of the dynamic sizes: num / den times
+/// the size of one argument dim (argument < 0: the static count num).
+/// Counts equal at the bounds can differ at run time (a static
+/// max_predictions equal to max_batch_tokens beside the dynamic token
+/// count), and one kernel iterates over one count.
+struct Count {
+  int32_t argument = -1, axis = 0;
+  int64_t num = 0, den = 1;
+};
+
 struct Group {
   ls2::FusionKind kind = ls2::FusionKind::Loop;
   SmallVector<Operation *> ops;
   /// The iteration space: loop = (elements, 1); row = (rows, row length);
   /// column = (reduced rows N, columns H).
   int64_t outer = 0, inner = 1;
+  /// The same symbolically, when known: a loop's elements, a reduction's
+  /// operand (its whole space) and its result (per-row or per-column values).
+  std::optional<Count> space, reduced;
   int64_t savedBytes = 0;
   /// The first and last of its ops in program order (Fuser::pos).
   int minPos = std::numeric_limits<int>::max(), maxPos = -1;
@@ -115,6 +129,13 @@ public:
     if (failed(computed))
       return failure();
     boundsStorage = std::move(*computed);
+    {
+      // Unknown dims only leave counts unknown (codegen reports them).
+      ScopedDiagnosticHandler silence(func.getContext(), [](Diagnostic &) { return success(); });
+      FailureOr<SymbolicDims> symbolic = SymbolicDims::compute(func);
+      if (succeeded(symbolic))
+        dims.emplace(std::move(*symbolic));
+    }
     for (Value v : rematerializedValues)
       rematerializedBytes +=
           bounds.bytes(v) - bounds.bytes(v.getDefiningOp()->getOperand(0));
@@ -311,13 +332,59 @@ private:
 
   int64_t numel(Value v) { return bounds.numElements(v); }
 
+  std::optional<SymbolicDims> dims; ///< of the function, when known
+  /// `v`'s element count symbolically; nullopt when unknown (no dims, or
+  /// more than one dynamic dim).
+  std::optional<Count> countOf(Value v) {
+    if (!dims || !isa<RankedTensorType>(v.getType()))
+      return std::nullopt;
+    Count c;
+    int64_t product = 1;
+    std::optional<runtime::Dim> dynamic;
+    for (const runtime::Dim &d : dims->shape(v)) {
+      if (d.isStatic()) {
+        product *= d.size;
+        continue;
+      }
+      if (dynamic)
+        return std::nullopt;
+      dynamic = d;
+    }
+    if (!dynamic) {
+      c.num = product;
+      return c;
+    }
+    int64_t num = product * dynamic->multiplier, den = dynamic->divisor;
+    int64_t g = std::gcd(num, den);
+    c.argument = dynamic->argument;
+    c.axis = dynamic->axis;
+    c.num = g ? num / g : num;
+    c.den = g ? den / g : den;
+    return c;
+  }
+  /// False when the counts are known to differ at run time: a static count
+  /// beside a dynamic one (or two different static ones). Two dynamic
+  /// counts may be equal although their symbols differ (SymbolicDims does
+  /// not unify every pair of equal sizes): the bounds decide those.
+  static bool mayEqual(const std::optional<Count> &a, const std::optional<Count> &b) {
+    if (!a || !b)
+      return true;
+    bool staticA = a->argument < 0, staticB = b->argument < 0;
+    if (staticA != staticB)
+      return false;
+    return !staticA || a->num == b->num;
+  }
+
   void newGroup(Operation *op, OpClass c) {
     Group g;
     g.ops.push_back(op);
     if (c == OpClass::Elementwise) {
       g.kind = ls2::FusionKind::Loop;
       g.outer = numel(op->getResult(0));
+      g.space = countOf(op->getResult(0));
     } else {
+      g.space = countOf(op->getOperand(0));
+      g.reduced = countOf(op->getResult(0));
       int64_t in = numel(op->getOperand(0)), out = numel(op->getResult(0));
       if (c == OpClass::RowReduce) {
         g.kind = ls2::FusionKind::RowReduction;
@@ -369,8 +436,8 @@ private:
     using K = ls2::FusionKind;
     Group m;
     auto loopFits = [](const Group &loop, const Group &red, bool epilogue) {
-      return loop.outer == red.outer * red.inner ||
-             (epilogue && loop.outer == red.outer);
+      return (loop.outer == red.outer * red.inner && mayEqual(loop.space, red.space)) ||
+             (epilogue && loop.outer == red.outer && mayEqual(loop.space, red.reduced));
     };
     if (p && a.kind == K::ColumnReduction && cls[p] == OpClass::ColReduce) {
       why = "a column reduction's result is complete only when its kernel ends";
@@ -403,6 +470,11 @@ private:
               std::to_string(b.outer) + " elements";
         return std::nullopt;
       }
+      if (!mayEqual(a.space, b.space)) {
+        why = "loops over " + std::to_string(a.outer) +
+              " elements at the bounds, but counts of different sizes";
+        return std::nullopt;
+      }
       m = a;
       return m;
     }
@@ -421,13 +493,16 @@ private:
       if (!loopFits(other, red, epilogue)) {
         why = std::string("a loop over ") + std::to_string(other.outer) +
               " elements does not match the " + kindName(red.kind) + " over [" +
-              std::to_string(red.outer) + ", " + std::to_string(red.inner) + "]";
+              std::to_string(red.outer) + ", " + std::to_string(red.inner) + "]" +
+              (other.outer == red.outer * red.inner || (epilogue && other.outer == red.outer)
+                   ? " (equal at the bounds, different sizes at run time)"
+                   : "");
         return std::nullopt;
       }
       m = red;
       return m;
     }
-    if (a.outer != b.outer || a.inner != b.inner) {
+    if (a.outer != b.outer || a.inner != b.inner || !mayEqual(a.space, b.space)) {
       why = std::string("two ") + kindName(a.kind) + "s over [" +
             std::to_string(a.outer) + ", " + std::to_string(a.inner) +
             "] and [" + std::to_string(b.outer) + ", " +
@@ -614,6 +689,8 @@ private:
     into.kind = m->kind;
     into.outer = m->outer;
     into.inner = m->inner;
+    into.space = m->space;
+    into.reduced = m->reduced;
     // Bytes no longer read back (and, once every reader is inside, written).
     absorb(a, b, bounds.bytes(edge));
   }
