@@ -287,27 +287,24 @@ generateFusionKernels(ls2::FusionOp fusion, const SymbolicDims &dims,
     src += ") {\n" + body + "}\n";
     return src;
   };
+  k.source = source(kernelName, "", ctx.launch.blockThreads,
+                    ctx.sharedDecls + ctx.emitter->takeKernelScope() + ctx.code);
   std::vector<GeneratedKernel> kernels;
+  kernels.push_back(std::move(out));
   if (!ctx.secondCode.empty()) {
     // The second stage: same parameters, run right after (its scratch holds
     // what the first left there).
+    const GeneratedKernel &first = kernels.front();
     GeneratedKernel second;
-    second.bindings = out.bindings;
+    second.bindings = first.bindings;
     second.kernel.name = kernelName + "_columns";
-    second.kernel.params = k.params;
+    second.kernel.params = first.kernel.params;
     second.kernel.launch = ctx.secondLaunch;
     second.kernel.scratchBytes = ctx.scratchBytes;
     second.kernel.source = source(second.kernel.name, "the column sums of ",
                                   ctx.secondLaunch.blockThreads, ctx.secondCode);
-    k.source = source(kernelName, "", ctx.launch.blockThreads,
-                      ctx.sharedDecls + ctx.emitter->takeKernelScope() + ctx.code);
-    kernels.push_back(std::move(out));
     kernels.push_back(std::move(second));
-    return kernels;
   }
-  k.source = source(kernelName, "", ctx.launch.blockThreads,
-                    ctx.sharedDecls + ctx.emitter->takeKernelScope() + ctx.code);
-  kernels.push_back(std::move(out));
   return kernels;
 }
 
