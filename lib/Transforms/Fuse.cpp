@@ -130,7 +130,10 @@ public:
       return failure();
     boundsStorage = std::move(*computed);
     {
-      // Unknown dims only leave counts unknown (codegen reports them).
+      // The values' symbolic dims (SymbolicDims.h), as the kernels will see
+      // them. Unknown dims only leave counts unknown and stop column merges
+      // (codegen reports them), so the analysis's errors are not this
+      // pass's: they are swallowed, and the pass succeeds.
       ScopedDiagnosticHandler silence(func.getContext(), [](Diagnostic &) { return success(); });
       FailureOr<SymbolicDims> symbolic = SymbolicDims::compute(func);
       if (succeeded(symbolic))
@@ -763,7 +766,7 @@ private:
   /// group itself when that is unknown (so it merges with none). Encoder
   /// and decoder tokens share a bound but are different rows.
   using RowsKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>;
-  RowsKey rowsIdentity(int g, const SymbolicDims *dims) {
+  RowsKey rowsIdentity(int g) {
     for (Operation *op : groups[g].ops)
       if (cls[op] == OpClass::ColReduce && dims) {
         const runtime::Dim &d = dims->shape(op->getOperand(0))[0];
@@ -773,15 +776,6 @@ private:
   }
 
   void mergeColumnNeighbours() {
-    // The rows' symbolic dims (SymbolicDims.h), as the kernels will see them.
-    // Unknown dims only stop merges (codegen reports them), so the analysis's
-    // errors are not this pass's: they are swallowed, and the pass succeeds.
-    FailureOr<SymbolicDims> computed = [&] {
-      ScopedDiagnosticHandler silence(func.getContext(),
-                                      [](Diagnostic &) { return success(); });
-      return SymbolicDims::compute(func);
-    }();
-    const SymbolicDims *dims = succeeded(computed) ? &*computed : nullptr;
     std::map<std::tuple<int64_t, int64_t, RowsKey>, int> open;
     for (Operation *op : order) {
       auto it = groupOf.find(op);
@@ -792,7 +786,7 @@ private:
       if (!group.alive || group.kind != ls2::FusionKind::ColumnReduction ||
           group.ops.front() != op || isBiasGradCandidate(group))
         continue;
-      auto key = std::make_tuple(group.outer, group.inner, rowsIdentity(g, dims));
+      auto key = std::make_tuple(group.outer, group.inner, rowsIdentity(g));
       auto [slot, inserted] = open.insert({key, g});
       if (inserted || slot->second == g)
         continue;
@@ -819,14 +813,8 @@ private:
   /// column sums, so the [N, H] f32 operands are never written (BERT-base:
   /// two 50 MB arrays written and read back per layer norm).
   void mergeColumnSumsIntoRows() {
-    FailureOr<SymbolicDims> computed = [&] {
-      ScopedDiagnosticHandler silence(func.getContext(),
-                                      [](Diagnostic &) { return success(); });
-      return SymbolicDims::compute(func);
-    }();
-    if (failed(computed))
+    if (!dims)
       return;
-    const SymbolicDims &dims = *computed;
     for (size_t c = 0; c < groups.size(); ++c) {
       Group &col = groups[c];
       if (!col.alive || col.kind != ls2::FusionKind::ColumnReduction || col.ops.empty() ||
@@ -869,7 +857,7 @@ private:
           if (cls[m] != OpClass::RowReduce)
             continue;
           for (Operation *op : col.ops)
-            if (!sameDims(dims.shape(m->getOperand(0)), dims.shape(op->getOperand(0))))
+            if (!sameDims(dims->shape(m->getOperand(0)), dims->shape(op->getOperand(0))))
               return false;
           return true;
         }
