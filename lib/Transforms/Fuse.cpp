@@ -1052,9 +1052,10 @@ private:
       return false;
     };
     std::map<int64_t, SmallVector<Operation *>> roots;
+    // A constant counts too: one returned as it is (a constant schedule's
+    // learning rate) has no other kernel to write it.
     for (Operation &op : block)
-      if (clonable.contains(&op) && !isa<ls2::ConstantOp>(op) &&
-          llvm::any_of(op.getResults(), readOutside))
+      if (clonable.contains(&op) && llvm::any_of(op.getResults(), readOutside))
         roots[numel(op.getResult(0))].push_back(&op);
     for (auto &[elements, ops] : roots) {
       for (Operation *op : ops)
