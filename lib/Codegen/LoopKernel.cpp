@@ -3,8 +3,9 @@
 // Grid-stride over the N output elements, VEC consecutive elements per
 // thread: when every vector-accessed pointer is 16-byte aligned and the VEC
 // elements are in range, operands read at the output's own index are loaded
-// and the outputs stored as 16-byte vectors; otherwise (the tail, or
-// unaligned views) element by element.
+// and the outputs stored as 16-byte vectors, as are row-broadcast operands
+// (a bias) at the vector's column; otherwise (the tail, or unaligned views)
+// element by element.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,11 +75,36 @@ void emitLoopKernel(KernelContext &ctx) {
   auto vectorizable = [&](Type et) {
     return (vec * elementBytes(et)) % 16 == 0;
   };
+  // A row-broadcast operand (a bias [C] read at i % C, C a static multiple
+  // of VEC): the VEC elements share a row, so it is one vector load at the
+  // column of the first, not a 64-bit modulo and a scalar load per element.
+  std::map<unsigned, std::string> columnLoads; // block arg -> vector name
+  std::string columns;                          // C of those loads
+  auto isColumnRead = [&](BlockArgument arg, const Index &index) {
+    auto type = cast<RankedTensorType>(arg.getType());
+    if (index.empty() || !type.hasStaticShape() || type.getNumElements() % vec != 0 ||
+        type.getShape().back() != type.getNumElements())
+      return false;
+    std::string c = std::to_string(type.getNumElements());
+    for (size_t d = 0; d + 1 < index.size(); ++d)
+      if (index[d].text != "0")
+        return false;
+    if (index.back().text != "(i % " + c + ")" || (!columns.empty() && columns != c))
+      return false;
+    columns = c;
+    return true;
+  };
   em.leafHook = [&](BlockArgument arg, const Index &index,
                     const IndexExpr &) -> std::optional<std::string> {
-    if (!isIdentity(arg, index))
-      return std::nullopt;
     Type et = cast<RankedTensorType>(arg.getType()).getElementType();
+    if (!isIdentity(arg, index)) {
+      if (!vectorizable(et) || !isColumnRead(arg, index))
+        return std::nullopt;
+      auto [it, inserted] = columnLoads.try_emplace(arg.getArgNumber(), "");
+      if (inserted)
+        it->second = em.fresh("cv");
+      return "ls2_cvt(" + it->second + ".v[u])";
+    }
     if (!vectorizable(et))
       return "ls2_load(" + ctx.argNames[arg.getArgNumber()] + ", i)";
     auto [it, inserted] = vectorLoads.try_emplace(arg.getArgNumber(), "");
@@ -120,9 +146,10 @@ void emitLoopKernel(KernelContext &ctx) {
   std::string vs = std::to_string(vec);
   c += "  const long long N = " + n + ";\n";
   std::string aligned;
-  for (auto &[arg, name] : vectorLoads)
-    aligned += (aligned.empty() ? "" : " | ") + std::string("(unsigned long long)") +
-               ctx.argNames[arg];
+  for (const auto *loads : {&vectorLoads, &columnLoads})
+    for (auto &[arg, name] : *loads)
+      aligned += (aligned.empty() ? "" : " | ") + std::string("(unsigned long long)") +
+                 ctx.argNames[arg];
   for (unsigned i = 0; i < numYields; ++i)
     if (!vectorStores[i].empty())
       aligned += (aligned.empty() ? "" : " | ") + std::string("(unsigned long long)") +
@@ -132,12 +159,16 @@ void emitLoopKernel(KernelContext &ctx) {
   c += "  for (long long base = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * " + vs +
        "; base < N;\n       base += (long long)gridDim.x * blockDim.x * " + vs + ") {\n";
   c += "    if (aligned && base + " + vs + " <= N) {\n";
-  for (auto &[arg, name] : vectorLoads) {
-    Type et = cast<RankedTensorType>(ctx.fusion.getBody().front().getArgument(arg).getType())
-                  .getElementType();
-    c += "      const " + vectorType(et) + " " + name + " = *reinterpret_cast<const " +
-         vectorType(et) + " *>(" + ctx.argNames[arg] + " + base);\n";
-  }
+  if (!columnLoads.empty())
+    c += "      const long long column = base % " + columns + ";\n";
+  for (const auto *loads : {&vectorLoads, &columnLoads})
+    for (auto &[arg, name] : *loads) {
+      Type et = cast<RankedTensorType>(ctx.fusion.getBody().front().getArgument(arg).getType())
+                    .getElementType();
+      c += "      const " + vectorType(et) + " " + name + " = *reinterpret_cast<const " +
+           vectorType(et) + " *>(" + ctx.argNames[arg] +
+           (loads == &vectorLoads ? " + base);\n" : " + column);\n");
+    }
   for (unsigned i = 0; i < numYields; ++i)
     if (!vectorStores[i].empty()) {
       Type et = cast<RankedTensorType>(ctx.yieldValue(i).getType()).getElementType();
