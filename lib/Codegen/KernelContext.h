@@ -40,6 +40,9 @@ struct KernelContext {
   uint64_t scratchBytes = 0;
   bool usesScratch = false;
   std::string sharedDecls; ///< __shared__ declarations
+  /// __launch_bounds__' second argument for the first kernel (0: none):
+  /// blocks that must fit on a multiprocessor at once, registers capped to fit.
+  unsigned minBlocksPerMultiprocessor = 0;
   /// A second kernel launched right after this one with the same
   /// parameters (a row reduction's column sums: the sum of the blocks'
   /// partials): its body after the kernel scope and its launch config;
