@@ -1,6 +1,7 @@
 //===- JsonReader.cpp - Typed JSON reading with path-named errors ---------===//
 
 #include "JsonReader.h"
+#include "ForeignKeyNames.h"
 #include "MessageText.h"
 
 #include <algorithm>
@@ -111,7 +112,13 @@ void Reader::checkKeys(const json &obj, const std::string &path,
     if (std::find(known.begin(), known.end(), item.key()) != known.end())
       continue;
     std::string rule = "unknown key";
-    if (auto s = suggestKey(item.key(), known))
+    std::vector<std::string_view> ours;
+    for (std::string_view k : keysForForeignName(item.key()))
+      if (std::find(known.begin(), known.end(), k) != known.end())
+        ours.push_back(k);
+    if (!ours.empty())
+      rule += fmt::format(" (ls2c's name for it: \"{}\")", fmt::join(ours, "\" or \""));
+    else if (auto s = suggestKey(item.key(), known))
       rule += fmt::format(" (did you mean \"{}\"?)", *s);
     fail(childPath(path, item.key()), rule);
   }

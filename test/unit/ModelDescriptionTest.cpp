@@ -487,9 +487,27 @@ TEST(ModelDescriptionBadInput, UnknownKey) {
             "t.json: $[\"a b\"]: unknown key");
 }
 
+// Hugging Face, fairseq and PyTorch names of our keys get ours, not an
+// edit-distance guess; in the object where ours is known only.
+TEST(ModelDescriptionBadInput, ForeignKeyNames) {
+  expectBad("hugging-face-key", "$.n_layer",
+            "unknown key (ls2c's name for it: \"encoder_layers\" or \"decoder_layers\")");
+  expectBad("hugging-face-key-heads", "$.num_attention_heads",
+            "unknown key (ls2c's name for it: \"heads\")");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"intermediate_size", 128}})),
+            "t.json: $.intermediate_size: unknown key (ls2c's name for it: \"ffn\")");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"n_embd", 64}})),
+            "t.json: $.n_embd: unknown key (ls2c's name for it: \"hidden\")");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"optimizer", {{"max_grad_norm", 1.0}}}})),
+            "t.json: $.optimizer.max_grad_norm: unknown key (ls2c's name for it: \"clip_norm\")");
+  // "betas" is an optimizer key: at the top level there is no such suggestion.
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"adam_beta1", 0.9}})),
+            "t.json: $.adam_beta1: unknown key");
+}
+
 TEST(ModelDescriptionBadInput, UnknownKeyInOptimizer) {
   expectBad("unknown-key-optimizer", "$.optimizer.learning_rate",
-            "unknown key");
+            "unknown key (ls2c's name for it: \"lr\")");
   EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"optimizer", {{"beta", 1}}}})),
             "t.json: $.optimizer.beta: unknown key (did you mean \"betas\"?)");
 }
@@ -1326,6 +1344,8 @@ TEST(ModelDescriptionBadInput, FixturesMatchTests) {
                                         "head-dim-over-256",
                                         "heads-not-dividing-hidden",
                                         "hidden-dropout-out-of-range",
+                                        "hugging-face-key",
+                                        "hugging-face-key-heads",
                                         "image-size-not-divisible-by-patch",
                                         "integer-out-of-range",
                                         "invalid-utf8",
