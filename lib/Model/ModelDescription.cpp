@@ -407,6 +407,9 @@ private:
                            d_.sequence_parallel_size, share,
                            d_.max_batch_tokens));
     }
+    // BERT's masked-LM sequences (ls2c train's) are [CLS] tokens [SEP].
+    if (applies(kE) && d_.max_seq_len < 3)
+      failAt("max_seq_len", "must be at least 3 for an encoder ([CLS], a token and [SEP])");
     if (d_.sequence_parallel_size == 1 &&
         d_.max_seq_len > d_.max_batch_tokens) {
       if (root_.contains("max_seq_len"))

@@ -487,6 +487,16 @@ TEST(ModelDescriptionBadInput, UnknownKey) {
             "t.json: $[\"a b\"]: unknown key");
 }
 
+// ls2c train's masked-LM sequences need [CLS], a token and [SEP]; a decoder
+// of one position is fine.
+TEST(ModelDescriptionBadInput, EncoderMaxSeqLenBelow3) {
+  expectBad("encoder-max-seq-len-below-3", "$.max_seq_len",
+            "2: must be at least 3 for an encoder ([CLS], a token and [SEP])");
+  EXPECT_EQ(errorOf(patched(tinyEncoder(), {{"max_seq_len", 1}})),
+            "t.json: $.max_seq_len: 1: must be at least 3 for an encoder ([CLS], a token and "
+            "[SEP])");
+}
+
 // Hugging Face, fairseq and PyTorch names of our keys get ours, not an
 // edit-distance guess; in the object where ours is known only.
 TEST(ModelDescriptionBadInput, ForeignKeyNames) {
@@ -1343,6 +1353,7 @@ TEST(ModelDescriptionBadInput, FixturesMatchTests) {
                                         "float-for-integer",
                                         "head-dim-over-256",
                                         "heads-not-dividing-hidden",
+                                        "encoder-max-seq-len-below-3",
                                         "hidden-dropout-out-of-range",
                                         "hugging-face-key",
                                         "hugging-face-key-heads",
