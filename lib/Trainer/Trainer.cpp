@@ -95,6 +95,19 @@ TrainResult train(const TrainOptions &o) {
     if (value < least)
       throw TrainError(std::string(name) + " is " + std::to_string(value) + "; it must be >= " +
                        std::to_string(least));
+  // A linear or cosine decay ends at total_steps; later steps keep its last
+  // learning rate, which is 0 unless min_lr_ratio says otherwise.
+  const ScheduleConfig &schedule = desc.optimizer.schedule;
+  if ((schedule.type == ScheduleType::Linear || schedule.type == ScheduleType::Cosine) &&
+      o.steps > schedule.total_steps)
+    std::fprintf(stderr,
+                 "ls2c: warning: --steps %lld runs past the schedule's total_steps (%lld): "
+                 "steps %lld to %lld train at learning rate %g (lr x min_lr_ratio)\n",
+                 static_cast<long long>(o.steps),
+                 static_cast<long long>(schedule.total_steps),
+                 static_cast<long long>(schedule.total_steps + 1),
+                 static_cast<long long>(o.steps),
+                 desc.optimizer.lr * schedule.min_lr_ratio);
   std::unique_ptr<TrainingData> data = loadTrainingData(o, desc);
   const bool classifies = desc.architecture != Architecture::Decoder;
 

@@ -159,7 +159,8 @@ a seeded order each epoch.
   --valid-labels LABELS    vit: with --valid-data
   --out DIR                metrics.jsonl and checkpoint.safetensors go here
                            (default runs/<model name>)
-  --steps N                optimizer steps to reach in total (default 1000)
+  --steps N                optimizer steps to reach in total (default 1000); past a
+                           linear or cosine schedule's total_steps: a warning
   --batch-sequences N      decoder: sequences of max_seq_len tokens per
                            micro-batch, vit: images (default: what
                            max_batch_tokens holds); encoder, encoder_decoder:
