@@ -111,8 +111,15 @@ llvm::DenseMap<Value, unsigned> phaseUses(Block &body, KernelContext &ctx,
 /// registers only six or seven did, and the last blocks ran as a second wave
 /// (H200, ms a step: BERT-base's 23 LayerNorm-dropout backwards 2.52 ->
 /// 1.75, GPT-2 medium's 47 4.65 -> 4.07, with up to 76 bytes spilled).
-constexpr uint32_t kColumnSumBlocksPerMultiprocessor = 8;
-constexpr uint32_t kColumnSumBlocks = 132 * kColumnSumBlocksPerMultiprocessor;
+/// With more than 16 f32 column accumulators a thread, six: BERT-base's
+/// LayerNorm-dropout backward with dgamma, dbeta and the next GEMM's bias
+/// gradient (24 a thread) took 2.24 ms at eight a multiprocessor (304 bytes
+/// spilled), 2.35 at seven, 2.13 at six, 2.32 at five (no spills), 2.60 at
+/// four.
+constexpr uint32_t kMultiprocessors = 132;
+uint32_t columnSumBlocksPerMultiprocessor(int64_t accumulatorsPerThread) {
+  return accumulatorsPerThread > 16 ? 6 : 8;
+}
 
 } // namespace
 
@@ -536,15 +543,18 @@ void emitRowReductionKernel(KernelContext &ctx) {
   ctx.launch.dynamicSharedBytes = 0;
   ctx.launch.work.assign(lead.begin(), lead.end());
   ctx.launch.workPerBlock = static_cast<uint64_t>(rowsPerBlock);
-  ctx.launch.maxBlocks = columnSums.empty() ? kMaxBlocks : kColumnSumBlocks;
+  const uint32_t perSM = columnSumBlocksPerMultiprocessor(
+      static_cast<int64_t>(columnSums.size()) * chunks * vec);
+  const uint32_t columnBlocks = kMultiprocessors * perSM;
+  ctx.launch.maxBlocks = columnSums.empty() ? kMaxBlocks : columnBlocks;
   if (!columnSums.empty())
-    ctx.minBlocksPerMultiprocessor = kColumnSumBlocksPerMultiprocessor;
+    ctx.minBlocksPerMultiprocessor = perSM;
   if (!columnSums.empty()) {
     // Two stages with a fixed order, so every run gives the same bits: each
     // block leaves its column sums (its row lanes' added in lane order) as
     // f32 partials [sum][block][H] in scratch past the counters; a second
     // kernel adds the blocks' partials in block order. The grid depends on
-    // R alone (min(kColumnSumBlocks, ceil(R / rows per block))).
+    // R alone (min(its blocks, ceil(R / rows per block))).
     const std::string NQ = std::to_string(columnSums.size()),
                       RPB = std::to_string(rowsPerBlock);
     c += "  float *ls2_partials = reinterpret_cast<float *>(scratch + " +
@@ -579,7 +589,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
       c += "  if (threadIdx.x < " + T + ") {\n" + eachColumn(writes) + "  }\n";
     }
     int64_t maxBlocks = std::min<int64_t>(
-        kColumnSumBlocks, (ctx.bound(lead) + rowsPerBlock - 1) / rowsPerBlock);
+        columnBlocks, (ctx.bound(lead) + rowsPerBlock - 1) / rowsPerBlock);
     ctx.usesScratch = true;
     ctx.scratchBytes = kScratchCounterBytes + static_cast<uint64_t>(columnSums.size()) *
                                                   static_cast<uint64_t>(maxBlocks) *
@@ -592,8 +602,8 @@ void emitRowReductionKernel(KernelContext &ctx) {
     d += "  __shared__ float ls2_lanes[32][8];\n";
     d += "  const long long R = " + ctx.product(lead) + ";\n";
     d += "  const long long rowBlocks = (R + " + RPB + " - 1) / " + RPB + ";\n";
-    d += "  const long long G = rowBlocks < " + std::to_string(kColumnSumBlocks) +
-         " ? rowBlocks : " + std::to_string(kColumnSumBlocks) + ";\n";
+    d += "  const long long G = rowBlocks < " + std::to_string(columnBlocks) +
+         " ? rowBlocks : " + std::to_string(columnBlocks) + ";\n";
     d += "  const float *ls2_partials = reinterpret_cast<const float *>(scratch + " +
          std::to_string(kScratchCounterBytes) + ");\n";
     d += "  const int tx = threadIdx.x % 8, ty = threadIdx.x / 8;\n";
