@@ -13,7 +13,7 @@
 #                                       configs, and of the CONFIGs named)
 # On the GPU machine (carry .gpu-bench; bench/*.py travel with the tree):
 #   scripts/gpu-bench.sh run [all|parity [CASE...]|bench [CONFIG...]] [--out DIR]
-#                            [--compile-mode MODE]...
+#                            [--compile-mode MODE]... [--skip-eager]
 #     parity: bench/parity.py on the GPU cases (tiny-*, bert-base and gpt2-small in fp32, in
 #             their preset dtype and checkpointed in it, 50 steps; or the CASEs named;
 #             $PARITY_ARGS adds options such as --noise-floor); bench: bench/side_by_side.py
@@ -23,7 +23,7 @@
 #             .gpu-bench/out)/parity.json, side_by_side.json and the logs. --compile-mode MODE
 #             (repeatable, e.g. default and reduce-overhead): the bench once per
 #             torch.compile mode, into side_by_side-MODE.json, PyTorch eager in the first
-#             only. Exit status: non-zero if a check failed.
+#             only (--skip-eager: in none). Exit status: non-zero if a check failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 G=.gpu-bench
@@ -33,21 +33,22 @@ run_gpu() {
   [ $# -gt 0 ] && shift
   case "$what" in
   all|parity|bench) ;;
-  *) echo "usage: $0 run [all|parity [CASE...]|bench [CONFIG...]] [--out DIR] [--compile-mode MODE]..." >&2; return 2 ;;
+  *) echo "usage: $0 run [all|parity [CASE...]|bench [CONFIG...]] [--out DIR] [--compile-mode MODE]... [--skip-eager]" >&2; return 2 ;;
   esac
   if [ ! -x "$G/bin/ls2c-gpu-step" ]; then
     echo "$G is missing: run scripts/gpu-bench.sh prepare here and carry $G" >&2
     return 2
   fi
-  local out=${OUT:-$G/out} cases=() configs=() modes=()
+  local out=${OUT:-$G/out} cases=() configs=() modes=() skip_eager=0
   while [ $# -gt 0 ]; do
     case "$1" in
     --out) out=$2; shift 2 ;;
     --compile-mode) modes+=("$2"); shift 2 ;;
+    --skip-eager) skip_eager=1; shift ;;
     *) case "$what" in
        parity) cases+=(--case "$1") ;;
        bench) configs+=(--config "$1") ;;
-       *) echo "usage: $0 run [all|parity [CASE...]|bench [CONFIG...]] [--out DIR] [--compile-mode MODE]..." >&2; return 2 ;;
+       *) echo "usage: $0 run [all|parity [CASE...]|bench [CONFIG...]] [--out DIR] [--compile-mode MODE]... [--skip-eager]" >&2; return 2 ;;
        esac
        shift ;;
     esac
@@ -67,7 +68,7 @@ run_gpu() {
     if [ ${#modes[@]} -eq 0 ]; then
       jsons=("$out/side_by_side.json")
       "$py" bench/side_by_side.py run --dir "$G/bench" --gpu-step "$G/bin/ls2c-gpu-step" \
-        --attention "${LS2C_ATTENTION:-kernels}" \
+        --attention "${LS2C_ATTENTION:-kernels}" $([ $skip_eager = 0 ] || echo --skip-eager) \
         --tmp "${TMPDIR:-/tmp}" --json "$out/side_by_side.json" "${configs[@]}" 2>&1 |
         tee "$out/side_by_side.log" || status=1
     fi
@@ -76,7 +77,7 @@ run_gpu() {
       jsons+=("$out/side_by_side-$mode.json")
       "$py" bench/side_by_side.py run --dir "$G/bench" --gpu-step "$G/bin/ls2c-gpu-step" \
         --attention "${LS2C_ATTENTION:-kernels}" --compile-mode "$mode" \
-        $([ $first = 1 ] || echo --skip-eager) \
+        $([ $first = 1 ] && [ $skip_eager = 0 ] || echo --skip-eager) \
         --tmp "${TMPDIR:-/tmp}" --json "$out/side_by_side-$mode.json" "${configs[@]}" 2>&1 |
         tee "$out/side_by_side-$mode.log" || status=1
       first=0
