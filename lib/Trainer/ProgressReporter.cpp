@@ -56,7 +56,7 @@ double ProgressReporter::elapsed() const {
 
 void ProgressReporter::step(int64_t step, double loss, double lr,
                             double gradNorm, double tokensPerSecond,
-                            bool finite, int64_t droppedLabels) {
+                            bool finite, int64_t droppedLabels, double lossScale) {
   nlohmann::json line = {{"step", step},
                          {"loss", loss},
                          {"lr", lr},
@@ -67,6 +67,14 @@ void ProgressReporter::step(int64_t step, double loss, double lr,
   if (droppedLabels >= 0)
     line["dropped_labels"] = droppedLabels;
   metrics << line.dump() << '\n' << std::flush;
+  // Printed with or without the progress line, as validation lines are.
+  if (!finite) {
+    std::fprintf(stderr, "%sstep %lld: skipped, gradients not finite",
+                 progress && terminal ? "\r\033[K" : "", static_cast<long long>(step));
+    if (lossScale > 0)
+      std::fprintf(stderr, ", fp16 loss scale lowered to %g", lossScale);
+    std::fputc('\n', stderr);
+  }
   if (!progress)
     return;
   if (firstStep < 0)

@@ -18,8 +18,9 @@ namespace ls2c {
 /// "valid_accuracy", and "valid_nll_loss" under label smoothing; step lines
 /// of encoders with max_predictions add "dropped_labels", the labels the
 /// step's batches left out to stay within it)
-/// and on stderr a line per validation ("step 100: validation loss 2.7100")
-/// and, when enabled, a progress line (redrawn in place on a terminal, one
+/// and on stderr a line per validation ("step 100: validation loss 2.7100"),
+/// a line per skipped step ("step 7: skipped, gradients not finite, fp16
+/// loss scale lowered to 32768") and, when enabled, a progress line (redrawn in place on a terminal, one
 /// line per 5% of the run otherwise):
 ///   step 120/1000 [###-------] loss 2.4312 lr 9.8e-04 5230 tok/s ETA 2m51s
 class ProgressReporter {
@@ -31,9 +32,12 @@ public:
   /// TrainError when the metrics file cannot be written.
   ProgressReporter(const std::string &metricsPath, int64_t resumeAfter,
                    bool progress, int64_t totalSteps);
-  /// `droppedLabels` < 0: not reported.
+  /// `droppedLabels` < 0: not reported. `finite` false: the step changed
+  /// nothing but the loss scale, which is `lossScale` after it (<= 0: the
+  /// model has no loss scaling).
   void step(int64_t step, double loss, double lr, double gradNorm,
-            double tokensPerSecond, bool finite, int64_t droppedLabels = -1);
+            double tokensPerSecond, bool finite, int64_t droppedLabels = -1,
+            double lossScale = 0);
   /// `extra`: further metrics of the validation line, by key.
   void validation(int64_t step, double validLoss,
                   const std::map<std::string, double> &extra = {});

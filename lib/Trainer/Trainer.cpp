@@ -224,7 +224,8 @@ TrainResult train(const TrainOptions &o) {
         std::chrono::duration<double>(Clock::now() - stepStart).count();
     report.step(state.step, loss, out[7].floats[0], out[6].floats[0],
                 static_cast<double>(tokens) / seconds, finite,
-                desc.max_predictions > 0 ? dropped : -1);
+                desc.max_predictions > 0 ? dropped : -1,
+                desc.dtype == DType::F16 ? state.lossScale.floats[0] : 0.0);
     result.lastLoss = loss;
 
     double elapsed = std::chrono::duration<double>(Clock::now() - started).count();

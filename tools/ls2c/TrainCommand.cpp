@@ -181,6 +181,14 @@ a seeded order each epoch.
   --no-progress            no progress line on stderr (validation lines
                            are still printed)
 
+fp16 models train with dynamic loss scaling, as torch.cuda.amp.GradScaler:
+the loss is multiplied by a scale (first 65536) before the backward and the
+gradients divided by it; a step whose gradients hold inf or NaN changes no
+weights and halves the scale; stderr then says so (step 7: skipped,
+gradients not finite, fp16 loss scale lowered to 32768) and metrics.jsonl
+has "finite": false and "grad_norm": -1. After 2000 clean steps the scale
+doubles. fp32 and bf16 models skip such steps too, with no scale.
+
 SIGINT or SIGTERM stops after the current step and writes the checkpoint
 (exit status 130).
 )";
