@@ -698,6 +698,27 @@ private:
     absorb(a, b, bounds.bytes(edge));
   }
 
+  /// True when the column sums of groups `a` and `b` reduce operands of
+  /// one shape, as a column kernel needs: a ViT of one patch sums its class
+  /// token's gradient [B, 1, H] and its patch bias's [B, H], equal in count
+  /// only. Without symbolic dims, only the element counts are known.
+  bool sameColumnShapes(int a, int b) {
+    if (!dims)
+      return true;
+    std::optional<ArrayRef<runtime::Dim>> first;
+    for (int g : {a, b})
+      for (Operation *op : groups[g].ops) {
+        if (cls[op] != OpClass::ColReduce)
+          continue;
+        ArrayRef<runtime::Dim> shape = dims->shape(op->getOperand(0));
+        if (!first)
+          first = shape;
+        else if (!sameDims(*first, shape))
+          return false;
+      }
+    return true;
+  }
+
   /// dgamma and dbeta (and a bias gradient) read the same [N, H] rows:
   /// one kernel computes all of them.
   void mergeColumnSiblings() {
@@ -717,7 +738,9 @@ private:
           continue;
         int other = it->second;
         std::string why;
-        if (!combine(groups[other], groups[g], /*p=*/nullptr, why) ||
+        if (!sameColumnShapes(other, g))
+          why = "their operands have different shapes";
+        if (!why.empty() || !combine(groups[other], groups[g], /*p=*/nullptr, why) ||
             createsCycle(other, g)) {
           refuse(op, op, "sibling column reductions not fused: " +
                              (why.empty() ? std::string("a path between them") : why));
@@ -797,7 +820,8 @@ private:
       for (Operation *m : groups[other].ops)
         otherEnd = std::max(otherEnd, pos[m]);
       if (!groups[other].alive || pos[op] - otherEnd > kNeighbourOps ||
-          readsFrom(g, other) || readsFrom(other, g) || createsCycle(other, g)) {
+          !sameColumnShapes(other, g) || readsFrom(g, other) || readsFrom(other, g) ||
+          createsCycle(other, g)) {
         slot->second = g;
         continue;
       }

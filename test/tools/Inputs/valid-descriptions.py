@@ -73,7 +73,7 @@ def description(i, rng):
     if arch == "vit":
         patch = rng.choice([4, 7])
         d["patch_size"] = patch
-        d["image_size"] = patch * rng.choice([2, 3])
+        d["image_size"] = patch * rng.choice([1, 2, 3])  # 1: one patch
         if rng.random() < 0.5:
             d["channels"] = rng.choice([1, 3])
         d["num_classes"] = rng.choice([2, 10, 37])
