@@ -407,6 +407,11 @@ private:
                            d_.sequence_parallel_size, share,
                            d_.max_batch_tokens));
     }
+    // Every architecture normalizes rows of `hidden` (layer norm): over one
+    // element x - mean is 0 and the output is the bias alone.
+    if (d_.hidden < 2)
+      failAt("hidden", "must be at least 2 (a layer norm over one element outputs only its "
+                       "bias)");
     // BERT's masked-LM sequences (ls2c train's) are [CLS] tokens [SEP].
     if (applies(kE) && d_.max_seq_len < 3)
       failAt("max_seq_len", "must be at least 3 for an encoder ([CLS], a token and [SEP])");

@@ -487,6 +487,12 @@ TEST(ModelDescriptionBadInput, UnknownKey) {
             "t.json: $[\"a b\"]: unknown key");
 }
 
+// A layer norm over one element outputs its bias alone, whatever the input.
+TEST(ModelDescriptionBadInput, HiddenBelow2) {
+  expectBad("hidden-below-2", "$.hidden",
+            "1: must be at least 2 (a layer norm over one element outputs only its bias)");
+}
+
 // ls2c train's masked-LM sequences need [CLS], a token and [SEP]; a decoder
 // of one position is fine.
 TEST(ModelDescriptionBadInput, EncoderMaxSeqLenBelow3) {
@@ -1354,6 +1360,7 @@ TEST(ModelDescriptionBadInput, FixturesMatchTests) {
                                         "head-dim-over-256",
                                         "heads-not-dividing-hidden",
                                         "encoder-max-seq-len-below-3",
+                                        "hidden-below-2",
                                         "hidden-dropout-out-of-range",
                                         "hugging-face-key",
                                         "hugging-face-key-heads",
