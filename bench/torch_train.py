@@ -29,10 +29,12 @@ def lr_factor(c, s):
     kind = sc["type"]
     if kind == "constant":
         return 1.0
+    if kind in ("linear", "cosine") and T <= w:
+        return r  # a decay of no length: at its end after warmup
     if kind == "linear":
-        return r + (1 - r) * max(0, T - s) / max(T - w, 1)
+        return r + (1 - r) * max(0, T - s) / (T - w)
     if kind == "cosine":
-        return r + (1 - r) * 0.5 * (1 + math.cos(math.pi * min(1.0, (s - w) / max(T - w, 1))))
+        return r + (1 - r) * 0.5 * (1 + math.cos(math.pi * min(1.0, (s - w) / (T - w))))
     if kind == "inverse_sqrt":
         return math.sqrt(w / s)
     raise ValueError(kind)

@@ -171,9 +171,15 @@ Value scheduledLr(Builder &x, const OptimizerSettings &s, Value t) {
     // lr * sqrt(warmup / t)
     afterWarmup = x.mul(lr, x.b.create<SqrtOp>(x.loc, x.div(x.scalar(warmup), t)));
   } else {
-    double span = static_cast<double>(std::max<int64_t>(s.totalSteps - s.warmupSteps, 1));
-    Value progress = x.div(x.sub(t, x.scalar(warmup)), x.scalar(span));
-    progress = x.min(x.max(progress, x.scalar(0.0)), x.scalar(1.0));
+    // total_steps <= warmup_steps: the decay has no length, so every step
+    // after warmup is at its end (Hugging Face's linear schedule gives 0
+    // there too; without this one step ran at the peak).
+    Value progress = x.scalar(1.0);
+    if (s.totalSteps > s.warmupSteps) {
+      double span = static_cast<double>(s.totalSteps - s.warmupSteps);
+      progress = x.div(x.sub(t, x.scalar(warmup)), x.scalar(span));
+      progress = x.min(x.max(progress, x.scalar(0.0)), x.scalar(1.0));
+    }
     Value shape; // from 1 at the end of warmup to 0 at total_steps
     if (s.schedule == "linear") {
       shape = x.sub(x.scalar(1.0), progress);

@@ -420,6 +420,8 @@ def learning_rate(opt, s):
         return lr * s / w
     if sc["type"] == "constant":
         return lr
+    if sc["type"] in ("linear", "cosine") and T <= w:
+        return lr * r  # a decay of no length: at its end after warmup
     if sc["type"] == "linear":
         return lr * (r + (1 - r) * max(0, T - s) / (T - w))
     if sc["type"] == "cosine":

@@ -211,8 +211,10 @@ TEST(TrainStep, LearningRateSchedules) {
     int64_t warmup, total;
     double minRatio;
   };
+  // warmup == total: a decay of no length, at its end right after warmup.
   for (Case c : {Case{"constant", 4, 0, 0.0}, Case{"linear", 4, 20, 0.1},
-                 Case{"cosine", 4, 20, 0.1}, Case{"inverse_sqrt", 4, 0, 0.0}}) {
+                 Case{"cosine", 4, 20, 0.1}, Case{"inverse_sqrt", 4, 0, 0.0},
+                 Case{"linear", 4, 4, 0.5}, Case{"cosine", 4, 4, 0.25}}) {
     std::string settings =
         std::string("{type = \"adamw\", lr = 2.0e-3 : f64, beta1 = 0.9 : f64, "
                     "beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.0 : f64, "
@@ -226,7 +228,9 @@ TEST(TrainStep, LearningRateSchedules) {
     for (int64_t done = 0; done < 25; ++done) {
       s.step = HostTensor::scalarInt(ElementType::I64, done);
       double t = double(done), lr = 2e-3, expected; // updates made before this one
-      double progress = std::clamp((t - c.warmup) / double(c.total - c.warmup), 0.0, 1.0);
+      double progress = c.total <= c.warmup
+                            ? 1.0
+                            : std::clamp((t - c.warmup) / double(c.total - c.warmup), 0.0, 1.0);
       if (t < c.warmup)
         expected = lr * t / c.warmup;
       else if (std::string(c.schedule) == "constant")
