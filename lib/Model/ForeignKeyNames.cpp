@@ -74,7 +74,6 @@ const std::vector<ForeignName> &table() {
       {"adam_betas", {"betas"}},
       {"max_grad_norm", {"clip_norm"}},
       {"clip_grad_norm", {"clip_norm"}},
-      {"lr_scheduler_type", {"type"}},
       {"num_warmup_steps", {"warmup_steps"}},
       {"warmup_updates", {"warmup_steps"}},
       {"max_steps", {"total_steps"}},

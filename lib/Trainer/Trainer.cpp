@@ -99,15 +99,18 @@ TrainResult train(const TrainOptions &o) {
   // learning rate, which is 0 unless min_lr_ratio says otherwise.
   const ScheduleConfig &schedule = desc.optimizer.schedule;
   if ((schedule.type == ScheduleType::Linear || schedule.type == ScheduleType::Cosine) &&
-      o.steps > schedule.total_steps)
+      o.steps > schedule.total_steps) {
+    const int64_t first = schedule.total_steps + 1;
+    std::string which = o.steps == first
+                            ? "step " + std::to_string(first) + " trains"
+                            : "steps " + std::to_string(first) + " to " +
+                                  std::to_string(o.steps) + " train";
     std::fprintf(stderr,
-                 "ls2c: warning: --steps %lld runs past the schedule's total_steps (%lld): "
-                 "steps %lld to %lld train at learning rate %g (lr x min_lr_ratio)\n",
-                 static_cast<long long>(o.steps),
-                 static_cast<long long>(schedule.total_steps),
-                 static_cast<long long>(schedule.total_steps + 1),
-                 static_cast<long long>(o.steps),
-                 desc.optimizer.lr * schedule.min_lr_ratio);
+                 "ls2c: warning: --steps %lld runs past the schedule's total_steps (%lld): %s "
+                 "at learning rate %g (lr x min_lr_ratio)\n",
+                 static_cast<long long>(o.steps), static_cast<long long>(schedule.total_steps),
+                 which.c_str(), desc.optimizer.lr * schedule.min_lr_ratio);
+  }
   std::unique_ptr<TrainingData> data = loadTrainingData(o, desc);
   const bool classifies = desc.architecture != Architecture::Decoder;
 
