@@ -28,11 +28,11 @@ namespace ls2c::codegen {
 namespace {
 
 constexpr int64_t kBlock = 256;
-// Eight 256-thread blocks per multiprocessor of an H200 (132): a full
-// occupancy of loads in flight. At two per multiprocessor the bias gradient
-// of a [16384, 3072] FFN (96 tiles x 2 chunks) took 0.51 ms on an H200,
-// 7x its memory time.
-constexpr int64_t kTargetBlocks = 8 * 132;
+// Eight 256-thread blocks per multiprocessor of an H200: a full occupancy
+// of loads in flight. At two per multiprocessor the bias gradient of a
+// [16384, 3072] FFN (96 tiles x 2 chunks) took 0.51 ms on an H200, 7x its
+// memory time.
+constexpr int64_t kTargetBlocks = 8 * kH200Multiprocessors;
 
 /// A yielded reduction of the group.
 struct Reduction {

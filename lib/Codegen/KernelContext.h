@@ -11,6 +11,11 @@
 
 namespace ls2c::codegen {
 
+/// Multiprocessors of the GPU the fixed grids of the reduction kernels are
+/// sized for (an H200; their partition, and so their bits, must not depend
+/// on the device that runs them).
+constexpr uint32_t kH200Multiprocessors = 132;
+
 /// One kernel being generated: parameter names, the emitter, and what the
 /// skeleton produces (its code after the kernel scope, the launch config).
 struct KernelContext {

@@ -116,7 +116,6 @@ llvm::DenseMap<Value, unsigned> phaseUses(Block &body, KernelContext &ctx,
 /// gradient (24 a thread) took 2.24 ms at eight a multiprocessor (304 bytes
 /// spilled), 2.35 at seven, 2.13 at six, 2.32 at five (no spills), 2.60 at
 /// four.
-constexpr uint32_t kMultiprocessors = 132;
 uint32_t columnSumBlocksPerMultiprocessor(int64_t accumulatorsPerThread) {
   return accumulatorsPerThread > 16 ? 6 : 8;
 }
@@ -543,13 +542,13 @@ void emitRowReductionKernel(KernelContext &ctx) {
   ctx.launch.dynamicSharedBytes = 0;
   ctx.launch.work.assign(lead.begin(), lead.end());
   ctx.launch.workPerBlock = static_cast<uint64_t>(rowsPerBlock);
-  const uint32_t perSM = columnSumBlocksPerMultiprocessor(
-      static_cast<int64_t>(columnSums.size()) * chunks * vec);
-  const uint32_t columnBlocks = kMultiprocessors * perSM;
-  ctx.launch.maxBlocks = columnSums.empty() ? kMaxBlocks : columnBlocks;
-  if (!columnSums.empty())
-    ctx.minBlocksPerMultiprocessor = perSM;
+  ctx.launch.maxBlocks = kMaxBlocks;
   if (!columnSums.empty()) {
+    const uint32_t perSM = columnSumBlocksPerMultiprocessor(
+        static_cast<int64_t>(columnSums.size()) * chunks * vec);
+    const uint32_t columnBlocks = kH200Multiprocessors * perSM;
+    ctx.launch.maxBlocks = columnBlocks;
+    ctx.minBlocksPerMultiprocessor = perSM;
     // Two stages with a fixed order, so every run gives the same bits: each
     // block leaves its column sums (its row lanes' added in lane order) as
     // f32 partials [sum][block][H] in scratch past the counters; a second

@@ -512,6 +512,10 @@ private:
             std::to_string(b.inner) + "]";
       return std::nullopt;
     }
+    if (a.kind == K::ColumnReduction && !sameColumnShapes(a, b)) {
+      why = "column sums of operands of different shapes";
+      return std::nullopt;
+    }
     m = a;
     return m;
   }
@@ -702,12 +706,12 @@ private:
   /// one shape, as a column kernel needs: a ViT of one patch sums its class
   /// token's gradient [B, 1, H] and its patch bias's [B, H], equal in count
   /// only. Without symbolic dims, only the element counts are known.
-  bool sameColumnShapes(int a, int b) {
+  bool sameColumnShapes(const Group &a, const Group &b) {
     if (!dims)
       return true;
     std::optional<ArrayRef<runtime::Dim>> first;
-    for (int g : {a, b})
-      for (Operation *op : groups[g].ops) {
+    for (const Group *g : {&a, &b})
+      for (Operation *op : g->ops) {
         if (cls[op] != OpClass::ColReduce)
           continue;
         ArrayRef<runtime::Dim> shape = dims->shape(op->getOperand(0));
@@ -738,9 +742,7 @@ private:
           continue;
         int other = it->second;
         std::string why;
-        if (!sameColumnShapes(other, g))
-          why = "their operands have different shapes";
-        if (!why.empty() || !combine(groups[other], groups[g], /*p=*/nullptr, why) ||
+        if (!combine(groups[other], groups[g], /*p=*/nullptr, why) ||
             createsCycle(other, g)) {
           refuse(op, op, "sibling column reductions not fused: " +
                              (why.empty() ? std::string("a path between them") : why));
@@ -820,8 +822,8 @@ private:
       for (Operation *m : groups[other].ops)
         otherEnd = std::max(otherEnd, pos[m]);
       if (!groups[other].alive || pos[op] - otherEnd > kNeighbourOps ||
-          !sameColumnShapes(other, g) || readsFrom(g, other) || readsFrom(other, g) ||
-          createsCycle(other, g)) {
+          !sameColumnShapes(groups[other], group) || readsFrom(g, other) ||
+          readsFrom(other, g) || createsCycle(other, g)) {
         slot->second = g;
         continue;
       }
