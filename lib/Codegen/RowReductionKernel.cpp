@@ -208,6 +208,9 @@ void emitRowReductionKernel(KernelContext &ctx) {
   threads = std::max<int64_t>(32, std::min<int64_t>(1024, threads));
   int64_t chunks = (h + threads * vec - 1) / (threads * vec);
   bool registers = chunks * vec <= 32;
+  // Whether the threads' elements tile the row exactly: then every element
+  // index is in the row and the generated code tests none.
+  const bool exact = chunks * threads * vec == h;
   int64_t block = threads == 32 ? 128 : threads;
   int64_t rowsPerBlock = block / threads;
   std::string T = std::to_string(threads), V = std::to_string(vec),
@@ -236,6 +239,9 @@ void emitRowReductionKernel(KernelContext &ctx) {
                                                kElementLevel);
   };
 
+  auto below = [&](const std::string &j) {
+    return exact ? std::string("true") : j + " < " + H;
+  };
   auto loopHead = [&](const std::string &jName) {
     return "#pragma unroll\nfor (int c = 0; c < " + CH + "; ++c) {\n" +
            "#pragma unroll\n  for (int u = 0; u < " + V + "; ++u) {\n" +
@@ -260,22 +266,26 @@ void emitRowReductionKernel(KernelContext &ctx) {
         return it->second;
       std::string name = em.fresh("rc");
       Type et = cast<RankedTensorType>(arg.getType()).getElementType();
-      bool contiguous = sameIndex(index, elementIndex) && vec > 1 &&
-                        ctx.argStrides[arg.getArgNumber()].empty() &&
-                        (vec * elementBytes(et)) % 16 == 0 &&
+      bool vectors = vec > 1 && ctx.argStrides[arg.getArgNumber()].empty() &&
+                     (vec * elementBytes(et)) % 16 == 0;
+      bool contiguous = vectors && sameIndex(index, elementIndex) &&
                         (h * elementBytes(et)) % 16 == 0;
+      // An operand the same for every row (a bias, gamma, beta: [H] read at
+      // j) is read as vectors too (scalar loads with their 64-bit address
+      // arithmetic were a tenth of a LayerNorm kernel's instructions).
+      bool broadcast = vectors && flat.text == "j";
       std::string element = name + "[c * " + V + " + u]";
       std::string vt = "ls2_vec<" + storageType(et) + ", " + V + ">";
       std::string fill = computeType(et) + " " + name + "[" + std::to_string(chunks * vec) +
                          "];\n";
-      std::string scalarFill = element + " = j < " + H + " ? ls2_load(" + p + ", " + flat.text +
+      std::string scalarFill = element + " = " + below("j") + " ? ls2_load(" + p + ", " + flat.text +
                                ") : " + computeType(et) + "(0);";
-      if (contiguous) {
+      if (contiguous || broadcast) {
         fill += "#pragma unroll\nfor (int c = 0; c < " + CH + "; ++c) {\n";
         fill += "  const long long j0 = ((long long)c * " + T + " + lane) * " + V + ";\n";
-        fill += "  if (j0 < " + H + " && ((unsigned long long)" + p + " & 15) == 0) {\n";
+        fill += "  if (" + below("j0") + " && ((unsigned long long)" + p + " & 15) == 0) {\n";
         fill += "    const " + vt + " w = *reinterpret_cast<const " + vt + " *>(" + p +
-                " + r * " + H + " + j0);\n";
+                (contiguous ? " + r * " + H : std::string()) + " + j0);\n";
         fill += "#pragma unroll\n    for (int u = 0; u < " + V + "; ++u)\n";
         fill += "      " + element + " = ls2_cvt(w.v[u]);\n";
         fill += "  } else {\n";
@@ -309,14 +319,14 @@ void emitRowReductionKernel(KernelContext &ctx) {
         fill += "#pragma unroll\nfor (int c = 0; c < " + CH + "; ++c) {\n";
         fill += "#pragma unroll\n  for (int u = 0; u < " + V + "; u += 4) {\n";
         fill += "    const long long j = ((long long)c * " + T + " + lane) * " + V + " + u;\n";
-        fill += "    if (j < " + H + ") ls2_uniform4(" + seed + ", " + offset + ", " +
+        fill += "    if (" + below("j") + ") ls2_uniform4(" + seed + ", " + offset + ", " +
                 em.streamText(op) + ", " + flat.text + ", &" + name + "[c * " + V +
                 " + u]);\n";
         fill += "    else " + name + "[c * " + V + " + u] = " + name + "[c * " + V +
                 " + u + 1] = " + name + "[c * " + V + " + u + 2] = " + name + "[c * " + V +
                 " + u + 3] = 0.0f;\n  }\n}\n";
       } else {
-        fill += loopHead("j") + "    " + name + "[c * " + V + " + u] = j < " + H +
+        fill += loopHead("j") + "    " + name + "[c * " + V + " + u] = " + below("j") +
                 " ? ls2_uniform(" + seed + ", " + offset + ", " +
                 em.streamText(op) + ", " + flat.text + ") : 0.0f;\n  }\n}\n";
       }
@@ -403,7 +413,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
     std::string phase = em.popScope();
     completed.insert(phaseStack.back());
     phaseStack.pop_back();
-    em.lines(loopHead("j") + "    if (j < " + H + ") {");
+    em.lines(loopHead("j") + "    if (" + below("j") + ") {");
     em.raw(phase);
     em.lines("    }\n  }\n}");
     std::string reduce =
@@ -471,7 +481,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
     }
     std::string phase = em.popScope();
     if (vectors.empty()) {
-      em.lines(loopHead("j") + "    if (j < " + H + ") {");
+      em.lines(loopHead("j") + "    if (" + below("j") + ") {");
       em.raw(phase);
       em.lines("    }\n  }\n}");
     } else {
@@ -483,7 +493,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
       }
       head += "#pragma unroll\n  for (int u = 0; u < " + V + "; ++u) {\n";
       head += "    const long long j = ((long long)c * " + T + " + lane) * " + V + " + u;\n";
-      head += "    if (j < " + H + ") {";
+      head += "    if (" + below("j") + ") {";
       em.lines(head);
       em.raw(phase);
       std::string tail = "    }\n  }\n";
@@ -492,7 +502,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
       for (auto &[i, name] : vectors)
         aligned += (aligned.empty() ? "" : " | ") + std::string("(unsigned long long)") +
                    ctx.resultNames[i];
-      tail += "  if (j0 < " + H + ") {\n";
+      tail += "  if (" + below("j0") + ") {\n";
       tail += "    if (((" + aligned + ") & 15) == 0) {\n";
       for (auto &[i, name] : vectors) {
         Type et = cast<RankedTensorType>(ctx.yieldValue(i).getType()).getElementType();
@@ -562,7 +572,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
       return "#pragma unroll\n  for (int c = 0; c < " + CH + "; ++c)\n#pragma unroll\n" +
              "    for (int u = 0; u < " + V + "; ++u) {\n" +
              "      const long long j = ((long long)c * " + T + " + lane) * " + V + " + u;\n" +
-             "      if (j < " + H + ") {\n" + body + "      }\n    }\n";
+             "      if (" + below("j") + ") {\n" + body + "      }\n    }\n";
     };
     std::string writes, lanes;
     for (size_t q = 0; q < columnSums.size(); ++q) {
