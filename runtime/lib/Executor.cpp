@@ -124,6 +124,10 @@ struct Executor::Impl {
   std::unique_ptr<GemmRunner> gemm;
 
   GraphCache<GraphExec> graphs{Executor::kMaxGraphs};
+  /// With GEMM autotuning: the (function, argument shapes) that ran step by
+  /// step once, so their GEMMs' plans were timed (GemmRunner: not while
+  /// capturing). A new one runs eagerly first.
+  std::set<std::pair<size_t, std::vector<std::vector<int64_t>>>> gemmTuned;
   /// Captures go to this stream: the caller's may be the legacy default
   /// stream, which cannot capture.
   cudaStream_t captureStream = nullptr;
@@ -505,7 +509,9 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
                          "(setAttentionBackend(AttentionBackend::Cudnn or Auto))");
   GraphKey key;
   // Timing the backends synchronizes: those runs go step by step.
-  bool wantGraph = graphsOn && !timing && !tuning;
+  bool gemmTuning =
+      impl->gemm->autotune() && !impl->gemmTuned.count({fi, call.argumentShapes});
+  bool wantGraph = graphsOn && !timing && !tuning && !gemmTuning;
   if (wantGraph)
     key = makeGraphKey(fi, call.argumentShapes, call.arguments, call.results);
   auto decision = impl->graphs.decide(wantGraph ? &key : nullptr, needs);
@@ -718,6 +724,8 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
   }
   checkCuda(cudaGetLastError(), "@" + name);
   impl->graphs.ranEagerly(needs);
+  if (gemmTuning && impl->gemmTuned.size() < 4096)
+    impl->gemmTuned.insert({fi, call.argumentShapes});
 }
 
 void Executor::run(const std::string &name, const Call &call, cudaStream_t stream) {

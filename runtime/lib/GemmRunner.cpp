@@ -45,13 +45,22 @@
 // Activation epilogues run on one matrix (batch 1) and have no fallback:
 // cuBLASLt without an algorithm for one is a GemmError naming it.
 //
+// Autotuning (GemmRunner.h: setAutotune): a new plan takes the candidate of
+// cuBLASLt's first kCandidates that an earlier decision names (GemmChoice.h),
+// else the fastest, timed on the call's own operands (GemmTuner.h) where the
+// call allows it: not while its stream is capturing a graph, beta 0, and C
+// overlapping no operand it reads. Other plans keep the heuristic's first.
+//
 // LS2C_GEMM_TRACE=1 in the environment prints each new plan (shape, the
-// epilogue used, the algorithm's workspace) to stderr.
+// epilogue used, the algorithm's workspace, tuning times) to stderr.
 //
 //===----------------------------------------------------------------------===//
 #include "ls2c/Runtime/GemmRunner.h"
 
+#include "GemmTuner.h"
 #include "ls2c/JIT/KernelCompiler.h"
+#include "ls2c/JIT/ProgramCache.h"
+#include "ls2c/Runtime/GemmChoice.h"
 
 #include <cublasLt.h>
 
@@ -263,11 +272,66 @@ struct Preference {
 
 } // namespace
 
+/// One past the last byte an operand of `rows` x `cols` (row pitch `ld`,
+/// `batch` matrices `stride` apart, elements of `elt` bytes) touches.
+const char *endOf(const void *p, int64_t rows, int64_t cols, int64_t ld,
+                  int64_t batch, int64_t stride, size_t elt) {
+  int64_t last = (batch - 1) * stride + (rows - 1) * ld + cols;
+  return static_cast<const char *>(p) + static_cast<size_t>(last) * elt;
+}
+
+bool overlaps(const void *p, const char *pEnd, const void *q,
+              const char *qEnd) {
+  return p && q && static_cast<const char *>(p) < qEnd &&
+         static_cast<const char *>(q) < pEnd;
+}
+
+/// Whether timing `d`'s candidates on its own operands leaves the result
+/// as one run would: beta 0 (C is only written), C overlapping nothing the
+/// call reads, and `stream` not capturing (the timing waits for events).
+bool tunable(const Desc &d, cudaStream_t stream) {
+  if (d.beta != 0.0f || d.k == 0)
+    return false;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
+    (void)cudaGetLastError(); // e.g. the legacy stream beside a capture
+    return false;
+  }
+  if (capture != cudaStreamCaptureStatusNone)
+    return false;
+  size_t ce = dtypeBytes(d.cType), ae = dtypeBytes(d.aType);
+  const char *cEnd = endOf(d.c, d.m, d.n, d.ldc, d.batch, d.strideC, ce);
+  const char *aEnd =
+      d.transposeA ? endOf(d.a, d.k, d.m, d.lda, d.batch, d.strideA, ae)
+                   : endOf(d.a, d.m, d.k, d.lda, d.batch, d.strideA, ae);
+  const char *bEnd =
+      d.transposeB ? endOf(d.b, d.n, d.k, d.ldb, d.batch, d.strideB, ae)
+                   : endOf(d.b, d.k, d.n, d.ldb, d.batch, d.strideB, ae);
+  if (overlaps(d.c, cEnd, d.a, aEnd) || overlaps(d.c, cEnd, d.b, bEnd))
+    return false;
+  if (epilogueHasBias(d.epilogue) &&
+      overlaps(d.c, cEnd, d.bias,
+               endOf(d.bias, 1, d.n, d.n, 1, 0, dtypeBytes(d.biasType))))
+    return false;
+  if (epilogueReadsAux(d.epilogue) &&
+      overlaps(d.c, cEnd, d.aux, endOf(d.aux, d.m, d.auxLd, d.auxLd, 1, 0, ce)))
+    return false;
+  return true;
+}
+
 struct GemmRunner::Impl {
+  /// Algorithms an autotuned plan times (cuBLASLt's first ones).
+  static constexpr int kCandidates = 8;
   cublasLtHandle_t handle = nullptr;
   void *workspace = nullptr;
   size_t workspaceBytes = 0;
   bool trace = false;
+  bool autotune = false;
+  /// Autotuning's decisions (GemmChoice.h), read from and written to
+  /// choicesPath (empty: kept in memory only) when the first is needed.
+  GemmChoices choices;
+  std::string choicesPath;
+  bool choicesLoaded = false, choicesWriteFailed = false;
   std::map<Key, std::unique_ptr<Plan>> plans;
   /// Device vectors of ones per dtype (the bias-gradient fallback).
   struct Ones {
@@ -295,8 +359,16 @@ struct GemmRunner::Impl {
   }
 
   /// The plan for `d` with `wsBytes` of workspace; nullptr when cuBLASLt has
-  /// no algorithm and `allowUnsupported` (else GemmError).
-  Plan *plan(const Desc &d, size_t wsBytes, bool allowUnsupported);
+  /// no algorithm and `allowUnsupported` (else GemmError). With autotuning,
+  /// a new plan's candidates are timed on `ws` and `stream` when tunable(d).
+  Plan *plan(const Desc &d, void *ws, size_t wsBytes, cudaStream_t stream,
+             bool allowUnsupported);
+  /// Autotuning: the index of the candidate `d` runs, of cuBLASLt's `found`
+  /// (a decision of this or an earlier process, or timed now when
+  /// tunable(d, stream); else 0, the heuristic's first).
+  int tunedCandidate(const Desc &d, const Plan &p,
+                     const cublasLtMatmulHeuristicResult_t *results, int found, void *ws,
+                     size_t wsBytes, cudaStream_t stream);
   /// Enqueues one cuBLASLt matmul for `d`; false when unsupported and
   /// `allowUnsupported`.
   bool matmul(const Desc &d, void *ws, size_t wsBytes, cudaStream_t stream,
@@ -331,8 +403,8 @@ struct GemmRunner::Impl {
   bool stageSlicesOfK(const Desc &d, cudaStream_t stream);
 };
 
-Plan *GemmRunner::Impl::plan(const Desc &d, size_t wsBytes,
-                             bool allowUnsupported) {
+Plan *GemmRunner::Impl::plan(const Desc &d, void *ws, size_t wsBytes,
+                             cudaStream_t stream, bool allowUnsupported) {
   Key key = keyOf(d, wsBytes);
   auto it = plans.find(key);
   if (it != plans.end()) {
@@ -437,12 +509,14 @@ Plan *GemmRunner::Impl::plan(const Desc &d, size_t wsBytes,
                                                  sizeof(a.align)),
             "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)", d);
 
-  cublasLtMatmulHeuristicResult_t result{};
+  std::array<cublasLtMatmulHeuristicResult_t, kCandidates> results{};
   int found = 0;
   cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-      handle, p->op, p->la, p->lb, p->lc, p->lc, pref.p, 1, &result, &found);
+      handle, p->op, p->la, p->lb, p->lc, p->lc, pref.p, autotune ? kCandidates : 1,
+      results.data(), &found);
   bool ok = st == CUBLAS_STATUS_SUCCESS && found > 0 &&
-            result.state == CUBLAS_STATUS_SUCCESS;
+            results[0].state == CUBLAS_STATUS_SUCCESS;
+  cublasLtMatmulHeuristicResult_t result = results[0];
   if (!ok) {
     cublasStatus_t why = st != CUBLAS_STATUS_SUCCESS ? st
                          : found > 0 ? result.state
@@ -458,6 +532,9 @@ Plan *GemmRunner::Impl::plan(const Desc &d, size_t wsBytes,
     plans.emplace(key, std::move(p));
     return nullptr;
   }
+  if (autotune && found > 1)
+    result = results[static_cast<size_t>(tunedCandidate(d, *p, results.data(), found, ws,
+                                                        wsBytes, stream))];
   p->algo = result.algo;
   p->workspaceBytes = result.workspaceSize;
   if (trace)
@@ -471,9 +548,78 @@ Plan *GemmRunner::Impl::plan(const Desc &d, size_t wsBytes,
   return raw;
 }
 
+int GemmRunner::Impl::tunedCandidate(const Desc &d, const Plan &p,
+                                     const cublasLtMatmulHeuristicResult_t *results,
+                                     int found, void *ws, size_t wsBytes,
+                                     cudaStream_t stream) {
+  if (!choicesLoaded) {
+    choicesLoaded = true;
+    if (!choicesPath.empty()) {
+      try {
+        choices.loadFile(choicesPath);
+      } catch (const std::exception &e) { // timed again, and the file rewritten
+        std::fprintf(stderr, "ls2c gemm: %s; its GEMMs are timed again\n", e.what());
+      }
+    }
+  }
+  // The device and cuBLASLt's version, then everything the heuristic saw.
+  int device = 0;
+  cudaDeviceProp props{};
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaGetDeviceProperties(&props, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  Key shape = keyOf(d, wsBytes);
+  std::ostringstream key;
+  key << props.name << " sm_" << props.major << props.minor << " cuBLASLt "
+      << cublasLtGetVersion() << " | " << describe(d) << " | align";
+  for (size_t i = 17; i <= 21; ++i)
+    key << ' ' << shape[i];
+  key << ' ' << shape[23];
+  if (auto prior = choices.find(key.str());
+      prior && prior->candidates == found && prior->candidate < found)
+    return prior->candidate;
+  if (!tunable(d, stream))
+    return 0;
+  MatmulCall call;
+  call.handle = handle;
+  call.op = p.op;
+  call.la = p.la;
+  call.lb = p.lb;
+  call.lc = p.lc;
+  call.a = d.b; // cuBLASLt's A is the program's b (see above)
+  call.b = d.a;
+  call.c = d.c;
+  call.beta = d.beta;
+  call.workspace = ws;
+  call.workspaceBytes = wsBytes;
+  TuneResult t = tuneMatmul(call, results, found, stream);
+  GemmDecision decision{key.str(), t.chosen, found, {}};
+  for (float ms : t.ms)
+    decision.us.push_back(static_cast<double>(ms) * 1000.0);
+  choices.decide(decision);
+  if (trace) {
+    std::string times;
+    for (size_t i = 0; i < t.ms.size(); ++i)
+      times += (i ? " " : "") + std::to_string(t.ms[i] * 1000.0f).substr(0, 7);
+    std::fprintf(stderr, "ls2c gemm: %s: tuned, candidate %d of %d (us: %s)\n",
+                 describe(d).c_str(), t.chosen, found, times.c_str());
+  }
+  if (!choicesPath.empty() && !choicesWriteFailed) {
+    try {
+      choices.saveFile(choicesPath);
+    } catch (const std::exception &e) {
+      choicesWriteFailed = true; // said once; the run goes on
+      std::fprintf(stderr, "ls2c gemm: GEMM choices not kept: %s\n", e.what());
+    }
+  }
+  return t.chosen;
+}
+
 bool GemmRunner::Impl::matmul(const Desc &d, void *ws, size_t wsBytes,
                               cudaStream_t stream, bool allowUnsupported) {
-  Plan *p = plan(d, wsBytes, allowUnsupported);
+  Plan *p = plan(d, ws, wsBytes, stream, allowUnsupported);
   if (!p)
     return false;
   if (const void *biasPtr = biasPointerOf(d))
@@ -560,6 +706,13 @@ GemmRunner::GemmRunner(void *workspace, size_t workspaceBytes, void *staging,
   impl->stagingBytes = staging ? stagingBytes : 0;
   const char *trace = std::getenv("LS2C_GEMM_TRACE");
   impl->trace = trace && *trace && std::strcmp(trace, "0") != 0;
+  impl->autotune = true;
+  if (const char *tune = std::getenv("LS2C_GEMM_TUNE"))
+    impl->autotune = *tune && std::strcmp(tune, "0") != 0;
+  if (const char *path = std::getenv("LS2C_GEMM_CHOICES"))
+    impl->choicesPath = std::string(path) == "off" ? "" : path;
+  else if (std::string dir = jit::defaultProgramCacheDir(); !dir.empty())
+    impl->choicesPath = dir + "/gemm-choices.json";
   cublasStatus_t st = cublasLtCreate(&impl->handle);
   if (st != CUBLAS_STATUS_SUCCESS) {
     impl->handle = nullptr;
@@ -613,6 +766,10 @@ extern "C" __global__ void ls2c_gemm_narrow_bf16(const float *in, __nv_bfloat16 
 }
 
 GemmRunner::~GemmRunner() = default;
+
+void GemmRunner::setAutotune(bool on) { impl->autotune = on; }
+
+bool GemmRunner::autotune() const { return impl->autotune; }
 
 void GemmRunner::run(const Gemm &gemm, const GemmShape &shape,
                      const GemmPointers &p, cudaStream_t stream) {

@@ -81,6 +81,20 @@ public:
   void run(const Gemm &gemm, const GemmShape &shape, const GemmPointers &p,
            cudaStream_t stream);
 
+  /// Autotuning (on by default; LS2C_GEMM_TUNE=0 in the environment when
+  /// the runner is made turns it off): a shape's first run times cuBLASLt's
+  /// first 8 candidate algorithms on its own operands and keeps the fastest
+  /// (GemmTuner.h); the heuristic's first stays unless another is 2%
+  /// faster. Decisions persist (GemmChoice.h) in $LS2C_GEMM_CHOICES, else
+  /// gemm-choices.json in the program cache directory ("off": kept in
+  /// memory only), so later processes run the same algorithms, bit for bit,
+  /// without timing. A run that cannot be timed and has no decision (a
+  /// capturing stream, beta 1, C overlapping an operand) takes the
+  /// heuristic's first, as every run does with autotuning off. Plans made
+  /// before a change keep their algorithm.
+  void setAutotune(bool on);
+  bool autotune() const;
+
   /// Bytes of workspace a runner should get (cuBLASLt's recommendation for
   /// Hopper: 32 MiB).
   static constexpr size_t kRecommendedWorkspaceBytes = 32u << 20;

@@ -1,0 +1,107 @@
+//===- GemmChoice.cpp - cuBLASLt algorithms chosen by timing --------------===//
+
+#include "ls2c/Runtime/GemmChoice.h"
+
+#include "ls2c/Support/AtomicFile.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace ls2c::runtime {
+
+std::optional<GemmDecision> GemmChoices::find(const std::string &key) const {
+  auto it = chosen.find(key);
+  if (it == chosen.end())
+    return std::nullopt;
+  return it->second;
+}
+
+const GemmDecision &GemmChoices::decide(GemmDecision d) {
+  std::string key = d.key;
+  return chosen.emplace(key, std::move(d)).first->second;
+}
+
+std::vector<GemmDecision> GemmChoices::decisions() const {
+  std::vector<GemmDecision> out;
+  for (const auto &[key, d] : chosen)
+    out.push_back(d);
+  return out;
+}
+
+size_t GemmChoices::loadFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return 0;
+  std::stringstream text;
+  text << in.rdbuf();
+  auto fail = [&](const std::string &where, const std::string &rule) -> size_t {
+    throw std::runtime_error(path + ": " + where + ": " + rule);
+  };
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::exception &e) {
+    return fail("the file", std::string("not valid JSON: ") + e.what());
+  }
+  if (!root.is_object() || root.value("version", nlohmann::json()) != 1)
+    return fail("version", "must be 1");
+  if (!root.contains("choices") || !root["choices"].is_array())
+    return fail("choices", "must be an array");
+  std::vector<GemmDecision> read;
+  for (size_t i = 0; i < root["choices"].size(); ++i) {
+    const nlohmann::json &c = root["choices"][i];
+    std::string at = "choices[" + std::to_string(i) + "]";
+    if (!c.is_object() || !c.contains("key") || !c["key"].is_string())
+      return fail(at + ".key", "must be a string");
+    if (!c.contains("candidates") || !c["candidates"].is_number_integer() ||
+        c["candidates"].get<int64_t>() < 1 || c["candidates"].get<int64_t>() > 1024)
+      return fail(at + ".candidates", "must be an integer from 1 to 1024");
+    int64_t n = c["candidates"].get<int64_t>();
+    if (!c.contains("candidate") || !c["candidate"].is_number_integer() ||
+        c["candidate"].get<int64_t>() < 0 || c["candidate"].get<int64_t>() >= n)
+      return fail(at + ".candidate", "must be an integer from 0 to candidates - 1");
+    GemmDecision d;
+    d.key = c["key"].get<std::string>();
+    d.candidate = static_cast<int>(c["candidate"].get<int64_t>());
+    d.candidates = static_cast<int>(n);
+    if (c.contains("us")) {
+      if (!c["us"].is_array())
+        return fail(at + ".us", "must be an array of numbers (null where a candidate failed)");
+      for (const nlohmann::json &t : c["us"]) {
+        if (t.is_null())
+          d.us.push_back(INFINITY);
+        else if (t.is_number())
+          d.us.push_back(t.get<double>());
+        else
+          return fail(at + ".us", "must be an array of numbers (null where a candidate failed)");
+      }
+    }
+    read.push_back(std::move(d));
+  }
+  size_t added = 0;
+  for (GemmDecision &d : read)
+    added += chosen.emplace(d.key, d).second ? 1 : 0;
+  return added;
+}
+
+void GemmChoices::saveFile(const std::string &path) const {
+  nlohmann::json choices = nlohmann::json::array();
+  for (const auto &[key, d] : chosen) {
+    nlohmann::json us = nlohmann::json::array();
+    for (double t : d.us)
+      us.push_back(std::isfinite(t) ? nlohmann::json(t) : nlohmann::json());
+    choices.push_back(
+        {{"key", key}, {"candidate", d.candidate}, {"candidates", d.candidates}, {"us", us}});
+  }
+  nlohmann::json root = {{"version", 1}, {"choices", choices}};
+  std::error_code ignored; // a missing directory fails the write, which says so
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ignored);
+  writeFileAtomically(path, root.dump(1) + "\n");
+}
+
+} // namespace ls2c::runtime
