@@ -44,9 +44,13 @@ bool isElementwise(Operation *op) {
 }
 
 /// Inside a loop fusion's body: does every use of `v` (rank 1, its element
-/// j = argument element j + shift) end in yield operand `output`, at
-/// result element j + shift - lo, i.e. only where that element is written?
-bool readsOwnIndex(Value v, int64_t shift, unsigned output, int64_t lo, int depth = 0,
+/// j = argument element j + shift) end in a yield at loop element j with
+/// shift = lo, i.e. only in the iteration that writes result element
+/// j + shift - lo of output `output`? A yield of another output is such a
+/// use too: the loop writes all its outputs' element j in the iteration
+/// that reads it (an optimizer's parameter, moment and variance updates in
+/// one kernel, each reading the moments).
+bool readsOwnIndex(Value v, int64_t shift, int64_t lo, int depth = 0,
                    bool concats = true) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
   if (!type || type.getRank() != 1 || depth > 64)
@@ -54,13 +58,13 @@ bool readsOwnIndex(Value v, int64_t shift, unsigned output, int64_t lo, int dept
   for (OpOperand &use : v.getUses()) {
     Operation *u = use.getOwner();
     if (isa<ls2::YieldOp>(u)) {
-      if (use.getOperandNumber() != output || shift != lo)
+      if (shift != lo)
         return false;
       continue;
     }
     if (isElementwise(u)) {
       for (Value r : u->getResults())
-        if (!readsOwnIndex(r, shift, output, lo, depth + 1, concats))
+        if (!readsOwnIndex(r, shift, lo, depth + 1, concats))
           return false;
       continue;
     }
@@ -68,7 +72,7 @@ bool readsOwnIndex(Value v, int64_t shift, unsigned output, int64_t lo, int dept
       int64_t position = 0;
       for (unsigned k = 0; k < use.getOperandNumber(); ++k)
         position += numel(concat.getInputs()[k]);
-      if (!readsOwnIndex(concat.getResult(), shift - position, output, lo, depth + 1))
+      if (!readsOwnIndex(concat.getResult(), shift - position, lo, depth + 1))
         return false;
       continue;
     }
@@ -142,12 +146,11 @@ bool mayOverwriteDynamic(BlockArgument arg, Value result) {
   auto writer = result.getDefiningOp<ls2::FusionOp>();
   if (!writer || writer.getKind() != ls2::FusionKind::Loop)
     return false;
-  unsigned output = cast<OpResult>(result).getResultNumber();
   for (OpOperand &use : arg.getUses()) {
     if (isa<ls2::DimOp>(use.getOwner()))
       continue;
     if (use.getOwner() != writer.getOperation() ||
-        !readsOwnIndex(writer.getBody().front().getArgument(use.getOperandNumber()), 0, output, 0,
+        !readsOwnIndex(writer.getBody().front().getArgument(use.getOperandNumber()), 0, 0,
                        0, /*concats=*/false))
       return false;
   }
@@ -170,7 +173,7 @@ bool mayOverwrite(BlockArgument arg, Value result) {
       Operation *writer = w.op.getOperation();
       if (r.op == writer) {
         BlockArgument inner = w.op.getBody().front().getArgument(r.operand);
-        if (!readsOwnIndex(inner, r.lo, w.output, w.lo))
+        if (!readsOwnIndex(inner, r.lo, w.lo))
           return false;
         continue;
       }

@@ -118,3 +118,56 @@ func.func @accumulate_dynamic_concat(%acc: tensor<?xf32> {ls2.kind = "input", ls
   %c = ls2.concat %n, %x {axis = 0 : i64} : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
   return %c : tensor<?xf32>
 }
+
+// -----
+
+// Three loops over the same elements that all read the gradient (an Adam
+// step's parameter, moment and variance updates) become one kernel with an
+// output each, and each state result still overwrites its argument: the
+// kernel reads element i of an argument only in the iteration that writes
+// element i of every output.
+// CHECK-LABEL: func.func @siblings
+// CHECK-SAME: {ls2.in_place_of = 0 : i64, ls2.kind = "state", ls2.name = "p"}
+// CHECK-SAME: {ls2.in_place_of = 1 : i64, ls2.kind = "state", ls2.name = "m"}
+// CHECK-SAME: {ls2.in_place_of = 2 : i64, ls2.kind = "state", ls2.name = "v"}
+// CHECK: ls2.fusion {{.*}} -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
+// CHECK-NOT: ls2.fusion
+// CHECK: return
+func.func @siblings(%p: tensor<64xf32> {ls2.kind = "state", ls2.name = "p"},
+                    %m: tensor<64xf32> {ls2.kind = "state", ls2.name = "m"},
+                    %v: tensor<64xf32> {ls2.kind = "state", ls2.name = "v"},
+                    %g: tensor<64xf32> {ls2.kind = "workspace", ls2.name = "g"})
+    -> (tensor<64xf32> {ls2.kind = "state", ls2.name = "p"},
+        tensor<64xf32> {ls2.kind = "state", ls2.name = "m"},
+        tensor<64xf32> {ls2.kind = "state", ls2.name = "v"}) {
+  %e = ls2.exp %m : tensor<64xf32>
+  %m2 = ls2.add %e, %g : tensor<64xf32>
+  %s = ls2.sqrt %v : tensor<64xf32>
+  %v2 = ls2.add %s, %g : tensor<64xf32>
+  %t = ls2.tanh %p : tensor<64xf32>
+  %p2 = ls2.add %t, %g : tensor<64xf32>
+  return %p2, %m2, %v2 : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>
+}
+
+// -----
+
+// A sibling merged into the same kernel reads the argument rotated by one:
+// its iteration i reads element i + 1, which iteration i + 1 may already
+// have overwritten. A fresh buffer.
+// CHECK-LABEL: func.func @shifted_sibling
+// CHECK-NOT: in_place_of
+// CHECK: ls2.fusion {{.*}} -> (tensor<64xf32>, tensor<64xf32>)
+// CHECK: return
+func.func @shifted_sibling(%m: tensor<64xf32> {ls2.kind = "state", ls2.name = "m"},
+                           %g: tensor<64xf32> {ls2.kind = "workspace", ls2.name = "g"})
+    -> (tensor<64xf32> {ls2.kind = "state", ls2.name = "m"},
+        tensor<64xf32> {ls2.kind = "workspace", ls2.name = "r"}) {
+  %e = ls2.exp %m : tensor<64xf32>
+  %m2 = ls2.add %e, %g : tensor<64xf32>
+  %lo = ls2.slice %m {axis = 0 : i64, start = 0 : i64, limit = 1 : i64} : tensor<64xf32> -> tensor<1xf32>
+  %hi = ls2.slice %m {axis = 0 : i64, start = 1 : i64, limit = 64 : i64} : tensor<64xf32> -> tensor<63xf32>
+  %rot = ls2.concat %hi, %lo {axis = 0 : i64} : (tensor<63xf32>, tensor<1xf32>) -> tensor<64xf32>
+  %x = ls2.tanh %rot : tensor<64xf32>
+  %r = ls2.add %x, %g : tensor<64xf32>
+  return %m2, %r : tensor<64xf32>, tensor<64xf32>
+}
