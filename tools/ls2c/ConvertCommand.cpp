@@ -3,6 +3,7 @@
 
 #include "ls2c/Model/HuggingFaceNames.h"
 #include "ls2c/Model/ModelDescription.h"
+#include "ls2c/Model/ParameterLayout.h"
 #include "ls2c/Support/AtomicFile.h"
 #include "ls2c/Support/Safetensors.h"
 
@@ -41,7 +42,9 @@ in c_attn for GPT-2); what changes is which names exist.
                             prefixes and gamma/beta names are renamed and
                             buffers and heads transformers ignores are
                             dropped, each reported on stderr.
-  --list MODEL.json         print the state dict's names and shapes
+  --list MODEL.json         print the state dict's names and shapes (for a
+                            description without a transformers equivalent,
+                            ls2c's own parameter names, with the reason)
   -o FILE                   output (written atomically)
   --hf-config FILE          also write the equivalent config.json
 
@@ -121,6 +124,20 @@ int runConvert(const std::vector<std::string> &args) {
     return usageError(error);
   try {
     ModelDescription desc = loadModelDescription(o.model);
+    if (o.mode == "--list" && o.hfConfig.empty()) {
+      // A valid description without a transformers equivalent (grouped-query
+      // attention, a post-LN decoder, a ViT) still has names: ls2c's own.
+      try {
+        (void)huggingFaceMapping(desc, o.model);
+      } catch (const HuggingFaceError &e) {
+        for (const ParameterSpec &p : buildParameterLayout(desc).parameters)
+          std::printf("%s [%s]%s\n", p.name.c_str(),
+                      fmt::format("{}", fmt::join(p.shape, ", ")).c_str(),
+                      p.trainable ? "" : " (buffer)");
+        printNotes({std::string(e.what()) + "; listed are ls2c's own parameter names"});
+        return kExitOk;
+      }
+    }
     HuggingFaceMapping mapping = huggingFaceMapping(desc, o.model);
     std::vector<std::string> notes = mapping.notes;
     if (o.mode == "--list") {
