@@ -5,7 +5,9 @@
 // elements are in range, operands read at the output's own index are loaded
 // and the outputs stored as 16-byte vectors, as are row-broadcast operands
 // (a bias) at the vector's column; otherwise (the tail, or unaligned views)
-// element by element.
+// element by element. On every path an element's outputs are all computed
+// before the first is stored, so an output written over an argument
+// (InPlaceResults.h) never feeds another output of the same element.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,10 +44,13 @@ void emitLoopKernel(KernelContext &ctx) {
   if (domain.empty() || ctx.bound(domain) == 1) {
     ctx.launch = {32, 0, {}, 1, 1};
     em.pushScope(kElementLevel, 2);
+    std::vector<std::string> values; // all read before any store (below)
     for (unsigned i = 0; i < numYields; ++i) {
       Index at(ctx.dims.shape(ctx.yieldValue(i)).size(), IndexExpr{"0", kKernelLevel});
-      em.line(storeText(ctx, i, "0", em.emit(ctx.yieldValue(i), at)));
+      values.push_back(em.emit(ctx.yieldValue(i), at));
     }
+    for (unsigned i = 0; i < numYields; ++i)
+      em.line(storeText(ctx, i, "0", values[i]));
     ctx.code = "  if (blockIdx.x == 0 && threadIdx.x == 0) {\n" + em.popScope() + "  }\n";
     return;
   }
@@ -136,9 +141,15 @@ void emitLoopKernel(KernelContext &ctx) {
       return std::nullopt;
     return "ls2_load(" + ctx.argNames[arg.getArgNumber()] + ", i)";
   };
+  // Every output's value before any store, as in the vector path: an output
+  // may be written over an argument that another output reads at the same
+  // index (InPlaceResults.h: an optimizer's moments).
   em.pushScope(kElementLevel, 4);
+  std::vector<std::string> scalars;
   for (unsigned i = 0; i < numYields; ++i)
-    em.line(storeText(ctx, i, "i", em.emit(ctx.yieldValue(i), canonicalOf(ctx.yieldValue(i)))));
+    scalars.push_back(em.emit(ctx.yieldValue(i), canonicalOf(ctx.yieldValue(i))));
+  for (unsigned i = 0; i < numYields; ++i)
+    em.line(storeText(ctx, i, "i", scalars[i]));
   std::string scalarBody = em.popScope();
   em.leafHook = nullptr;
 

@@ -379,6 +379,15 @@ private:
     return !staticA || a->num == b->num;
   }
 
+  /// Counts known to be equal at run time: the same static size, or the
+  /// same fraction of the same argument dim. Sibling loops have no data
+  /// edge between them that would make their counts equal otherwise (the
+  /// encoder's and the decoder's tokens share a bound, not a count).
+  static bool surelyEqual(const std::optional<Count> &a, const std::optional<Count> &b) {
+    return a && b && a->argument == b->argument && a->axis == b->axis &&
+           a->num * b->den == b->num * a->den;
+  }
+
   void newGroup(Operation *op, OpClass c) {
     Group g;
     g.ops.push_back(op);
@@ -780,7 +789,7 @@ private:
         const Group &a = groups[other], &b = groups[g];
         bool close = std::max(a.minPos, b.minPos) - std::min(a.maxPos, b.maxPos) <= kNeighbourOps;
         if (!a.alive || a.kind != ls2::FusionKind::Loop || a.outer != b.outer ||
-            !mayEqual(a.space, b.space) || !close || readsFrom(g, other) ||
+            !surelyEqual(a.space, b.space) || !close || readsFrom(g, other) ||
             readsFrom(other, g) || (rematerialize && (mixesPasses(other, g) ||
                                                       pullsRecomputedForward(other, g))) ||
             createsCycle(other, g)) {

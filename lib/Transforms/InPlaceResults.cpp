@@ -49,7 +49,8 @@ bool isElementwise(Operation *op) {
 /// j + shift - lo of output `output`? A yield of another output is such a
 /// use too: the loop writes all its outputs' element j in the iteration
 /// that reads it (an optimizer's parameter, moment and variance updates in
-/// one kernel, each reading the moments).
+/// one kernel, each reading the moments), since a loop kernel computes all
+/// outputs of an element before it stores the first (LoopKernel.cpp).
 bool readsOwnIndex(Value v, int64_t shift, int64_t lo, int depth = 0,
                    bool concats = true) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
