@@ -126,7 +126,9 @@ struct Executor::Impl {
   GraphCache<GraphExec> graphs{Executor::kMaxGraphs};
   /// With GEMM autotuning: the (function, argument shapes) that ran step by
   /// step once, so their GEMMs' plans were timed (GemmRunner: not while
-  /// capturing). A new one runs eagerly first.
+  /// capturing). A new one runs eagerly first, while the runner still times
+  /// (GemmRunner::tuningOpen) and fewer than kMaxGemmTunedCalls are held.
+  static constexpr size_t kMaxGemmTunedCalls = 4096;
   std::set<std::pair<size_t, std::vector<std::vector<int64_t>>>> gemmTuned;
   /// Captures go to this stream: the caller's may be the legacy default
   /// stream, which cannot capture.
@@ -509,8 +511,8 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
                          "(setAttentionBackend(AttentionBackend::Cudnn or Auto))");
   GraphKey key;
   // Timing the backends synchronizes: those runs go step by step.
-  bool gemmTuning =
-      impl->gemm->autotune() && !impl->gemmTuned.count({fi, call.argumentShapes});
+  bool gemmTuning = impl->gemm->tuningOpen() && impl->gemmTuned.size() < Impl::kMaxGemmTunedCalls &&
+                    !impl->gemmTuned.count({fi, call.argumentShapes});
   bool wantGraph = graphsOn && !timing && !tuning && !gemmTuning;
   if (wantGraph)
     key = makeGraphKey(fi, call.argumentShapes, call.arguments, call.results);
@@ -724,7 +726,7 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
   }
   checkCuda(cudaGetLastError(), "@" + name);
   impl->graphs.ranEagerly(needs);
-  if (gemmTuning && impl->gemmTuned.size() < 4096)
+  if (gemmTuning)
     impl->gemmTuned.insert({fi, call.argumentShapes});
 }
 

@@ -21,9 +21,9 @@ std::optional<GemmDecision> GemmChoices::find(const std::string &key) const {
   return it->second;
 }
 
-const GemmDecision &GemmChoices::decide(GemmDecision d) {
+void GemmChoices::decide(GemmDecision d) {
   std::string key = d.key;
-  return chosen.emplace(key, std::move(d)).first->second;
+  chosen.insert_or_assign(key, std::move(d));
 }
 
 std::vector<GemmDecision> GemmChoices::decisions() const {
@@ -58,6 +58,9 @@ size_t GemmChoices::loadFile(const std::string &path) {
     std::string at = "choices[" + std::to_string(i) + "]";
     if (!c.is_object() || !c.contains("key") || !c["key"].is_string())
       return fail(at + ".key", "must be a string");
+    if (!c.contains("algo") || !c["algo"].is_string() || c["algo"].get<std::string>().size() != 128 ||
+        c["algo"].get<std::string>().find_first_not_of("0123456789abcdef") != std::string::npos)
+      return fail(at + ".algo", "must be 128 lowercase hex digits (a cublasLtMatmulAlgo_t)");
     if (!c.contains("candidates") || !c["candidates"].is_number_integer() ||
         c["candidates"].get<int64_t>() < 1 || c["candidates"].get<int64_t>() > 1024)
       return fail(at + ".candidates", "must be an integer from 1 to 1024");
@@ -67,6 +70,7 @@ size_t GemmChoices::loadFile(const std::string &path) {
       return fail(at + ".candidate", "must be an integer from 0 to candidates - 1");
     GemmDecision d;
     d.key = c["key"].get<std::string>();
+    d.algo = c["algo"].get<std::string>();
     d.candidate = static_cast<int>(c["candidate"].get<int64_t>());
     d.candidates = static_cast<int>(n);
     if (c.contains("us")) {
@@ -96,7 +100,8 @@ void GemmChoices::saveFile(const std::string &path) const {
     for (double t : d.us)
       us.push_back(std::isfinite(t) ? nlohmann::json(t) : nlohmann::json());
     choices.push_back(
-        {{"key", key}, {"candidate", d.candidate}, {"candidates", d.candidates}, {"us", us}});
+        {{"key", key}, {"algo", d.algo}, {"candidate", d.candidate}, {"candidates", d.candidates},
+         {"us", us}});
   }
   nlohmann::json root = {{"version", 1}, {"choices", choices}};
   std::error_code ignored; // a missing directory fails the write, which says so

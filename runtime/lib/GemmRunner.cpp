@@ -208,6 +208,19 @@ uint32_t alignmentOf(const void *p) {
 
 char *bytePtr(void *p) { return static_cast<char *>(p); }
 
+/// An algorithm's bytes in hex (GemmChoice.h's algo).
+std::string algoHex(const cublasLtMatmulAlgo_t &a) {
+  static_assert(sizeof(a.data) == 64, "cublasLtMatmulAlgo_t holds 64 bytes");
+  const auto *bytes = reinterpret_cast<const unsigned char *>(a.data);
+  std::string out;
+  char two[3];
+  for (size_t i = 0; i < sizeof(a.data); ++i) {
+    std::snprintf(two, sizeof two, "%02x", bytes[i]);
+    out += two;
+  }
+  return out;
+}
+
 /// A cached plan: descriptors and the algorithm for one key.
 struct Plan {
   cublasLtMatmulDesc_t op = nullptr;
@@ -332,6 +345,18 @@ struct GemmRunner::Impl {
   GemmChoices choices;
   std::string choicesPath;
   bool choicesLoaded = false, choicesWriteFailed = false;
+  /// Shapes timed by this runner: at most kMaxTimedDecisions (a run of many
+  /// shapes, each bucket timed once, stops timing and forcing step-by-step
+  /// runs there).
+  static constexpr int kMaxTimedDecisions = 64;
+  int timedDecisions = 0;
+  /// The device's part of every decision key ("" until read; "-" when it
+  /// cannot be read).
+  std::string deviceKey;
+  /// The decision key of `d` (GemmChoice.h): the device, cuBLASLt's version
+  /// and everything the heuristic sees, with m, n and k each rounded up to a
+  /// power of two; "" when the device cannot be read.
+  std::string choiceKey(const Desc &d, size_t wsBytes);
   std::map<Key, std::unique_ptr<Plan>> plans;
   /// Device vectors of ones per dtype (the bias-gradient fallback).
   struct Ones {
@@ -548,6 +573,42 @@ Plan *GemmRunner::Impl::plan(const Desc &d, void *ws, size_t wsBytes,
   return raw;
 }
 
+std::string GemmRunner::Impl::choiceKey(const Desc &d, size_t wsBytes) {
+  if (deviceKey.empty()) {
+    int device = 0;
+    cudaDeviceProp props{};
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaGetDeviceProperties(&props, device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      deviceKey = "-";
+    } else {
+      std::ostringstream k;
+      k << props.name << " sm_" << props.major << props.minor << " x"
+        << props.multiProcessorCount << " cuBLASLt " << cublasLtGetVersion();
+      deviceKey = k.str();
+    }
+  }
+  if (deviceKey == "-")
+    return "";
+  auto bucket = [](int64_t v) {
+    int64_t b = 1;
+    while (b < v)
+      b <<= 1;
+    return b;
+  };
+  Desc sized = d;
+  sized.m = bucket(d.m);
+  sized.n = bucket(d.n);
+  sized.k = bucket(d.k);
+  Key shape = keyOf(d, wsBytes);
+  std::ostringstream key;
+  key << deviceKey << " | " << describe(sized) << " | align";
+  for (size_t i = 17; i <= 21; ++i)
+    key << ' ' << shape[i];
+  key << ' ' << shape[23];
+  return key.str();
+}
+
 int GemmRunner::Impl::tunedCandidate(const Desc &d, const Plan &p,
                                      const cublasLtMatmulHeuristicResult_t *results,
                                      int found, void *ws, size_t wsBytes,
@@ -562,24 +623,19 @@ int GemmRunner::Impl::tunedCandidate(const Desc &d, const Plan &p,
       }
     }
   }
-  // The device and cuBLASLt's version, then everything the heuristic saw.
-  int device = 0;
-  cudaDeviceProp props{};
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaGetDeviceProperties(&props, device) != cudaSuccess) {
-    (void)cudaGetLastError();
+  std::string key = choiceKey(d, wsBytes);
+  if (key.empty())
+    return 0;
+  if (std::optional<GemmDecision> prior = choices.find(key)) {
+    // Only the very algorithm decided; if cuBLASLt no longer offers it for
+    // this size of the bucket, its first (a decision is not re-timed per size).
+    for (int i = 0; i < found; ++i)
+      if (results[i].state == CUBLAS_STATUS_SUCCESS && algoHex(results[i].algo) == prior->algo)
+        return i;
     return 0;
   }
-  Key shape = keyOf(d, wsBytes);
-  std::ostringstream key;
-  key << props.name << " sm_" << props.major << props.minor << " cuBLASLt "
-      << cublasLtGetVersion() << " | " << describe(d) << " | align";
-  for (size_t i = 17; i <= 21; ++i)
-    key << ' ' << shape[i];
-  key << ' ' << shape[23];
-  if (auto prior = choices.find(key.str());
-      prior && prior->candidates == found && prior->candidate < found)
-    return prior->candidate;
+  if (timedDecisions >= kMaxTimedDecisions)
+    return 0;
   if (!tunable(d, stream))
     return 0;
   MatmulCall call;
@@ -595,7 +651,10 @@ int GemmRunner::Impl::tunedCandidate(const Desc &d, const Plan &p,
   call.workspace = ws;
   call.workspaceBytes = wsBytes;
   TuneResult t = tuneMatmul(call, results, found, stream);
-  GemmDecision decision{key.str(), t.chosen, found, {}};
+  ++timedDecisions;
+  if (std::all_of(t.ms.begin(), t.ms.end(), [](float ms) { return std::isinf(ms); }))
+    return 0; // nothing ran: no decision to keep
+  GemmDecision decision{key, algoHex(results[t.chosen].algo), t.chosen, found, {}};
   for (float ms : t.ms)
     decision.us.push_back(static_cast<double>(ms) * 1000.0);
   choices.decide(decision);
@@ -770,6 +829,10 @@ GemmRunner::~GemmRunner() = default;
 void GemmRunner::setAutotune(bool on) { impl->autotune = on; }
 
 bool GemmRunner::autotune() const { return impl->autotune; }
+
+bool GemmRunner::tuningOpen() const {
+  return impl->autotune && impl->timedDecisions < Impl::kMaxTimedDecisions;
+}
 
 void GemmRunner::run(const Gemm &gemm, const GemmShape &shape,
                      const GemmPointers &p, cudaStream_t stream) {

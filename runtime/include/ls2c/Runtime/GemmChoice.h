@@ -20,11 +20,14 @@
 
 namespace ls2c::runtime {
 
-/// One decision: the candidate's index in cuBLASLt's heuristic order (0 its
-/// first), how many candidates there were, and each one's mean time in
-/// microseconds (infinite where it failed; empty when loaded without).
+/// One decision: the algorithm (cuBLASLt's cublasLtMatmulAlgo_t, 64 bytes
+/// in hex: a candidate is run only while the heuristic still offers exactly
+/// it), its index in the heuristic's order when timed (0 its first), how many
+/// candidates there were, and each one's mean time in microseconds (infinite
+/// where it failed; empty when loaded without).
 struct GemmDecision {
   std::string key;
+  std::string algo;
   int candidate = 0;
   int candidates = 0;
   std::vector<double> us;
@@ -34,15 +37,14 @@ class GemmChoices {
 public:
   /// The decision for `key`, or nullopt.
   std::optional<GemmDecision> find(const std::string &key) const;
-  /// Records `d` (a key decided before keeps its decision). Returns the
-  /// decision that holds.
-  const GemmDecision &decide(GemmDecision d);
+  /// Records `d`, replacing an earlier decision for its key.
+  void decide(GemmDecision d);
   /// Every decision, in key order.
   std::vector<GemmDecision> decisions() const;
 
   /// Adds the decisions of a choices file (saveFile's JSON: version 1, then
-  /// per choice its key, candidate, candidates and us); keys decided here
-  /// keep theirs. A missing file adds nothing. Returns how many were added;
+  /// per choice its key, algo, candidate, candidates and us); keys decided
+  /// here keep theirs. A missing file adds nothing. Returns how many were added;
   /// throws std::runtime_error naming the file and the field of a malformed
   /// one (nothing is added then).
   size_t loadFile(const std::string &path);

@@ -85,7 +85,9 @@ public:
   /// the runner is made turns it off): a shape's first run times cuBLASLt's
   /// first 8 candidate algorithms on its own operands and keeps the fastest
   /// (GemmTuner.h); the heuristic's first stays unless another is 2%
-  /// faster. Decisions persist (GemmChoice.h) in $LS2C_GEMM_CHOICES, else
+  /// faster. Decisions hold for m, n and k rounded up to a power of two,
+  /// and name the algorithm itself: a size whose candidates lack it takes
+  /// the heuristic's first. Decisions persist (GemmChoice.h) in $LS2C_GEMM_CHOICES, else
   /// gemm-choices.json in the program cache directory ("off": kept in
   /// memory only), so later processes run the same algorithms, bit for bit,
   /// without timing. A run that cannot be timed and has no decision (a
@@ -94,6 +96,11 @@ public:
   /// before a change keep their algorithm.
   void setAutotune(bool on);
   bool autotune() const;
+  /// Whether a new shape would still be timed: autotuning on and fewer than
+  /// 64 shapes timed by this runner (decisions are per power-of-two bucket
+  /// of m, n and k, so a run of many token counts times a GEMM once per
+  /// bucket; past the cap new buckets take the heuristic's first).
+  bool tuningOpen() const;
 
   /// Bytes of workspace a runner should get (cuBLASLt's recommendation for
   /// Hopper: 32 MiB).
