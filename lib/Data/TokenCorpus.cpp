@@ -20,6 +20,7 @@ TokenCorpus loadTokenCorpus(const std::string &trainPath, const std::string &val
   TokenFile file(trainPath);
   TokenCorpus corpus;
   corpus.vocabSize = file.vocabSize();
+  corpus.tokenizerFingerprint = file.tokenizerFingerprint();
   std::vector<int32_t> ids = file.allTokensInt32();
   auto tooShort = [&](const std::string &what, size_t n) {
     return DataError(what + ": " + std::to_string(n) + " tokens; training needs at least " +

@@ -232,6 +232,11 @@ int runGeneration(const GenerateOptions &o, const ModelDescription &desc,
                    o.model + " shares one embedding (share_embeddings) between the sides");
       text.emplace(desc, std::move(source), std::move(target));
     }
+    // The checkpoint before the inputs: a prompt that another vocabulary
+    // cannot encode is reported as that vocabulary's mistake.
+    std::map<std::string, reference::HostTensor> weights =
+        loadModelWeights(o.checkpoint, desc, text->vocabulary(),
+                         o.text.empty() ? "--tokenizer " + o.tokenizer : "--text " + o.text);
     SearchOptions search = o.search;
     text->setSpecials(search);
     const std::string where = o.prompt ? std::string("--prompt") : o.input;
@@ -253,8 +258,8 @@ int runGeneration(const GenerateOptions &o, const ModelDescription &desc,
                            "- 1, as training cuts them)\n",
                    command.c_str(), cut, inputs.size(),
                    static_cast<long long>(desc.max_seq_len - 1));
-    std::unique_ptr<IncrementalDecoder> decoder =
-        makeDecoder(desc, loadModelWeights(o.checkpoint, desc));
+    std::unique_ptr<IncrementalDecoder> decoder = makeDecoder(desc, weights);
+    weights.clear(); // the decoder holds its own copy
     // Prompt and output share max_seq_len positions (Search.h): say so when
     // that, not --max-new-tokens, ends an output (after the checkpoint is
     // read, and not for a prompt with no room, which the search refuses:

@@ -2,6 +2,7 @@
 #include "ls2c/Generation/GenerationText.h"
 
 #include "ls2c/Data/CharCorpus.h"
+#include "ls2c/Data/Vocabulary.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -53,6 +54,12 @@ GenerationText GenerationText::fromCharCorpus(const ModelDescription &d, const s
   t.desc = d;
   t.charSymbols = corpus.symbols;
   return t;
+}
+
+std::string GenerationText::vocabulary() const {
+  if (!charSymbols.empty())
+    return characterVocabulary(charSymbols);
+  return tokenizerVocabulary(encoder->fingerprint(), (decoder ? *decoder : *encoder).fingerprint());
 }
 
 GenerationText::GenerationText(GenerationText &&) noexcept = default;

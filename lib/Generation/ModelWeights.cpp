@@ -1,6 +1,7 @@
 //===- ModelWeights.cpp - parameters by name from safetensors -------------===//
 #include "ls2c/Generation/ModelWeights.h"
 
+#include "ls2c/Data/Vocabulary.h"
 #include "ls2c/Generation/IncrementalDecoder.h"
 #include "ls2c/Model/ParameterLayout.h"
 #include "ls2c/Support/Safetensors.h"
@@ -25,7 +26,9 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 } // namespace
 
 std::map<std::string, HostTensor> loadModelWeights(const std::string &path,
-                                                   const ModelDescription &desc) {
+                                                   const ModelDescription &desc,
+                                                   const std::string &vocabulary,
+                                                   const std::string &given) {
   SafetensorsFile file;
   try {
     file = readSafetensors(path);
@@ -36,6 +39,12 @@ std::map<std::string, HostTensor> loadModelWeights(const std::string &path,
   if (model != file.metadata.end() && model->second != desc.name)
     throw GenerationError(path + ": a checkpoint of model '" + model->second + "', not of '" +
                           desc.name + "'");
+  auto trained = file.metadata.find("ls2c.vocabulary");
+  if (trained != file.metadata.end() && vocabulariesDiffer(trained->second, vocabulary))
+    throw GenerationError(path + ": trained with a vocabulary of " + trained->second + "; " +
+                          given + " maps text with " + vocabulary +
+                          ": the model's ids would decode into other text (give the text "
+                          "file or tokenizer it trained with)");
   const ParameterLayout layout = buildParameterLayout(desc);
   std::map<std::string, const ParameterSpec *> trainable;
   for (const ParameterSpec &p : layout.parameters)

@@ -56,6 +56,8 @@ void writeCheckpointOf(const std::string &path, const ModelDescription &desc,
                    {"ls2c.batch_sequences", std::to_string(key.batchSequences)},
                    {"ls2c.micro_batches", std::to_string(key.microBatches)},
                    {"ls2c.data", key.data}};
+  if (!key.vocabulary.empty())
+    file.metadata["ls2c.vocabulary"] = key.vocabulary;
   try {
     writeSafetensors(path, file);
   } catch (const SafetensorsError &e) {

@@ -3,6 +3,7 @@
 
 #include "ls2c/Data/LMBatcher.h"
 #include "ls2c/Data/TokenCorpus.h"
+#include "ls2c/Data/Vocabulary.h"
 
 namespace ls2c {
 
@@ -20,8 +21,11 @@ InputBatch toInputs(const TokenBatch &b) {
 
 class LMData : public TrainingData {
 public:
-  LMData(TokenCorpus corpus, int64_t seqLen, int64_t sequences, uint64_t seed)
-      : corpus(std::move(corpus)), seqLen(seqLen), sequences(sequences), seed(seed) {}
+  LMData(TokenCorpus corpus, std::string vocabulary, int64_t seqLen, int64_t sequences,
+         uint64_t seed)
+      : corpus(std::move(corpus)), words(std::move(vocabulary)), seqLen(seqLen),
+        sequences(sequences), seed(seed) {}
+  std::string vocabulary() const override { return words; }
 
   std::string fingerprint() const override {
     // The form checkpoints have recorded since --resume checked the data.
@@ -52,6 +56,7 @@ public:
 
 private:
   TokenCorpus corpus;
+  std::string words; ///< vocabulary()
   int64_t seqLen, sequences;
   uint64_t seed;
   std::unique_ptr<LMBatcher> batcher;
@@ -78,6 +83,7 @@ std::unique_ptr<TrainingData> loadLMData(const TrainOptions &o, const ModelDescr
 
   // The id stream: a token file's, or a text's characters.
   TokenCorpus corpus;
+  std::string vocabulary;
   const bool tokens = isTokenFile(o.data);
   if (!tokens && !o.validData.empty())
     throw TrainError("--valid-data " + o.validData + " needs --data to be a token file (" +
@@ -85,8 +91,11 @@ std::unique_ptr<TrainingData> loadLMData(const TrainOptions &o, const ModelDescr
   try {
     if (tokens) {
       corpus = loadTokenCorpus(o.data, o.validData, 0.9, seqLen + 1);
+      if (corpus.tokenizerFingerprint)
+        vocabulary = tokenizerVocabulary(corpus.tokenizerFingerprint);
     } else {
       CharCorpus text = loadCharCorpus(o.data, 0.9, seqLen + 1);
+      vocabulary = characterVocabulary(text.symbols);
       corpus.vocabSize = text.vocabSize();
       corpus.train = std::move(text.train);
       corpus.valid = std::move(text.valid);
@@ -99,7 +108,8 @@ std::unique_ptr<TrainingData> loadLMData(const TrainOptions &o, const ModelDescr
                      (tokens ? "vocab_size " + std::to_string(corpus.vocabSize) + " exceeds"
                              : std::to_string(corpus.vocabSize) + " distinct characters exceed") +
                      " the model's vocab " + std::to_string(desc.vocab) + " (" + o.model + ")");
-  return std::make_unique<LMData>(std::move(corpus), seqLen, sequences, o.seed);
+  return std::make_unique<LMData>(std::move(corpus), std::move(vocabulary), seqLen, sequences,
+                                  o.seed);
 }
 
 } // namespace ls2c

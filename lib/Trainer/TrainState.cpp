@@ -1,6 +1,7 @@
 //===- TrainState.cpp - training state and its checkpoints ----------------===//
 #include "TrainState.h"
 
+#include "ls2c/Data/Vocabulary.h"
 #include "ls2c/Support/Safetensors.h"
 #include "ls2c/Trainer/Trainer.h"
 
@@ -91,6 +92,9 @@ TrainState TrainState::load(const std::string &path, const ModelDescription &des
        "--micro-batches");
   if (file.metadata.count("ls2c.data"))
     same("ls2c.data", key.data, "training data");
+  if (file.metadata.count("ls2c.vocabulary") &&
+      vocabulariesDiffer(meta("ls2c.vocabulary"), key.vocabulary))
+    same("ls2c.vocabulary", key.vocabulary, "vocabulary");
   TrainState s = fresh(desc, ws, seed);
   auto tensor = [&](const std::string &name,
                     const std::vector<int64_t> &shape) -> const SafetensorsTensor & {

@@ -120,7 +120,7 @@ TrainResult train(const TrainOptions &o) {
   WorkspaceLayout ws = planWorkspace(layout);
   TrainState state = TrainState::fresh(desc, ws, o.seed);
   const TrainState::RunKey key{o.seed, data->batchSequences(), o.microBatches,
-                               data->fingerprint()};
+                               data->fingerprint(), data->vocabulary()};
   std::string checkpoint = o.outDir + "/checkpoint.safetensors";
   if (o.resume) {
     state = TrainState::load(checkpoint, desc, ws, key);

@@ -3,6 +3,7 @@
 
 #include "ls2c/Data/ParallelCorpus.h"
 #include "ls2c/Data/TokenCorpus.h"
+#include "ls2c/Data/Vocabulary.h"
 #include "ls2c/Data/Tokenizer.h"
 #include "ls2c/Data/TokenizerCorpus.h"
 #include "ls2c/Support/Utf8.h"
@@ -80,6 +81,8 @@ public:
               TranslationSpecials{}, seed),
         maxSequences(bucketing.maxSequences), ignored(ignored) {}
 
+  std::string vocabulary() const override { return words; }
+  std::string words; ///< vocabulary(), set by loadTranslationData
   std::string fingerprint() const override {
     return dataFingerprint(src.size(), "pairs",
                            {bytesOf(src.ids), bytesOf(src.offsets), bytesOf(tgt.ids),
@@ -170,12 +173,14 @@ std::unique_ptr<TrainingData> loadTranslationData(const TrainOptions &o,
   bucketing.maxSeqLen = desc.max_seq_len;
   bucketing.maxSequences = o.batchSequences;
   try {
-    return std::make_unique<TranslationData>(
+    auto data = std::make_unique<TranslationData>(
         encodeLines(*srcTok, text.source, 0, split, o.data),
         encodeLines(tgtTokenizer, text.target, 0, split, o.target),
         encodeLines(*srcTok, v.source, vBegin, v.source.size(), vSrc),
         encodeLines(tgtTokenizer, v.target, vBegin, v.target.size(), vTgt), bucketing, o.seed,
         desc.padding_idx >= 0 ? desc.padding_idx : -100);
+    data->words = tokenizerVocabulary(srcTok->fingerprint(), tgtTokenizer.fingerprint());
+    return data;
   } catch (const std::invalid_argument &e) {
     throw TrainError(o.model + ": " + e.what());
   }

@@ -416,7 +416,8 @@ int run(const Options &o) {
     try {
       ls2c::writeCheckpoint(o.save, desc, ws, weights.data(), expAvg.data(), expAvgSq.data(),
                             counters,
-                            {o.data.seed, data->batchSequences(), micro, data->fingerprint()});
+                            {o.data.seed, data->batchSequences(), micro, data->fingerprint(),
+                             data->vocabulary()});
     } catch (const ls2c::TrainError &e) {
       throw InputError(std::string("--save: ") + e.what());
     }

@@ -25,6 +25,8 @@ struct TokenCorpus {
   std::vector<int32_t> train; ///< training ids in file order
   std::vector<int32_t> valid; ///< validation ids
   int64_t vocabSize = 0;      ///< the token file's vocab_size
+  /// The token file's tokenizer fingerprint (0: not recorded).
+  uint64_t tokenizerFingerprint = 0;
 };
 
 /// True when `path` is a regular file that starts with the token file magic

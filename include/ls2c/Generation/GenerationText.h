@@ -57,6 +57,10 @@ public:
   /// eos and pad for SearchOptions.
   void setSpecials(SearchOptions &options) const;
 
+  /// What maps text to ids (Vocabulary.h), as a checkpoint of a model
+  /// trained on this text or with these tokenizers records it.
+  std::string vocabulary() const;
+
 private:
   GenerationText() = default;
   ModelDescription desc;

@@ -23,9 +23,12 @@ namespace ls2c::generation {
 /// F32 host tensors in the model's shapes, buffers included. Throws
 /// GenerationError naming the file and the tensor: an unreadable file, a
 /// checkpoint of another model (metadata ls2c.model), a missing, misshapen,
-/// unknown or non-finite tensor.
-std::map<std::string, reference::HostTensor> loadModelWeights(const std::string &path,
-                                                              const ModelDescription &desc);
+/// unknown or non-finite tensor; a checkpoint whose recorded vocabulary
+/// (metadata ls2c.vocabulary, Vocabulary.h) is not `vocabulary` when that is
+/// given (`given` names the option it came from).
+std::map<std::string, reference::HostTensor>
+loadModelWeights(const std::string &path, const ModelDescription &desc,
+                 const std::string &vocabulary = {}, const std::string &given = {});
 
 } // namespace ls2c::generation
 

@@ -29,6 +29,10 @@ struct CheckpointRunKey {
   /// dataFingerprint). A checkpoint without one (written before it existed)
   /// resumes on any.
   std::string data;
+  /// What maps text to ids (TrainingData::vocabulary, Vocabulary.h), written
+  /// as metadata "ls2c.vocabulary" when known: `ls2c generate` refuses
+  /// another mapping, --resume another vocabulary.
+  std::string vocabulary = {};
 };
 
 /// The optimizer's counters at the checkpoint.

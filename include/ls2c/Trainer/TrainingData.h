@@ -68,6 +68,10 @@ public:
   /// Identifies the training examples for --resume's check (RunKey::data),
   /// e.g. "1003854 tokens, fnv1a64 0123456789abcdef".
   virtual std::string fingerprint() const = 0;
+  /// What maps text to the model's ids (Vocabulary.h), recorded in
+  /// checkpoints for `ls2c generate` to check; empty when none is known
+  /// (images, token files without a tokenizer fingerprint).
+  virtual std::string vocabulary() const { return {}; }
   /// Sequences (images) a micro-batch holds at most, as checkpoints record
   /// it (RunKey::batchSequences); 0: bounded by max_batch_tokens only.
   virtual int64_t batchSequences() const = 0;
