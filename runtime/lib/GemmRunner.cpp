@@ -283,8 +283,6 @@ struct Preference {
   }
 };
 
-} // namespace
-
 /// One past the last byte an operand of `rows` x `cols` (row pitch `ld`,
 /// `batch` matrices `stride` apart, elements of `elt` bytes) touches.
 const char *endOf(const void *p, int64_t rows, int64_t cols, int64_t ld,
@@ -331,6 +329,8 @@ bool tunable(const Desc &d, cudaStream_t stream) {
     return false;
   return true;
 }
+
+} // namespace
 
 struct GemmRunner::Impl {
   /// Algorithms an autotuned plan times (cuBLASLt's first ones).

@@ -87,10 +87,10 @@ public:
   /// (GemmTuner.h); the heuristic's first stays unless another is 2%
   /// faster. Decisions hold for m, n and k rounded up to a power of two,
   /// and name the algorithm itself: a size whose candidates lack it takes
-  /// the heuristic's first. Decisions persist (GemmChoice.h) in $LS2C_GEMM_CHOICES, else
-  /// gemm-choices.json in the program cache directory ("off": kept in
-  /// memory only), so later processes run the same algorithms, bit for bit,
-  /// without timing. A run that cannot be timed and has no decision (a
+  /// the heuristic's first. Decisions persist (GemmChoice.h) in
+  /// $LS2C_GEMM_CHOICES, else gemm-choices.json in the program cache
+  /// directory ("off": kept in memory only), so later processes run the
+  /// same algorithms, bit for bit, without timing. A run that cannot be timed and has no decision (a
   /// capturing stream, beta 1, C overlapping an operand) takes the
   /// heuristic's first, as every run does with autotuning off. Plans made
   /// before a change keep their algorithm.
