@@ -1,5 +1,6 @@
 //===- Tokenizer.cpp - the tokenizer interface and character tokenizers ---===//
 #include "ls2c/Data/Tokenizer.h"
+#include "ls2c/Data/Vocabulary.h"
 
 #include "OpenRegularFile.h"
 #include "TokenizerInternal.h"
@@ -34,7 +35,7 @@ std::string Tokenizer::decodeLines(const uint32_t *ids, size_t count) const {
 
 namespace {
 
-constexpr const char *kCharMagic = "ls2c-char-vocabulary";
+constexpr const char *kCharMagic = kCharVocabularyMagic;
 
 class CharTokenizer final : public Tokenizer {
 public:
@@ -42,17 +43,7 @@ public:
     idOf.fill(-1);
     for (size_t i = 0; i < this->symbols.size(); ++i)
       idOf[this->symbols[i]] = static_cast<int32_t>(i);
-    std::string text = std::string(kCharMagic) + " 1\n" +
-                       std::to_string(this->symbols.size()) + "\n";
-    for (size_t i = 0; i < this->symbols.size(); ++i) {
-      char hex[4];
-      std::snprintf(hex, sizeof(hex), "%02x", this->symbols[i]);
-      if (i)
-        text.push_back(' ');
-      text += hex;
-    }
-    text.push_back('\n');
-    model = std::move(text);
+    model = characterVocabularyModel(this->symbols);
   }
 
   std::string type() const override { return "char"; }

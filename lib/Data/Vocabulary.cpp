@@ -4,7 +4,6 @@
 #include "ls2c/Data/TokenFile.h"
 
 #include <cstdio>
-#include <string_view>
 
 namespace ls2c {
 
@@ -18,20 +17,26 @@ std::string hex(uint64_t v) {
 
 } // namespace
 
-std::string characterVocabulary(const std::vector<uint8_t> &symbols) {
-  std::string_view bytes(reinterpret_cast<const char *>(symbols.data()), symbols.size());
-  return std::to_string(symbols.size()) + " characters, fnv1a64 " + hex(fnv1a64(bytes));
+std::string characterVocabularyModel(const std::vector<uint8_t> &symbols) {
+  std::string text = std::string(kCharVocabularyMagic) + " 1\n" +
+                     std::to_string(symbols.size()) + "\n";
+  for (size_t i = 0; i < symbols.size(); ++i) {
+    char two[4];
+    std::snprintf(two, sizeof(two), "%02x", symbols[i]);
+    if (i)
+      text.push_back(' ');
+    text += two;
+  }
+  text.push_back('\n');
+  return text;
 }
 
 std::string tokenizerVocabulary(uint64_t fingerprint) {
   return "tokenizer fingerprint " + hex(fingerprint);
 }
 
-bool vocabulariesDiffer(const std::string &a, const std::string &b) {
-  auto characters = [](const std::string &v) {
-    return v.find(" characters, fnv1a64 ") != std::string::npos;
-  };
-  return !a.empty() && !b.empty() && characters(a) == characters(b) && a != b;
+std::string characterVocabulary(const std::vector<uint8_t> &symbols) {
+  return tokenizerVocabulary(fnv1a64(characterVocabularyModel(symbols)));
 }
 
 std::string tokenizerVocabulary(uint64_t source, uint64_t target) {

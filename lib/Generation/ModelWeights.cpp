@@ -40,7 +40,7 @@ std::map<std::string, HostTensor> loadModelWeights(const std::string &path,
     throw GenerationError(path + ": a checkpoint of model '" + model->second + "', not of '" +
                           desc.name + "'");
   auto trained = file.metadata.find("ls2c.vocabulary");
-  if (trained != file.metadata.end() && vocabulariesDiffer(trained->second, vocabulary))
+  if (!vocabulary.empty() && trained != file.metadata.end() && trained->second != vocabulary)
     throw GenerationError(path + ": trained with a vocabulary of " + trained->second + "; " +
                           given + " maps text with " + vocabulary +
                           ": the model's ids would decode into other text (give the text "

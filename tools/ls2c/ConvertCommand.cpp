@@ -140,6 +140,14 @@ int runConvert(const std::vector<std::string> &args) {
     }
     HuggingFaceMapping mapping = huggingFaceMapping(desc, o.model);
     std::vector<std::string> notes = mapping.notes;
+    if (o.mode == "--list" && !o.hfConfig.empty()) {
+      // Before the listing, so that a config that cannot be written stops
+      // the command before it prints anything; said on stderr, beside the
+      // notes, so that stdout holds the listing alone.
+      writeConfig(mapping, o.hfConfig);
+      std::fflush(stdout);
+      std::fprintf(stderr, "wrote %s\n", o.hfConfig.c_str());
+    }
     if (o.mode == "--list") {
       for (const HuggingFaceTensor &t : mapping.tensors)
         std::printf("%s [%s] %s%s\n", t.name.c_str(),
@@ -158,7 +166,7 @@ int runConvert(const std::vector<std::string> &args) {
                   o.mode == "--to-hf" ? "Hugging Face " : "ls2c parameters of ",
                   mapping.modelClass.c_str());
     }
-    if (!o.hfConfig.empty()) {
+    if (!o.hfConfig.empty() && o.mode != "--list") {
       writeConfig(mapping, o.hfConfig);
       std::printf("wrote %s\n", o.hfConfig.c_str());
     }

@@ -16,24 +16,26 @@
 
 namespace ls2c {
 
-/// A text file's characters (CharCorpus::symbols, id order):
-/// "65 characters, fnv1a64 0123456789abcdef".
-std::string characterVocabulary(const std::vector<uint8_t> &symbols);
+/// The first word of a character tokenizer's model file.
+inline constexpr const char *kCharVocabularyMagic = "ls2c-char-vocabulary";
 
-/// A tokenizer's (Tokenizer::fingerprint, as token files record it):
-/// "tokenizer fingerprint 0123456789abcdef".
+/// The model file of the character tokenizer whose id i is byte
+/// symbols[i] (`ls2c tokenize --train char`): "ls2c-char-vocabulary 1", the
+/// count, then the bytes in hex.
+std::string characterVocabularyModel(const std::vector<uint8_t> &symbols);
+
+/// A tokenizer's (Tokenizer::fingerprint, the FNV-1a 64 of its model file,
+/// as token files record it): "tokenizer fingerprint 0123456789abcdef".
 std::string tokenizerVocabulary(uint64_t fingerprint);
+
+/// A text file's characters (CharCorpus::symbols, id order), as the
+/// character tokenizer of the same bytes records them: a text and the
+/// character token file made from it give the same ids and the same record.
+std::string characterVocabulary(const std::vector<uint8_t> &symbols);
 
 /// An encoder-decoder's two sides: the one tokenizer's when they are the
 /// same, else "source tokenizer fingerprint S, target tokenizer fingerprint T".
 std::string tokenizerVocabulary(uint64_t source, uint64_t target);
-
-/// Whether two recorded vocabularies surely map text differently: both
-/// known and of one kind (characters of a text, or tokenizers) but not
-/// equal. A text's characters and a character tokenizer's token file give
-/// the same ids (`ls2c tokenize --train char`) under different records, so
-/// records of different kinds are not compared.
-bool vocabulariesDiffer(const std::string &a, const std::string &b);
 
 } // namespace ls2c
 
