@@ -58,6 +58,8 @@ void writeCheckpointOf(const std::string &path, const ModelDescription &desc,
                    {"ls2c.data", key.data}};
   if (!key.vocabulary.empty())
     file.metadata["ls2c.vocabulary"] = key.vocabulary;
+  // The whole description, so that --resume names each field that changed.
+  file.metadata["ls2c.description"] = toJson(desc).dump();
   try {
     writeSafetensors(path, file);
   } catch (const SafetensorsError &e) {

@@ -63,6 +63,61 @@ void TrainState::save(const std::string &path, const ModelDescription &desc,
                   {step, appliedSteps, goodSteps.ints[0], lossScale.floats[0]}, key);
 }
 
+namespace {
+
+/// The fields of two descriptions' JSON that differ, as "a.b.c" paths with
+/// both values, in document order.
+void differences(const nlohmann::json &was, const nlohmann::json &now, const std::string &at,
+                 std::vector<std::string> &out) {
+  if (was.is_object() && now.is_object()) {
+    for (auto it = was.begin(); it != was.end(); ++it) {
+      std::string path = at.empty() ? it.key() : at + "." + it.key();
+      if (!now.contains(it.key()))
+        out.push_back(path + " " + it.value().dump() + " (now absent)");
+      else
+        differences(it.value(), now[it.key()], path, out);
+    }
+    for (auto it = now.begin(); it != now.end(); ++it)
+      if (!was.contains(it.key()))
+        out.push_back((at.empty() ? it.key() : at + "." + it.key()) + " absent (now " +
+                      it.value().dump() + ")");
+    return;
+  }
+  if (was != now)
+    out.push_back(at + " " + was.dump() + " (now " + now.dump() + ")");
+}
+
+} // namespace
+
+void TrainState::compareDescriptions(const std::string &path, const std::string &written,
+                                     const ModelDescription &desc) {
+  nlohmann::json was;
+  try {
+    was = nlohmann::json::parse(written);
+  } catch (const nlohmann::json::exception &) {
+    throw TrainError(path + ": its ls2c.description is not JSON");
+  }
+  std::vector<std::string> model, optimizer;
+  for (std::string &d : [&] {
+         std::vector<std::string> all;
+         differences(was, toJson(desc), "", all);
+         return all;
+       }())
+    (d.rfind("optimizer.", 0) == 0 ? optimizer : model).push_back(std::move(d));
+  // The model (sizes, dtype, dropout, ...) must be the one trained; the
+  // optimizer's settings may change, as fairseq's and Megatron's resumes
+  // allow, and are said.
+  if (!model.empty())
+    throw TrainError(path + ": written with " + model.front() +
+                     (model.size() > 1 ? " and " + std::to_string(model.size() - 1) +
+                                             " more field(s) changed"
+                                       : std::string()) +
+                     ": --resume continues the model it wrote, from the description it "
+                     "trained");
+  for (const std::string &d : optimizer)
+    std::fprintf(stderr, "ls2c: note: resuming with a changed %s\n", d.c_str());
+}
+
 TrainState TrainState::load(const std::string &path, const ModelDescription &desc,
                             const WorkspaceLayout &ws, const RunKey &key) {
   uint64_t seed = key.seed;
@@ -85,6 +140,8 @@ TrainState TrainState::load(const std::string &path, const ModelDescription &des
                        " (the run would not continue as it started)");
   };
   same("ls2c.model", desc.name, "model");
+  if (auto written = file.metadata.find("ls2c.description"); written != file.metadata.end())
+    compareDescriptions(path, written->second, desc);
   same("ls2c.seed", std::to_string(seed), "seed");
   same("ls2c.batch_sequences", std::to_string(key.batchSequences),
        "--batch-sequences");

@@ -30,6 +30,11 @@ struct TrainState {
                           const WorkspaceLayout &ws, uint64_t seed);
   /// What decides the batch stream: a resumed run must use the same.
   using RunKey = CheckpointRunKey;
+  /// Throws TrainError naming the first model field that differs between a
+  /// checkpoint's recorded description (`written`, JSON) and `desc`;
+  /// changed optimizer fields are noted on stderr.
+  static void compareDescriptions(const std::string &path, const std::string &written,
+                                  const ModelDescription &desc);
   /// Reads a checkpoint written by save(); throws TrainError when it does
   /// not match `desc` (model name, parameter names and shapes) or `key`, or
   /// holds malformed counters or non-finite values.

@@ -186,6 +186,7 @@ TrainResult train(const TrainOptions &o) {
   };
 
   TrainResult result;
+  result.firstStep = state.step;
   while (state.step < o.steps) {
     auto stepStart = Clock::now();
     HostTensor grads = HostTensor::zeros(ElementType::F32, {ws.totalElements});

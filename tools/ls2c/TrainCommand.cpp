@@ -221,8 +221,14 @@ int runTrain(const std::vector<std::string> &args) {
                       "with --resume or replace it with --overwrite");
   try {
     TrainResult r = train(options);
-    std::printf("trained %lld steps in %.1f s: loss %.4f", static_cast<long long>(r.step),
-                r.seconds, r.lastLoss);
+    if (r.firstStep > 0)
+      std::printf("trained %lld steps (resumed at step %lld, now at %lld) in %.1f s: loss %.4f",
+                  static_cast<long long>(r.step - r.firstStep),
+                  static_cast<long long>(r.firstStep), static_cast<long long>(r.step),
+                  r.seconds, r.lastLoss);
+    else
+      std::printf("trained %lld steps in %.1f s: loss %.4f", static_cast<long long>(r.step),
+                  r.seconds, r.lastLoss);
     if (r.lastValidLoss >= 0)
       std::printf(", validation loss %.4f", r.lastValidLoss);
     if (r.lastValidAccuracy >= 0)

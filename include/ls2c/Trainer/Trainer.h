@@ -50,6 +50,7 @@ struct TrainOptions {
 /// What a run ended with, for callers and tests.
 struct TrainResult {
   int64_t step = 0;          ///< optimizer steps completed
+  int64_t firstStep = 0;     ///< the step this run started from (--resume: the checkpoint's)
   double lastLoss = 0;       ///< training loss of the last step
   double lastValidLoss = -1; ///< last validation loss (-1: none evaluated)
   double lastValidAccuracy = -1; ///< its accuracy (-1: none, or a decoder)
