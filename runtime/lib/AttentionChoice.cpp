@@ -2,13 +2,11 @@
 
 #include "ls2c/Runtime/AttentionChoice.h"
 
-#include "ls2c/Support/AtomicFile.h"
+#include "ChoicesFile.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -62,28 +60,15 @@ AttentionBackend AttentionChoices::record(const std::string &key, AttentionTimin
 }
 
 size_t AttentionChoices::loadFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  std::optional<nlohmann::json> choices = readChoicesFile(path);
+  if (!choices)
     return 0;
-  std::stringstream text;
-  text << in.rdbuf();
   auto fail = [&](const std::string &where, const std::string &rule) -> size_t {
     throw std::runtime_error(path + ": " + where + ": " + rule);
   };
-  nlohmann::json root;
-  try {
-    root = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::exception &e) {
-    return fail("the file", std::string("not valid JSON: ") + e.what());
-  }
-  if (!root.is_object() || root.value("version", nlohmann::json()) != 1)
-    return fail("version", "must be 1");
-  if (!root.contains("choices") || !root["choices"].is_array())
-    return fail("choices", "must be an array");
-  // Validated whole before any is added: a bad file adds nothing.
   std::vector<AttentionDecision> read;
-  for (size_t i = 0; i < root["choices"].size(); ++i) {
-    const nlohmann::json &c = root["choices"][i];
+  for (size_t i = 0; i < choices->size(); ++i) {
+    const nlohmann::json &c = (*choices)[i];
     std::string at = "choices[" + std::to_string(i) + "]";
     if (!c.is_object() || !c.contains("key") || !c["key"].is_string())
       return fail(at + ".key", "must be a string");
@@ -125,10 +110,7 @@ void AttentionChoices::saveFile(const std::string &path) const {
                        {"cudnn_ms", d.timing.cudnnMs},
                        {"kernels_ms", d.timing.kernelsMs}});
   }
-  nlohmann::json root = {{"version", 1}, {"choices", choices}};
-  std::error_code ignored; // a missing directory fails the write, which says so
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ignored);
-  writeFileAtomically(path, root.dump(1) + "\n");
+  writeChoicesFile(path, choices);
 }
 
 AttentionBackend AttentionChoices::decide(const std::string &key, AttentionTiming t) {
