@@ -19,7 +19,7 @@ against a train step's tolerance for the model's dtype (DESIGN.md: 10x the per-k
 that are zero in exact arithmetic are measured against the norm of all gradients, and the
 parameters they update are left out (see compare()). A P.cudnn.safetensors is compared with the
 reference alike, and its first step with the kernels' run within the per-kernel tolerance.
-Usage: scripts/gpu-step-check.py prepare [--probes] [--ls2c BIN] | compare DIR
+Usage: scripts/gpu-step-check.py prepare [--probes] [--only PROBE]... [--ls2c BIN] | compare DIR
 (needs JAX for prepare: run it with the project's .venv/bin/python)
 """
 import argparse
@@ -59,6 +59,10 @@ PROBES = {
                                   8, 1024),
     "probe-gpt-bf16-gqa-ragged": ("tiny-gpt", {"dtype": "bf16", "hidden": 256, "ffn": 512,
                                                "heads": 8, "kv_heads": 2}, 8, 1024),
+    # A pre-LN ViT without dropout, head dim 64 as ViT-B's (its residual add and the layer
+    # norm after it are one row kernel, the QKV bias a GEMM epilogue): 128 images of 17 tokens.
+    "probe-vit-bf16": ("tiny-vit", {"dtype": "bf16", "hidden": 256, "heads": 4, "ffn": 512},
+                       128, None),
 }
 # Probes whose sequences have random lengths in [1, length] (the rest equal lengths).
 RAGGED = {name for name in PROBES if name.endswith("-ragged")}
@@ -71,7 +75,13 @@ WORK = os.path.join(ROOT, ".gpu-run", "step")
 
 def probe_batch(d, seqs, length, rng, ragged=False):
     """Packed sequences of `length` tokens (ragged: random lengths in [1, length]):
-    next-token labels (decoder) or 15% masked-LM labels."""
+    next-token labels (decoder) or 15% masked-LM labels; for a ViT `seqs` images."""
+    if d["architecture"] == "vit":
+        S, C = d["image_size"], d["channels"]
+        n = (S // d["patch_size"]) ** 2 + 1
+        return dict(pixels=rng.normal(size=(seqs, C, S, S)).astype(np.float32),
+                    cu_seqlens=(np.arange(seqs + 1) * n).astype(np.int32),
+                    labels=rng.integers(0, d["num_classes"], seqs).astype(np.int32))
     lengths = rng.integers(1, length + 1, seqs) if ragged else np.full(seqs, length)
     n = int(lengths.sum())
     cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
@@ -91,7 +101,11 @@ def cases(probes):
     out = [(n, json.load(open(os.path.join(ROOT, "examples", n + ".json"))), None) for n in PRESETS]
     for name, (preset, overrides, seqs, length) in (PROBES.items() if probes else []):
         d = json.load(open(os.path.join(ROOT, "examples", preset + ".json")))
-        d.update(overrides, name=name, max_seq_len=length, max_batch_tokens=seqs * length)
+        if d["architecture"] == "vit":  # an image's tokens: its patches and the class token
+            tokens = (d["image_size"] // d["patch_size"]) ** 2 + 1
+            d.update(overrides, name=name, max_batch_tokens=seqs * tokens)
+        else:
+            d.update(overrides, name=name, max_seq_len=length, max_batch_tokens=seqs * length)
         for k in ("hidden_dropout", "attention_dropout", "activation_dropout"):
             if k in d:
                 d[k] = 0.0
@@ -115,9 +129,11 @@ def exclude_from_git(folder):
             f.write(f"/{folder}/\n")
 
 
-def prepare(ls2c, probes):
+def prepare(ls2c, probes, only=frozenset()):
     exclude_from_git(".gpu-run")
     for name, d, shape in cases(probes):
+        if only and shape is not None and name not in only:
+            continue
         out = os.path.join(WORK, name)
         os.makedirs(out, exist_ok=True)
         json.dump(d, open(os.path.join(out, "model.json"), "w"))
@@ -242,9 +258,14 @@ def main():
     ap.add_argument("--ls2c", default=os.path.join(ROOT, "build", "tools", "ls2c", "ls2c"))
     ap.add_argument("--probes", action="store_true",
                     help="prepare: also the 16,384-token probes (a few minutes of CPU)")
+    ap.add_argument("--only", action="append", default=[], metavar="PROBE",
+                    help="prepare: of the probes, only these (repeatable; implies --probes)")
     a = ap.parse_args()
+    unknown = [p for p in a.only if p not in PROBES]
+    if unknown:
+        ap.error(f"--only {unknown[0]}: not a probe ({', '.join(PROBES)})")
     if a.mode == "prepare":
-        prepare(a.ls2c, a.probes)
+        prepare(a.ls2c, a.probes or bool(a.only), set(a.only))
         return 0
     if not a.dir:
         ap.error("compare needs DIR, the folder of the GPU outputs (<preset>.safetensors)")

@@ -179,13 +179,15 @@ public:
   }
 
 private:
-  /// The function argument dim that dynamic dim `d` of `v` equals, if the
-  /// ops on the way say so (same-shape operands, matmul rows, gather ids,
-  /// sizes read by ls2.dim, a reshape that keeps the dynamic dim).
-  std::optional<std::pair<Value, int64_t>> traceDim(Value v, int64_t d) {
+  /// The earliest value whose dim equals dynamic dim `d` of `v`, as far as
+  /// the ops on the way say so (same-shape operands, matmul rows, gather ids,
+  /// sizes read by ls2.dim, a reshape that keeps the dynamic dim): a
+  /// function argument where the chain reaches one, else the value where
+  /// it stops (a concat, a reshape that merges the dim with others).
+  std::pair<Value, int64_t> traceDim(Value v, int64_t d) {
     for (int depth = 0; depth < 10000; ++depth) {
       if (isa<BlockArgument>(v))
-        return std::make_pair(v, d);
+        return {v, d};
       Operation *op = v.getDefiningOp();
       auto type = cast<RankedTensorType>(v.getType());
       SmallVector<Value> sizes;
@@ -199,7 +201,7 @@ private:
           k += type.isDynamicDim(i);
         auto dim = sizes[k].getDefiningOp<ls2::DimOp>();
         if (!dim)
-          return std::nullopt;
+          return {v, d};
         v = dim.getInput();
         d = dim.getIndex();
         continue;
@@ -207,7 +209,7 @@ private:
       if (auto r = dyn_cast<ls2::ReshapeOp>(op)) {
         auto in = cast<RankedTensorType>(r.getInput().getType());
         if (type.getNumDynamicDims() != 1 || in.getNumDynamicDims() != 1)
-          return std::nullopt;
+          return {v, d};
         int64_t staticOut = 1, staticIn = 1, dynIn = 0;
         for (int64_t x : type.getShape())
           staticOut *= ShapedType::isDynamic(x) ? 1 : x;
@@ -217,7 +219,7 @@ private:
             dynIn = static_cast<int64_t>(i);
         }
         if (staticIn != staticOut)
-          return std::nullopt;
+          return {v, d};
         v = r.getInput();
         d = dynIn;
         continue;
@@ -225,7 +227,7 @@ private:
       if (auto m = dyn_cast<ls2::MatmulOp>(op)) {
         auto a = cast<RankedTensorType>(m.getA().getType());
         if (d != type.getRank() - 2 && d >= a.getRank() - 2)
-          return std::nullopt;
+          return {v, d};
         if (d == type.getRank() - 2)
           d = a.getRank() - (m.getTransposeA() ? 1 : 2);
         v = m.getA();
@@ -233,7 +235,7 @@ private:
       }
       if (auto g = dyn_cast<ls2::GatherOp>(op)) {
         if (d >= cast<RankedTensorType>(g.getIds().getType()).getRank())
-          return std::nullopt;
+          return {v, d};
         v = g.getIds();
         continue;
       }
@@ -243,7 +245,7 @@ private:
       }
       if (isa<ls2::TransposeOp, ls2::ReduceSumOp, ls2::ReduceMaxOp,
               ls2::ConcatOp, ls2::ScatterAddOp>(op))
-        return std::nullopt;
+        return {v, d};
       // Elementwise ops, slices (along another axis), attention (from the
       // query): the same dim of an operand of the same rank.
       Value next;
@@ -255,28 +257,36 @@ private:
         }
       }
       if (!next)
-        return std::nullopt;
+        return {v, d};
       v = next;
     }
-    return std::nullopt;
+    return {v, d};
   }
 
   /// Sizes read from computed values become sizes of function arguments,
-  /// so no kernel has to publish a tensor just for its shape.
+  /// so no kernel has to publish a tensor just for its shape; where no
+  /// argument has the size (ViT's tokens: batch x patches), sizes of the
+  /// earliest value that has it, so that a size read from a group's result
+  /// does not look like a path between that group and its readers (it kept
+  /// a pre-LN residual add and the layer norm after it in two kernels).
   void canonicalizeDims(Block &block) {
     std::map<std::pair<void *, int64_t>, Value> made;
-    OpBuilder b(&block, block.begin());
     for (Operation &op : llvm::make_early_inc_range(block)) {
       auto dim = dyn_cast<ls2::DimOp>(op);
       if (!dim || isa<BlockArgument>(dim.getInput()))
         continue;
-      auto src = traceDim(dim.getInput(), dim.getIndex());
-      if (!src)
+      auto [source, index] = traceDim(dim.getInput(), dim.getIndex());
+      if (source == dim.getInput())
         continue;
-      Value &v = made[{src->first.getAsOpaquePointer(), src->second}];
-      if (!v)
-        v = b.create<ls2::DimOp>(dim.getLoc(), src->first,
-                                 static_cast<uint64_t>(src->second));
+      Value &v = made[{source.getAsOpaquePointer(), index}];
+      if (!v) {
+        // Right after the source's definition, which every reader of the
+        // old size follows.
+        OpBuilder b(&block, block.begin());
+        if (Operation *def = source.getDefiningOp())
+          b.setInsertionPointAfter(def);
+        v = b.create<ls2::DimOp>(dim.getLoc(), source, static_cast<uint64_t>(index));
+      }
       dim.getResult().replaceAllUsesWith(v);
       dim.erase();
     }
