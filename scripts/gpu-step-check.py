@@ -132,7 +132,7 @@ def exclude_from_git(folder):
 def prepare(ls2c, probes, only=frozenset()):
     exclude_from_git(".gpu-run")
     for name, d, shape in cases(probes):
-        if only and shape is not None and name not in only:
+        if only and name in PROBES and name not in only:
             continue
         out = os.path.join(WORK, name)
         os.makedirs(out, exist_ok=True)

@@ -233,11 +233,24 @@ ls2::MatmulOp soleGemmResult(Value v, Operation *reader, std::string &why) {
 /// Why a loop with an activation-like body is no epilogue, from what it
 /// holds.
 std::string bodyReason(ls2::FusionOp f) {
-  bool erf = false, random = false;
+  bool erf = false, random = false, reluFromOutput = false;
+  Block *body = &f.getBody().front();
   f.getBody().walk([&](Operation *op) {
     erf |= isa<ls2::ErfOp>(op);
     random |= isa<ls2::RandomUniformOp>(op);
+    // A ReLU gradient whose mask the group computes from a value it reads.
+    if (auto cmp = dyn_cast<ls2::CompareOp>(op)) {
+      auto arg = dyn_cast<BlockArgument>(cmp.getLhs());
+      std::optional<double> zero = constantValue(cmp.getRhs());
+      reluFromOutput |= cmp.getDirection() == ls2::CompareDirection::GT && zero &&
+                        *zero == 0 && arg && arg.getOwner() == body &&
+                        llvm::any_of(cmp->getUsers(),
+                                     [](Operation *u) { return isa<ls2::SelectOp>(u); });
+    }
   });
+  if (reluFromOutput && !erf && !random)
+    return "the ReLU's mask is computed here from the ReLU's output, which the backward "
+           "reads anyway (no mask is stored), and DRELU_BGRAD only reads a stored mask";
   if (erf)
     return "the erf GELU (ls2.gelu without approximate = tanh) is not "
            "cuBLASLt's GELU, which is the tanh form";

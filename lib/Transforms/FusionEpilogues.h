@@ -18,9 +18,14 @@
 //     asked (geluGradEpilogue: on an H200 cuBLASLt's DGELU_BGRAD ran the
 //     FFN's dgrad at 170 TFLOP/s, the plain GEMM at 620, so the GEMM plus a
 //     generated kernel is faster).
+//   - the bias alone of a group that adds it to a GEMM's result and does
+//     more (the erf GELU), when the group wrote the biased product for the
+//     backward: that write is the GEMM's now.
 // A ReLU's mask becomes cuBLASLt's bit mask, which only the gradient
 // epilogue reads, so a ReLU attaches only together with every reader of
-// its mask. Each refusal of a group that looks like an epilogue says why.
+// its mask (ls2-fuse recomputes the mask from the ReLU's output where the
+// backward reads that anyway, and then no mask is stored). Each refusal of
+// a group that looks like an epilogue says why.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LS2C_LIB_TRANSFORMS_FUSIONEPILOGUES_H

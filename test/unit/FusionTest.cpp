@@ -122,12 +122,12 @@ int countActivations(mlir::func::FuncOp f, ls2c::ls2::GemmActivation act) {
 }
 
 /// `activation`: the FFN activation that must become GEMM epilogues (its
-/// gradient too, except the tanh GELU's unless `geluGradEpilogue`: ls2-fuse
-/// leaves that one a generated kernel by default).
+/// gradient too: the tanh GELU's with `geluGradEpilogue`, the ReLU's without
+/// `reluMaskFromOutput`; by default ls2-fuse leaves both generated kernels).
 void checkPreset(const std::string &preset,
                  const std::function<void(ls2c::ModelDescription &)> &edit = {},
                  std::optional<ls2c::ls2::GemmActivation> activation = {},
-                 bool geluGradEpilogue = false) {
+                 bool geluGradEpilogue = false, bool reluMaskFromOutput = true) {
   std::unique_ptr<Plain> base = buildPlain(preset, edit);
   ASSERT_TRUE(base);
   mlir::MLIRContext &context = base->context;
@@ -138,6 +138,7 @@ void checkPreset(const std::string &preset,
   mlir::PassManager fuse(&context);
   ls2c::FuseOptions fuseOptions;
   fuseOptions.geluGradEpilogue = geluGradEpilogue;
+  fuseOptions.reluMaskFromOutput = reluMaskFromOutput;
   fuse.addNestedPass<mlir::func::FuncOp>(ls2c::createFuse(fuseOptions));
   fuse.addNestedPass<mlir::func::FuncOp>(ls2c::createPlanBuffers());
   ASSERT_TRUE(mlir::succeeded(fuse.run(*fused)));
@@ -164,7 +165,7 @@ void checkPreset(const std::string &preset,
     using A = ls2c::ls2::GemmActivation;
     A grad = *activation == A::Relu ? A::ReluGrad : A::GeluTanhGrad;
     int layers = base->desc.encoder_layers + base->desc.decoder_layers;
-    bool gradAttaches = *activation == A::Relu || geluGradEpilogue;
+    bool gradAttaches = *activation == A::Relu ? !reluMaskFromOutput : geluGradEpilogue;
     EXPECT_EQ(countActivations(fb(*fused), *activation), layers) << preset;
     EXPECT_EQ(countActivations(fb(*fused), grad), gradAttaches ? layers : 0) << preset;
   }
@@ -203,13 +204,22 @@ TEST(FusedPlannedProgram, TinyBertMaxPredictionsComputesTheSameBits) {
   checkPreset("tiny-bert-max-predictions");
 }
 TEST(FusedPlannedProgram, TinyTransformerComputesTheSameBits) { checkPreset("tiny-transformer"); }
-// Without activation dropout (which no epilogue applies) the ReLU and its
-// gradient attach: RELU_AUX_BIAS forward, DRELU_BGRAD backward.
+// Without activation dropout (which no epilogue applies) the ReLU attaches
+// (RELU_BIAS) and its gradient, the mask recomputed from the ReLU's output,
+// is a generated kernel; with relu-mask-from-output off the mask is stored
+// and both attach: RELU_AUX_BIAS forward, DRELU_BGRAD backward.
 TEST(FusedPlannedProgram, TinyTransformerReluEpiloguesComputeTheSameBits) {
   checkPreset(
       "tiny-transformer",
       [](ls2c::ModelDescription &d) { d.activation_dropout = 0.0; },
       ls2c::ls2::GemmActivation::Relu);
+}
+TEST(FusedPlannedProgram, TinyTransformerReluMaskEpiloguesComputeTheSameBits) {
+  checkPreset(
+      "tiny-transformer",
+      [](ls2c::ModelDescription &d) { d.activation_dropout = 0.0; },
+      ls2c::ls2::GemmActivation::Relu, /*geluGradEpilogue=*/false,
+      /*reluMaskFromOutput=*/false);
 }
 TEST(FusedPlannedProgram, TinyVitComputesTheSameBits) { checkPreset("tiny-vit"); }
 
