@@ -333,12 +333,8 @@ bool tunable(const Desc &d, cudaStream_t stream) {
 } // namespace
 
 struct GemmRunner::Impl {
-  /// Algorithms an autotuned plan times (cuBLASLt's first ones). 32 rather
-  /// than 8: the faster algorithms of small GEMMs (Transformer-base's
-  /// 512-wide projections) come later in the heuristic's order (H200,
-  /// Transformer-base step 7.02 -> 6.83 ms; tuning a shape times each
-  /// candidate 8 times, once per process and shape bucket).
-  static constexpr int kCandidates = 32;
+  /// Algorithms an autotuned plan times (cuBLASLt's first ones).
+  static constexpr int kCandidates = 8;
   cublasLtHandle_t handle = nullptr;
   void *workspace = nullptr;
   size_t workspaceBytes = 0;

@@ -83,7 +83,7 @@ public:
 
   /// Autotuning (on by default; LS2C_GEMM_TUNE=0 in the environment when
   /// the runner is made turns it off): a shape's first run times cuBLASLt's
-  /// first 32 candidate algorithms on its own operands and keeps the fastest
+  /// first 8 candidate algorithms on its own operands and keeps the fastest
   /// (GemmTuner.h); the heuristic's first stays unless another is 2%
   /// faster. Decisions hold for m, n and k rounded up to a power of two,
   /// and name the algorithm itself: a size whose candidates lack it takes
