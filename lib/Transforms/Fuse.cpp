@@ -267,10 +267,13 @@ private:
 
   /// Sizes read from computed values become sizes of function arguments,
   /// so no kernel has to publish a tensor just for its shape; where no
-  /// argument has the size (ViT's tokens: batch x patches), sizes of the
-  /// earliest value that has it, so that a size read from a group's result
-  /// does not look like a path between that group and its readers (it kept
-  /// a pre-LN residual add and the layer norm after it in two kernels).
+  /// argument has the size because a reshape merges it with others (ViT's
+  /// tokens: batch x patches), sizes of that reshape's result, so that a
+  /// size read from a group's result does not look like a path between that
+  /// group and its readers (it kept a pre-LN residual add and the layer norm
+  /// after it in two kernels). A chain that stops elsewhere (a reduction, a
+  /// transpose) keeps its size: read from such a value it would make a
+  /// kernel write that value just for its shape.
   void canonicalizeDims(Block &block) {
     std::map<std::pair<void *, int64_t>, Value> made;
     for (Operation &op : llvm::make_early_inc_range(block)) {
@@ -278,7 +281,8 @@ private:
       if (!dim || isa<BlockArgument>(dim.getInput()))
         continue;
       auto [source, index] = traceDim(dim.getInput(), dim.getIndex());
-      if (source == dim.getInput())
+      if (source == dim.getInput() ||
+          !(isa<BlockArgument>(source) || source.getDefiningOp<ls2::ReshapeOp>()))
         continue;
       Value &v = made[{source.getAsOpaquePointer(), index}];
       if (!v) {

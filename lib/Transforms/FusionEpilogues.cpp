@@ -242,10 +242,13 @@ std::string bodyReason(ls2::FusionOp f) {
     if (auto cmp = dyn_cast<ls2::CompareOp>(op)) {
       auto arg = dyn_cast<BlockArgument>(cmp.getLhs());
       std::optional<double> zero = constantValue(cmp.getRhs());
+      // (A select of the compared value itself is a forward ReLU.)
       reluFromOutput |= cmp.getDirection() == ls2::CompareDirection::GT && zero &&
                         *zero == 0 && arg && arg.getOwner() == body &&
-                        llvm::any_of(cmp->getUsers(),
-                                     [](Operation *u) { return isa<ls2::SelectOp>(u); });
+                        llvm::any_of(cmp->getUsers(), [&](Operation *u) {
+                          auto sel = dyn_cast<ls2::SelectOp>(u);
+                          return sel && sel.getOnTrue() != cmp.getLhs();
+                        });
     }
   });
   if (reluFromOutput && !erf && !random)
@@ -850,6 +853,7 @@ private:
     inner.create<ls2::YieldOp>(f.getLoc(), yielded);
     loop->setAttr("ls2.bytes_saved",
                   IntegerAttr::get(IntegerType::get(f.getContext(), 64), 0));
+    erased.erase(loop.getOperation()); // it may take an erased group's address
     for (auto [k, i] : llvm::enumerate(indices))
       f.getResult(i).replaceAllUsesWith(loop.getResult(k));
     made.push_back(loop);
@@ -931,6 +935,8 @@ private:
           bc->erase();
         attached(f, n, "BIAS (the rest of the group stays a kernel)");
         f = withoutPassThrough(f);
+        // A new op may take an erased one's address (run() filters by it).
+        erased.erase(f.getOperation());
         break;
       }
     }
