@@ -309,19 +309,12 @@ private:
   void reluMasksFromOutputs(Block &block) {
     if (backward.empty())
       return;
-    auto isZero = [](Value v) {
-      auto c = v.getDefiningOp<ls2::ConstantOp>();
-      auto dense = c ? dyn_cast<DenseFPElementsAttr>(c.getValue()) : DenseFPElementsAttr();
-      return dense && dense.isSplat() && dense.getSplatValue<APFloat>().isZero();
-    };
     for (Operation &op : llvm::make_early_inc_range(block)) {
       auto relu = dyn_cast<ls2::SelectOp>(op);
       if (!relu || backward.contains(relu))
         continue;
-      auto mask = relu.getPred().getDefiningOp<ls2::CompareOp>();
-      if (!mask || mask.getDirection() != ls2::CompareDirection::GT ||
-          mask.getLhs() != relu.getOnTrue() || !isZero(mask.getRhs()) ||
-          !isZero(relu.getOnFalse()) || mask.getLhs().getType() != relu.getType())
+      ls2::CompareOp mask = reluMask(relu);
+      if (!mask || mask.getLhs().getType() != relu.getType())
         continue;
       Value y = relu.getResult();
       bool yReadBackward = llvm::any_of(y.getUsers(), [&](Operation *u) {

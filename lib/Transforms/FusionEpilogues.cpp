@@ -91,17 +91,6 @@ Pat geluTanhDerivativePattern(const Pat &x) {
   return add(left, right);
 }
 
-/// A splat float constant's value, if `v` is one.
-std::optional<double> constantValue(Value v) {
-  auto c = v.getDefiningOp<ls2::ConstantOp>();
-  if (!c)
-    return std::nullopt;
-  auto dense = dyn_cast<DenseFPElementsAttr>(c.getValue());
-  if (!dense || !dense.isSplat())
-    return std::nullopt;
-  return dense.getSplatValue<APFloat>().convertToDouble();
-}
-
 class Matcher {
 public:
   explicit Matcher(int leaves) : leaves(leaves) {}
@@ -195,6 +184,30 @@ SmallVector<Operation *> bodyOps(ls2::FusionOp f) {
     if (!isa<ls2::ConstantOp>(op))
       ops.push_back(&op);
   return ops;
+}
+
+/// `add` as x + broadcast(bias) along x's last dim, where x and the rank-1
+/// bias are arguments of `add`'s block and the sum has x's type: x, the
+/// bias and the broadcast; nulls when it is not.
+struct BiasAdd {
+  BlockArgument x, bias;
+  ls2::BroadcastOp broadcast;
+};
+BiasAdd matchBiasAdd(ls2::AddOp add) {
+  Block *body = add->getBlock();
+  for (int side = 0; side < 2; ++side) {
+    auto x = dyn_cast<BlockArgument>(side ? add.getRhs() : add.getLhs());
+    auto bc = (side ? add.getLhs() : add.getRhs()).getDefiningOp<ls2::BroadcastOp>();
+    auto bias = bc ? dyn_cast<BlockArgument>(bc.getInput()) : BlockArgument();
+    if (!x || !bias || x.getOwner() != body || bias.getOwner() != body)
+      continue;
+    auto type = cast<RankedTensorType>(x.getType());
+    if (cast<RankedTensorType>(bias.getType()).getRank() != 1 || bc.getDims().size() != 1 ||
+        bc.getDims()[0] != type.getRank() - 1 || add.getType() != type)
+      continue;
+    return {x, bias, bc};
+  }
+  return {};
 }
 
 /// The outside value behind block argument `v` of `f`, or null.
@@ -320,13 +333,8 @@ std::optional<ForwardCandidate> matchForward(ls2::FusionOp f, std::string &why) 
     llvm::DenseSet<Operation *> extra; // casts and the bias add
     // ReLU: select(compare gt(p, 0), p, 0).
     if (auto sel = y.getDefiningOp<ls2::SelectOp>()) {
-      auto cmp = sel.getPred().getDefiningOp<ls2::CompareOp>();
-      std::optional<double> zero = constantValue(sel.getOnFalse());
-      std::optional<double> cmpZero =
-          cmp ? constantValue(cmp.getRhs()) : std::nullopt;
-      if (!cmp || cmp.getDirection() != ls2::CompareDirection::GT ||
-          cmp.getLhs() != sel.getOnTrue() || !zero || *zero != 0.0 ||
-          !cmpZero || *cmpZero != 0.0)
+      ls2::CompareOp cmp = reluMask(sel);
+      if (!cmp)
         continue;
       pre = sel.getOnTrue();
       c.activation = ls2::GemmActivation::Relu;
@@ -892,29 +900,21 @@ private:
         auto addOp = dyn_cast<ls2::AddOp>(op);
         if (!addOp)
           continue;
-        BlockArgument x, bias;
-        for (int side = 0; side < 2 && !x; ++side) {
-          auto a = dyn_cast<BlockArgument>(side ? addOp.getRhs() : addOp.getLhs());
-          auto bc = (side ? addOp.getLhs() : addOp.getRhs()).getDefiningOp<ls2::BroadcastOp>();
-          if (!a || a.getOwner() != &body || !bc)
-            continue;
-          auto b = dyn_cast<BlockArgument>(bc.getInput());
-          auto type = cast<RankedTensorType>(a.getType());
-          if (!b || b.getOwner() != &body || type.getRank() != 2 ||
-              bc.getDims().size() != 1 || bc.getDims()[0] != 1 ||
-              b.getType() != RankedTensorType::get({type.getDimSize(1)},
-                                                   type.getElementType()) ||
-              addOp.getType() != type)
-            continue;
-          x = a;
-          bias = b;
-        }
+        // A [T, N] product and a bias of N of its element type (cuBLASLt's
+        // BIAS rule).
+        auto [x, bias, bc] = matchBiasAdd(addOp);
+        if (!x)
+          continue;
+        auto type = cast<RankedTensorType>(x.getType());
+        if (type.getRank() != 2 ||
+            bias.getType() != RankedTensorType::get({type.getDimSize(1)}, type.getElementType()))
+          continue;
         // The unbiased product must have no other reader, in the group or out,
         // and the group must write the biased one (for the backward): else
         // the epilogue would only move an add from the kernel into the GEMM,
         // which costs the GEMM more (H200: 12608x2304x768 bf16 62 -> 73 us).
         auto yield = cast<ls2::YieldOp>(body.getTerminator());
-        if (!x || !x.hasOneUse() || !llvm::is_contained(yield.getValues(), addOp.getResult()))
+        if (!x.hasOneUse() || !llvm::is_contained(yield.getValues(), addOp.getResult()))
           continue;
         Value product = f.getInputs()[x.getArgNumber()];
         auto m = product.getDefiningOp<ls2::MatmulOp>();
@@ -928,7 +928,6 @@ private:
         if (m.getBiasGrad())
           m.getBiasGrad().replaceAllUsesWith(n.getBiasGrad());
         m.erase();
-        Operation *bc = (addOp.getLhs() == x ? addOp.getRhs() : addOp.getLhs()).getDefiningOp();
         addOp.getResult().replaceAllUsesWith(x);
         addOp.erase();
         if (bc->use_empty())
@@ -1001,19 +1000,11 @@ private:
       bool done = false;
       if (f.getKind() == ls2::FusionKind::Loop && ops.size() == 2 &&
           f.getNumResults() == 1) {
-        auto bc = dyn_cast<ls2::BroadcastOp>(ops[0]);
         auto addOp = dyn_cast<ls2::AddOp>(ops[1]);
-        if (bc && addOp && yield.getValues()[0] == addOp.getResult()) {
-          Value x = addOp.getLhs() == bc.getResult() ? addOp.getRhs() : addOp.getLhs();
-          auto xArg = dyn_cast<BlockArgument>(x);
-          auto biasArg = dyn_cast<BlockArgument>(bc.getInput());
-          auto xType = cast<RankedTensorType>(x.getType());
-          if (xArg && biasArg && xArg.getOwner() == &body &&
-              biasArg.getOwner() == &body &&
-              cast<RankedTensorType>(biasArg.getType()).getRank() == 1 &&
-              bc.getDims().size() == 1 &&
-              bc.getDims()[0] == xType.getRank() - 1 &&
-              x.getType() == f.getResult(0).getType()) {
+        if (isa<ls2::BroadcastOp>(ops[0]) && addOp &&
+            yield.getValues()[0] == addOp.getResult()) {
+          auto [xArg, biasArg, bc] = matchBiasAdd(addOp);
+          if (xArg && bc == ops[0]) {
             Value gemm = f.getInputs()[xArg.getArgNumber()];
             auto m = gemm.getDefiningOp<ls2::MatmulOp>();
             if (m && gemm == m.getResult() && !m.getBias() &&

@@ -6,6 +6,7 @@
 #include "ls2/IR/LS2Dialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 
 using namespace mlir;
@@ -149,6 +150,27 @@ bool isElementwiseOfShape(Operation *u, ArrayRef<int64_t> shape) {
     if (cast<RankedTensorType>(r.getType()).getShape() != shape)
       return false;
   return true;
+}
+
+std::optional<double> constantValue(Value v) {
+  auto c = v.getDefiningOp<ls2::ConstantOp>();
+  if (!c)
+    return std::nullopt;
+  auto dense = dyn_cast<DenseFPElementsAttr>(c.getValue());
+  if (!dense || !dense.isSplat())
+    return std::nullopt;
+  return dense.getSplatValue<APFloat>().convertToDouble();
+}
+
+ls2::CompareOp reluMask(ls2::SelectOp select) {
+  auto cmp = select.getPred().getDefiningOp<ls2::CompareOp>();
+  std::optional<double> zero = constantValue(select.getOnFalse());
+  std::optional<double> cmpZero = cmp ? constantValue(cmp.getRhs()) : std::nullopt;
+  if (!cmp || cmp.getDirection() != ls2::CompareDirection::GT ||
+      cmp.getLhs() != select.getOnTrue() || !zero || *zero != 0.0 || !cmpZero ||
+      *cmpZero != 0.0)
+    return {};
+  return cmp;
 }
 
 Operation *definingOpThroughViews(Value v) {

@@ -24,8 +24,12 @@
 #ifndef LS2C_LIB_TRANSFORMS_FUSIONRULES_H
 #define LS2C_LIB_TRANSFORMS_FUSIONRULES_H
 
+#include "ls2/IR/LS2Dialect.h"
+
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/DenseSet.h"
+
+#include <optional>
 
 namespace ls2c::fusion {
 
@@ -66,6 +70,13 @@ bool isArgumentConversion(mlir::Operation *op);
 /// (each output element's index is its inputs'): the arithmetic, select,
 /// compare and cast ops.
 bool isElementwiseOfShape(mlir::Operation *u, llvm::ArrayRef<int64_t> shape);
+
+/// A splat float constant's value, if `v` is one.
+std::optional<double> constantValue(mlir::Value v);
+
+/// The mask of a ReLU as the frontend writes it, select(x > 0, x, 0)
+/// (GraphBuilder::activation): the compare x > 0; null for another select.
+ls2::CompareOp reluMask(ls2::SelectOp select);
 
 /// The op that computes `v`, looking through views; null for a function
 /// argument (or a view of one).
