@@ -35,8 +35,6 @@ std::string Tokenizer::decodeLines(const uint32_t *ids, size_t count) const {
 
 namespace {
 
-constexpr const char *kCharMagic = kCharVocabularyMagic;
-
 class CharTokenizer final : public Tokenizer {
 public:
   explicit CharTokenizer(std::vector<uint8_t> symbols) : symbols(std::move(symbols)) {
@@ -98,8 +96,8 @@ std::unique_ptr<Tokenizer> parseCharVocabulary(const std::string &bytes,
   std::istringstream in(bytes);
   std::string magic, version;
   in >> magic >> version;
-  if (magic != kCharMagic || version != "1")
-    throw bad("the first line must be '" + std::string(kCharMagic) + " 1'");
+  if (magic != kCharVocabularyMagic || version != "1")
+    throw bad("the first line must be '" + std::string(kCharVocabularyMagic) + " 1'");
   long long n = -1;
   if (!(in >> n) || n < 1 || n > 256)
     throw bad("the second line must be the symbol count, 1 to 256");
@@ -152,7 +150,7 @@ std::unique_ptr<Tokenizer> tokenizerFromModelBytes(std::string bytes,
                                                    const std::string &name) {
   if (bytes.empty())
     throw DataError(name + ": is empty (not a tokenizer model)");
-  if (bytes.compare(0, std::strlen(kCharMagic), kCharMagic) == 0)
+  if (bytes.compare(0, std::strlen(kCharVocabularyMagic), kCharVocabularyMagic) == 0)
     return parseCharVocabulary(bytes, name);
   return detail::loadSentencePiece(std::move(bytes), name);
 }

@@ -97,12 +97,9 @@ void TrainState::compareDescriptions(const std::string &path, const std::string 
   } catch (const nlohmann::json::exception &) {
     throw TrainError(path + ": its ls2c.description is not JSON");
   }
-  std::vector<std::string> model, optimizer;
-  for (std::string &d : [&] {
-         std::vector<std::string> all;
-         differences(was, toJson(desc), "", all);
-         return all;
-       }())
+  std::vector<std::string> all, model, optimizer;
+  differences(was, toJson(desc), "", all);
+  for (std::string &d : all)
     (d.rfind("optimizer.", 0) == 0 ? optimizer : model).push_back(std::move(d));
   // The model (sizes, dtype, dropout, ...) must be the one trained; the
   // optimizer's settings may change, as fairseq's and Megatron's resumes

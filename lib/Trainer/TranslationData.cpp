@@ -73,8 +73,9 @@ class TranslationData : public TrainingData {
 public:
   TranslationData(SequenceList src, SequenceList tgt, SequenceList validSrc,
                   SequenceList validTgt, const BucketingOptions &bucketing,
-                  uint64_t seed, int64_t ignored)
-      : src(std::move(src)), tgt(std::move(tgt)), validSrc(std::move(validSrc)),
+                  uint64_t seed, int64_t ignored, std::string vocabulary)
+      : words(std::move(vocabulary)), src(std::move(src)), tgt(std::move(tgt)),
+        validSrc(std::move(validSrc)),
         validTgt(std::move(validTgt)),
         train(this->src.spans(), this->tgt.spans(), bucketing, TranslationSpecials{}, seed),
         valid(this->validSrc.spans(), this->validTgt.spans(), bucketing,
@@ -82,7 +83,6 @@ public:
         maxSequences(bucketing.maxSequences), ignored(ignored) {}
 
   std::string vocabulary() const override { return words; }
-  std::string words; ///< vocabulary(), set by loadTranslationData
   std::string fingerprint() const override {
     return dataFingerprint(src.size(), "pairs",
                            {bytesOf(src.ids), bytesOf(src.offsets), bytesOf(tgt.ids),
@@ -106,6 +106,7 @@ public:
   int64_t ignoredLabel() const override { return ignored; }
 
 private:
+  std::string words; ///< vocabulary()
   SequenceList src, tgt, validSrc, validTgt; // own the ids the batchers view
   TranslationBatcher train, valid;
   int64_t maxSequences, ignored, nextIndex = 0;
@@ -173,14 +174,13 @@ std::unique_ptr<TrainingData> loadTranslationData(const TrainOptions &o,
   bucketing.maxSeqLen = desc.max_seq_len;
   bucketing.maxSequences = o.batchSequences;
   try {
-    auto data = std::make_unique<TranslationData>(
+    return std::make_unique<TranslationData>(
         encodeLines(*srcTok, text.source, 0, split, o.data),
         encodeLines(tgtTokenizer, text.target, 0, split, o.target),
         encodeLines(*srcTok, v.source, vBegin, v.source.size(), vSrc),
         encodeLines(tgtTokenizer, v.target, vBegin, v.target.size(), vTgt), bucketing, o.seed,
-        desc.padding_idx >= 0 ? desc.padding_idx : -100);
-    data->words = tokenizerVocabulary(srcTok->fingerprint(), tgtTokenizer.fingerprint());
-    return data;
+        desc.padding_idx >= 0 ? desc.padding_idx : -100,
+        tokenizerVocabulary(srcTok->fingerprint(), tgtTokenizer.fingerprint()));
   } catch (const std::invalid_argument &e) {
     throw TrainError(o.model + ": " + e.what());
   }
