@@ -23,7 +23,15 @@ config.substitutions.append(("%oracle_python", os.environ.get(
 config.substitutions.append(("%ls2c_src_root", config.ls2c_source_dir))
 config.substitutions.append(("%ls2c_obj_root", config.ls2c_binary_dir))
 config.substitutions.append(("%examples", os.path.join(config.ls2c_source_dir, "examples")))
-config.substitutions.append(("%shared", os.path.join(config.ls2c_source_dir, "..", "shared")))
+# Real data from the shared folder beside the checkout (../shared/data, or
+# $LS2C_SHARED_DATA_DIR; its README names each set's source and license):
+# tests that read Multi30k or WikiText-2 need `REQUIRES: shared-data`, and
+# are reported unsupported where it is missing (a user's own clone).
+shared_data = os.environ.get("LS2C_SHARED_DATA_DIR") or os.path.join(
+    config.ls2c_source_dir, "..", "shared", "data")
+config.substitutions.append(("%shared_data", shared_data))
+if all(os.path.isdir(os.path.join(shared_data, d)) for d in ("multi30k", "wikitext-2")):
+    config.available_features.add("shared-data")
 
 # Fashion-MNIST from Debian's dataset-fashion-mnist (scripts/setup.sh installs it).
 config.substitutions.append(("%fashion", "/usr/share/datasets/fashion-mnist"))

@@ -7,6 +7,7 @@
 // epochs; packed and padded tensors consistent with each other.
 //
 //===----------------------------------------------------------------------===//
+#include "SharedDataDir.h"
 #include "ls2c/Data/Bucketing.h"
 #include "ls2c/Data/ParallelCorpus.h"
 
@@ -25,7 +26,7 @@ namespace {
 using namespace ls2c;
 
 std::string sharedData(const std::string &rel) {
-  return std::string(LS2C_SHARED_DATA_DIR) + "/" + rel;
+  return ls2c::testing::sharedDataDir() + "/" + rel;
 }
 bool exists(const std::string &path) {
   struct stat st;

@@ -7,6 +7,7 @@
 // types and BERT's longest-first truncation.
 //
 //===----------------------------------------------------------------------===//
+#include "SharedDataDir.h"
 #include "ls2c/Data/MaskedLM.h"
 #include "ls2c/Data/ParallelCorpus.h"
 
@@ -25,7 +26,7 @@ using namespace ls2c;
 constexpr int32_t kPad = 0, kCls = 1, kSep = 2, kMask = 3, kFirstWord = 5;
 
 std::string sharedData(const std::string &rel) {
-  return std::string(LS2C_SHARED_DATA_DIR) + "/" + rel;
+  return ls2c::testing::sharedDataDir() + "/" + rel;
 }
 bool exists(const std::string &path) {
   struct stat st;

@@ -5,6 +5,7 @@
 // EOS/START conventions, each pair once per epoch.
 //
 //===----------------------------------------------------------------------===//
+#include "SharedDataDir.h"
 #include "ls2c/Data/ParallelCorpus.h"
 
 #include <gtest/gtest.h>
@@ -23,7 +24,7 @@ namespace {
 using namespace ls2c;
 
 std::string sharedData(const std::string &rel) {
-  return std::string(LS2C_SHARED_DATA_DIR) + "/" + rel;
+  return ls2c::testing::sharedDataDir() + "/" + rel;
 }
 bool exists(const std::string &path) {
   struct stat st;

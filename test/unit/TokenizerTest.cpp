@@ -1,13 +1,16 @@
 //===- TokenizerTest.cpp - ls2c tokenize's library on real corpora --------===//
 //
-// Real data from the shared/ folder beside the checkout (shared/data/README):
-// tinyshakespeare for characters, WikiText-2 for sentencepiece BPE and
+// Real data: tinyshakespeare (bundled in examples/data) for characters, and
+// from the shared/ folder beside the checkout (shared/data/README; tests
+// that need it are skipped with the reason where it is missing) WikiText-2
+// for sentencepiece BPE and
 // unigram models trained on a few hundred lines with small vocabularies (so
 // each training takes about a second), and the bad-data rules of
 // `ls2c tokenize`: empty files, lines longer than max_seq_len, invalid
 // UTF-8, tokens beyond the vocabulary.
 //
 //===----------------------------------------------------------------------===//
+#include "SharedDataDir.h"
 #include "TempDirTestUtil.h"
 #include "ls2c/Data/CharCorpus.h"
 #include "ls2c/Data/TokenFile.h"
@@ -29,11 +32,20 @@ namespace {
 
 using namespace ls2c;
 
-const std::string kData = LS2C_SHARED_DATA_DIR;
-const std::string kShakespeare = kData + "/tinyshakespeare/input.txt";
+const std::string kData = ls2c::testing::sharedDataDir();
+const std::string kShakespeare = LS2C_EXAMPLES_DIR "/data/tinyshakespeare/input.txt";
 const std::string kWikiValid = kData + "/wikitext-2/valid.txt";
 const std::string kWikiTest = kData + "/wikitext-2/test.txt";
 const std::string kWikiTrainGz = kData + "/wikitext-2/train.txt.gz";
+
+bool exists(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+#define REQUIRE_WIKITEXT()                                                     \
+  if (!exists(kWikiValid) || !exists(kWikiTest) || !exists(kWikiTrainGz))      \
+  GTEST_SKIP() << "needs WikiText-2 from the shared data folder, "             \
+               << kData << "/wikitext-2 (shared/data/README)"
 
 std::string readBytes(const std::string &p) {
   std::ifstream in(p, std::ios::binary);
@@ -97,9 +109,7 @@ std::vector<std::string> firstLines(const std::string &path, size_t n) {
 class Tokenize : public ls2c::testing::TempDirTest {
 protected:
   static void SetUpTestSuite() {
-    struct stat st;
-    ASSERT_EQ(::stat(kShakespeare.c_str(), &st), 0)
-        << "these tests need the shared data folder: " << kData;
+    ASSERT_TRUE(exists(kShakespeare)) << "the bundled corpus is missing: " << kShakespeare;
   }
   Tokenize() : TempDirTest("tokenize") {}
   std::string write(const std::string &name, const std::string &bytes) {
@@ -249,6 +259,7 @@ TEST_F(Tokenize, CharacterVocabularyFilesRoundTripAndAreValidated) {
 // --- sentencepiece -----------------------------------------------------------
 
 TEST_F(Tokenize, BpeOnWikiTextRoundTripsToTheNormalizedText) {
+  REQUIRE_WIKITEXT();
   const Tokenizer &tok = wikiBpe();
   EXPECT_EQ(tok.type(), "bpe");
   EXPECT_EQ(tok.vocabSize(), 1000u);
@@ -283,6 +294,7 @@ TEST_F(Tokenize, BpeOnWikiTextRoundTripsToTheNormalizedText) {
 }
 
 TEST_F(Tokenize, UnigramWithIdentityNormalizationGivesBackTheExactText) {
+  REQUIRE_WIKITEXT();
   SentencePieceOptions o;
   o.modelType = "unigram";
   o.vocabSize = 800;
@@ -313,6 +325,7 @@ TEST_F(Tokenize, UnigramWithIdentityNormalizationGivesBackTheExactText) {
 }
 
 TEST_F(Tokenize, TrainingRefusalsSayWhy) {
+  REQUIRE_WIKITEXT();
   SentencePieceOptions o;
   o.vocabSize = 100000; // far more than 20 lines hold
   std::string m = errorOf([&] {
@@ -331,6 +344,7 @@ TEST_F(Tokenize, TrainingRefusalsSayWhy) {
 }
 
 TEST_F(Tokenize, WikiTextLinesThroughATokenFileDecodeToTheNormalizedLines) {
+  REQUIRE_WIKITEXT();
   const Tokenizer &tok = wikiBpe();
   TokenizeOptions o;
   TokenizeReport r;
@@ -356,6 +370,7 @@ TEST_F(Tokenize, WikiTextLinesThroughATokenFileDecodeToTheNormalizedLines) {
 }
 
 TEST_F(Tokenize, ConcatenatedWikiTextEndsEveryLineWithEos) {
+  REQUIRE_WIKITEXT();
   const Tokenizer &tok = wikiBpe();
   TokenizeOptions o;
   o.concatenate = true;
@@ -387,6 +402,7 @@ TEST_F(Tokenize, ConcatenatedWikiTextEndsEveryLineWithEos) {
 }
 
 TEST_F(Tokenize, GzipCorporaAreReadTransparently) {
+  REQUIRE_WIKITEXT();
   CorpusLineReader reader(kWikiTrainGz, InvalidUtf8Policy::Refuse);
   std::string line;
   ASSERT_TRUE(reader.next(line));
@@ -434,6 +450,7 @@ TEST_F(Tokenize, EmptyFilesAreRefused) {
 }
 
 TEST_F(Tokenize, LongLinesAreTruncatedOrSkippedAndCounted) {
+  REQUIRE_WIKITEXT();
   const Tokenizer &tok = wikiBpe();
   // How many of WikiText-2's test lines exceed 64 tokens, counted here.
   uint64_t longLines = 0, overflow = 0, firstLong = 0, lineNo = 0, nonEmpty = 0;
@@ -478,6 +495,7 @@ TEST_F(Tokenize, LongLinesAreTruncatedOrSkippedAndCounted) {
 }
 
 TEST_F(Tokenize, InvalidUtf8IsRefusedWithTheLineOrReplaced) {
+  REQUIRE_WIKITEXT();
   // A real corpus with one corrupted line: tinyshakespeare's first 5 lines,
   // the fourth ("All:") after a Latin-1 byte.
   std::vector<std::string> lines = firstLines(kShakespeare, 5);
@@ -536,6 +554,7 @@ TEST_F(Tokenize, Utf8ReplacementUsesMaximalSubparts) {
 }
 
 TEST_F(Tokenize, TokenIdsBeyondTheVocabularyInATokenFileAreRefused) {
+  REQUIRE_WIKITEXT();
   // A real token file (tinyshakespeare, characters), one id then pushed past
   // the 65-symbol vocabulary by another writer (the checksum made valid).
   std::unique_ptr<Tokenizer> tok = trainCharTokenizer(firstLines(kShakespeare, 0), true);
@@ -565,6 +584,7 @@ TEST_F(Tokenize, TokenIdsBeyondTheVocabularyInATokenFileAreRefused) {
 }
 
 TEST_F(Tokenize, TruncatedGzipIsAReadError) {
+  REQUIRE_WIKITEXT();
   // WikiText-2's train.txt.gz cut after 200 kB, as an interrupted download.
   std::string gz = write("cut.txt.gz", readBytes(kWikiTrainGz).substr(0, 200000));
   CorpusLineReader reader(gz, InvalidUtf8Policy::Refuse);
