@@ -1,13 +1,12 @@
 //===- TokenizerTest.cpp - ls2c tokenize's library on real corpora --------===//
 //
 // Real data: tinyshakespeare (bundled in examples/data) for characters, and
-// from the shared/ folder beside the checkout (shared/data/README; tests
-// that need it are skipped with the reason where it is missing) WikiText-2
-// for sentencepiece BPE and
-// unigram models trained on a few hundred lines with small vocabularies (so
-// each training takes about a second), and the bad-data rules of
-// `ls2c tokenize`: empty files, lines longer than max_seq_len, invalid
-// UTF-8, tokens beyond the vocabulary.
+// WikiText-2 from the shared/ folder beside the checkout (shared/data/README;
+// tests that need it skip, naming the path, where it is missing) for
+// sentencepiece BPE and unigram models trained on a few hundred lines with
+// small vocabularies (so each training takes about a second), and the
+// bad-data rules of `ls2c tokenize`: empty files, lines longer than
+// max_seq_len, invalid UTF-8, tokens beyond the vocabulary.
 //
 //===----------------------------------------------------------------------===//
 #include "SharedDataDir.h"
