@@ -2,6 +2,7 @@
 #include "ls2c/Data/TokenFile.h"
 
 #include "ls2c/Support/AtomicFile.h"
+#include "ls2c/Support/Hex.h"
 
 #include "OpenRegularFile.h"
 
@@ -196,12 +197,8 @@ void TokenFile::validate(size_t size) {
   uint64_t stored = load<uint64_t>(base + kChecksumOffset);
   uint64_t actual = tokenFileChecksum(whole);
   if (stored != actual) {
-    char buf[80];
-    std::snprintf(buf, sizeof(buf), "0x%016llx, the bytes hash to 0x%016llx",
-                  static_cast<unsigned long long>(stored),
-                  static_cast<unsigned long long>(actual));
-    throw DataError(p + ": checksum mismatch: the header says " + buf +
-                    " (the file is corrupt)");
+    throw DataError(p + ": checksum mismatch: the header says 0x" + hex64(stored) +
+                    ", the bytes hash to 0x" + hex64(actual) + " (the file is corrupt)");
   }
 
   offsetData = base + kTokenFileHeaderBytes;

@@ -2,20 +2,11 @@
 #include "ls2c/Data/Vocabulary.h"
 
 #include "ls2c/Data/TokenFile.h"
+#include "ls2c/Support/Hex.h"
 
 #include <cstdio>
 
 namespace ls2c {
-
-namespace {
-
-std::string hex(uint64_t v) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(v));
-  return text;
-}
-
-} // namespace
 
 std::string characterVocabularyModel(const std::vector<uint8_t> &symbols) {
   std::string text = std::string(kCharVocabularyMagic) + " 1\n" +
@@ -32,7 +23,7 @@ std::string characterVocabularyModel(const std::vector<uint8_t> &symbols) {
 }
 
 std::string tokenizerVocabulary(uint64_t fingerprint) {
-  return "tokenizer fingerprint " + hex(fingerprint);
+  return "tokenizer fingerprint " + hex64(fingerprint);
 }
 
 std::string characterVocabulary(const std::vector<uint8_t> &symbols) {

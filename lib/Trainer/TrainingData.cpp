@@ -2,6 +2,7 @@
 #include "DataSources.h"
 
 #include "ls2c/Data/TokenCorpus.h"
+#include "ls2c/Support/Hex.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -15,9 +16,7 @@ std::string dataFingerprint(int64_t count, const char *unit,
   uint64_t hash = fnv1a64({});
   for (std::string_view part : parts)
     hash = fnv1a64(part, hash);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
-  return std::to_string(count) + " " + unit + ", fnv1a64 " + hex;
+  return std::to_string(count) + " " + unit + ", fnv1a64 " + hex64(hash);
 }
 
 reference::HostTensor intTensor(const std::vector<int32_t> &values) {

@@ -4,6 +4,7 @@
 
 #include "ls2c/Runtime/GemmRunner.h"
 #include "ls2c/Runtime/ProgramValidate.h"
+#include "ls2c/Support/Hex.h"
 
 #include <cuda.h>
 
@@ -784,9 +785,7 @@ void Executor::setAttentionBackend(AttentionBackend backend) {
         for (size_t j = si + 1; j <= si + a.fallbackSteps; ++j)
           for (unsigned char c : prog.kernels[f.steps[j].kernel].source)
             h = (h ^ c) * 1099511628211ull;
-        char hex[17];
-        std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-        keys[si] = device + " | " + attentionShapeKey(a) + " | kernels " + hex;
+        keys[si] = device + " | " + attentionShapeKey(a) + " | kernels " + hex64(h);
       }
     }
   }

@@ -6,6 +6,7 @@
 #include "ls2c/Data/Tokenizer.h"
 #include "ls2c/Data/TokenizerCorpus.h"
 #include "ls2c/Support/AtomicFile.h"
+#include "ls2c/Support/Hex.h"
 
 #include <cerrno>
 #include <cstring>
@@ -283,8 +284,7 @@ int show(const Options &o) {
   std::printf("  bos %s, eos %s, unk %s, pad %s\n", idText(f.bosId()).c_str(),
               idText(f.eosId()).c_str(), idText(f.unkId()).c_str(),
               idText(f.padId()).c_str());
-  std::printf("  tokenizer fingerprint %016llx\n",
-              static_cast<unsigned long long>(f.tokenizerFingerprint()));
+  std::printf("  tokenizer fingerprint %s\n", hex64(f.tokenizerFingerprint()).c_str());
   return kExitOk;
 }
 
@@ -293,16 +293,11 @@ int decode(const Options &o) {
   std::unique_ptr<Tokenizer> tok = loadTokenizer(o.model);
   if (f.vocabSize() != tok->vocabSize() ||
       (f.tokenizerFingerprint() && f.tokenizerFingerprint() != tok->fingerprint())) {
-    auto fp = [](uint64_t v) {
-      char b[24];
-      std::snprintf(b, sizeof(b), "%016llx", static_cast<unsigned long long>(v));
-      return std::string(b);
-    };
     return usageError(f.path() + " was encoded with another tokenizer (vocab " +
                       std::to_string(f.vocabSize()) + ", fingerprint " +
-                      fp(f.tokenizerFingerprint()) + ") than " + o.model +
+                      hex64(f.tokenizerFingerprint()) + ") than " + o.model +
                       " (vocab " + std::to_string(tok->vocabSize()) +
-                      ", fingerprint " + fp(tok->fingerprint()) + ")");
+                      ", fingerprint " + hex64(tok->fingerprint()) + ")");
   }
   // A concatenated file is decoded as one stream (its sequences may cut
   // lines, even pieces, anywhere); line files one sequence per line.
