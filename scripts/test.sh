@@ -41,7 +41,7 @@ summary() {
   for i in "${!STAGES[@]}"; do
     printf '  %-28s %5ss\n' "${STAGES[$i]}" "${TIMES[$i]}"
   done
-  echo "tests: $passed passed, $failed failed, $skipped skipped (they need a GPU or NCCL)"
+  echo "tests: $passed passed, $failed failed, $skipped skipped (they need a GPU, NCCL or the shared data: README)"
   exit $status
 }
 

@@ -1,7 +1,7 @@
 //===- TokenizerTest.cpp - ls2c tokenize's library on real corpora --------===//
 //
 // Real data: tinyshakespeare (bundled in examples/data) for characters, and
-// WikiText-2 from the shared/ folder beside the checkout (shared/data/README;
+// WikiText-2 from the shared/ folder beside the checkout (shared/data/README.md;
 // tests that need it skip, naming the path, where it is missing) for
 // sentencepiece BPE and unigram models trained on a few hundred lines with
 // small vocabularies (so each training takes about a second), and the
@@ -44,7 +44,7 @@ bool exists(const std::string &path) {
 #define REQUIRE_WIKITEXT()                                                     \
   if (!exists(kWikiValid) || !exists(kWikiTest) || !exists(kWikiTrainGz))      \
   GTEST_SKIP() << "needs WikiText-2 from the shared data folder, "             \
-               << kData << "/wikitext-2 (shared/data/README)"
+               << kData << "/wikitext-2 (README.md says where it comes from)"
 
 std::string readBytes(const std::string &p) {
   std::ifstream in(p, std::ios::binary);
@@ -494,7 +494,6 @@ TEST_F(Tokenize, LongLinesAreTruncatedOrSkippedAndCounted) {
 }
 
 TEST_F(Tokenize, InvalidUtf8IsRefusedWithTheLineOrReplaced) {
-  REQUIRE_WIKITEXT();
   // A real corpus with one corrupted line: tinyshakespeare's first 5 lines,
   // the fourth ("All:") after a Latin-1 byte.
   std::vector<std::string> lines = firstLines(kShakespeare, 5);
@@ -531,6 +530,7 @@ TEST_F(Tokenize, InvalidUtf8IsRefusedWithTheLineOrReplaced) {
             "Caf\xEF\xBF\xBD All:");
   // nmt_nfkc (sentencepiece's default normalization) drops U+FFFD, as it
   // drops control characters.
+  REQUIRE_WIKITEXT();
   c = tokenizeCorpus({bad}, wikiBpe(), o, r);
   EXPECT_EQ(r.replacedUtf8, 1u);
   EXPECT_EQ(wikiBpe().decode(c.tokens.data() + c.offsets[2], c.offsets[3] - c.offsets[2]),
@@ -553,7 +553,6 @@ TEST_F(Tokenize, Utf8ReplacementUsesMaximalSubparts) {
 }
 
 TEST_F(Tokenize, TokenIdsBeyondTheVocabularyInATokenFileAreRefused) {
-  REQUIRE_WIKITEXT();
   // A real token file (tinyshakespeare, characters), one id then pushed past
   // the 65-symbol vocabulary by another writer (the checksum made valid).
   std::unique_ptr<Tokenizer> tok = trainCharTokenizer(firstLines(kShakespeare, 0), true);
@@ -576,6 +575,7 @@ TEST_F(Tokenize, TokenIdsBeyondTheVocabularyInATokenFileAreRefused) {
   uint32_t ids[] = {3, 65};
   EXPECT_EQ(errorOf([&] { tok->decode(ids, 2); }),
             "id 65 is beyond the character vocabulary of 65 ids");
+  REQUIRE_WIKITEXT();
   EXPECT_EQ(errorOf([&] { wikiBpe().decode(ids, 2); }), "");
   uint32_t far[] = {1000};
   EXPECT_EQ(errorOf([&] { wikiBpe().decode(far, 1); }),
