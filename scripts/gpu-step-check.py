@@ -59,6 +59,9 @@ PROBES = {
                                   8, 1024),
     "probe-gpt-bf16-gqa-ragged": ("tiny-gpt", {"dtype": "bf16", "hidden": 256, "ffn": 512,
                                                "heads": 8, "kv_heads": 2}, 8, 1024),
+    # A vocabulary longer than a row kernel's registers hold (GPT-2's 50,257): the cross
+    # entropy re-reads its logits from memory in each pass, at a padded row stride.
+    "probe-gpt-bf16-vocab50257": ("tiny-gpt", {"dtype": "bf16", "vocab": 50257}, 4, 1024),
     # A pre-LN ViT without dropout, head dim 64 as ViT-B's (its residual add and the layer
     # norm after it are one row kernel, the QKV bias a GEMM epilogue): 128 images of 17 tokens.
     "probe-vit-bf16": ("tiny-vit", {"dtype": "bf16", "hidden": 256, "heads": 4, "ffn": 512},

@@ -1,6 +1,7 @@
 //===- ElementalEmitter.cpp - CUDA C++ for one element of a fusion body ---===//
 
 #include "ElementalEmitter.h"
+#include "RowReductionPatterns.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -344,6 +345,15 @@ int ElementalEmitter::levelOf(Value value, const Index &index) {
   return level;
 }
 
+int ElementalEmitter::invariantLevel(Value value, const Index &index) {
+  // A broadcast reads its operand at fewer index components than its own
+  // (levelOf counts them all).
+  if (auto b = value.getDefiningOp<ls2::BroadcastOp>())
+    if (auto indices = operandIndices(b, index))
+      return invariantLevel(b.getInput(), (*indices)[0]);
+  return levelOf(value, index);
+}
+
 std::string ElementalEmitter::define(Value value, const std::string &expr) {
   std::string name = fresh("v");
   Type et = isa<RankedTensorType>(value.getType())
@@ -530,7 +540,13 @@ std::string ElementalEmitter::emitOp(Operation *op, Value value,
       .Case<ls2::BroadcastOp, ls2::TransposeOp, ls2::SliceOp, ls2::ReshapeOp>(
           [&](Operation *) { return a[0]; })
       .Case([&](ls2::NegOp) { return define(value, "-" + a[0]); })
-      .Case([&](ls2::ExpOp) { return unary("exp"); })
+      .Case([&](ls2::ExpOp e) {
+        // A softmax's exp(x - max) <= 1: the special-function unit's 2^x
+        // (RowReductionPatterns.h; Prelude.cpp gives its error).
+        if (computeType(et) == "float" && isBelowRowMax(e.getOperand()))
+          return define(value, "ls2_exp_nonpositive(" + a[0] + ")");
+        return unary("exp");
+      })
       .Case([&](ls2::LogOp) { return unary("log"); })
       .Case([&](ls2::TanhOp) { return unary("tanh"); })
       .Case([&](ls2::ErfOp) { return unary("erf"); })
@@ -550,7 +566,21 @@ std::string ElementalEmitter::emitOp(Operation *op, Value value,
         return define(value, floatOperands ? a[0] + " * " + a[1]
                                            : "ls2_wrap_mul(" + a[0] + ", " + a[1] + ")");
       })
-      .Case([&](ls2::DivOp) { return define(value, a[0] + " / " + a[1]); })
+      .Case([&](ls2::DivOp) {
+        // A divisor outside the innermost loop (a row's sum): its
+        // reciprocal once, a multiply per element (IEEE division is a
+        // dozen instructions; x * (1 / d) is within 1.5 ulp of x / d).
+        int divisorLevel = invariantLevel(op->getOperand(1), (*indices)[1]);
+        if (computeType(et) == "float" && divisorLevel < levelOf(value, index)) {
+          auto [it, isNew] = reciprocals.try_emplace(a[1]);
+          if (isNew) {
+            it->second = fresh("rcp");
+            lineAt(divisorLevel, "const float " + it->second + " = 1.0f / " + a[1] + ";");
+          }
+          return define(value, a[0] + " * " + it->second);
+        }
+        return define(value, a[0] + " / " + a[1]);
+      })
       .Case([&](ls2::MaxOp) {
         return define(value, "ls2_max(" + a[0] + ", " + a[1] + ")");
       })

@@ -25,6 +25,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -152,6 +153,8 @@ private:
   std::function<std::string(const runtime::Dim &)> dimName;
   std::vector<Scope> scopes;
   llvm::StringMap<int> levelMemo;
+  /// Reciprocals of loop-invariant divisors, by the divisor's variable.
+  std::map<std::string, std::string> reciprocals;
   unsigned counter = 0;
 
   std::string key(mlir::Value value, const Index &index);
@@ -159,6 +162,9 @@ private:
                      const Index &index);
   std::string load(mlir::BlockArgument arg, const Index &index);
   std::string define(mlir::Value value, const std::string &expr);
+  /// The level `value` at `index` varies at: levelOf, but a broadcast's
+  /// that of its operand at the components it reads.
+  int invariantLevel(mlir::Value value, const Index &index);
   unsigned targetScope(int level) const;
   /// The operands' indices of elementwise-like ops; nullopt for the rest.
   std::optional<llvm::SmallVector<Index, 3>>

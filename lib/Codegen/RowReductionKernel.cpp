@@ -4,11 +4,13 @@
 // threads take a row (T = 32 and four rows per block up to 256 elements,
 // otherwise one block of up to 1024 threads), each thread the elements
 // j = (c * T + lane) * VEC + u. Every reduction is a phase: a loop over the
-// thread's elements, then a warp-shuffle or block reduction in f32. When a
-// thread holds at most 32 elements, the operands it reads along the row and
-// its random numbers are loaded once into registers (16-byte vectors when
-// aligned) and every phase reuses them; longer rows (vocabularies) re-read
-// them (from L1/L2) in each phase. Outputs along the row are stored as
+// thread's elements, then a warp-shuffle or block reduction in f32; a
+// softmax's max and normalizer share one phase, and a sum that one element
+// alone makes nonzero (a label's logit) is one load (RowReductionPatterns.h).
+// When a thread holds at most 32 elements, the operands it reads along the
+// row and its random numbers are loaded once into registers (16-byte vectors
+// when aligned) and every phase reuses them; longer rows (vocabularies)
+// re-read them (from L1/L2) in each phase. Outputs along the row are stored as
 // 16-byte vectors when aligned. A padded [R, H] operand or output
 // (PaddedRows.h: the logits and their gradient) is read and written at
 // r * stride + j, its stride a kernel parameter.
@@ -16,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelContext.h"
+#include "RowReductionPatterns.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -215,8 +218,13 @@ void emitRowReductionKernel(KernelContext &ctx) {
   int64_t rowsPerBlock = block / threads;
   std::string T = std::to_string(threads), V = std::to_string(vec),
               CH = std::to_string(chunks), H = std::to_string(h);
+  // ls2_red: a float a warp for block reductions, two for the online
+  // softmax's (max, sum) pairs.
+  bool online = llvm::any_of(body, [](Operation &op) {
+    return isa<ls2::ReduceMaxOp>(op) && matchOnlineSoftmax(&op);
+  });
   if (threads > 32)
-    ctx.sharedDecls = "  __shared__ float ls2_red[32];\n";
+    ctx.sharedDecls = "  __shared__ float ls2_red[" + std::string(online ? "64" : "32") + "];\n";
 
   std::vector<std::string> leadSizes = ctx.dimTexts(lead);
   std::vector<std::string> trailSizes = ctx.dimTexts(trail);
@@ -242,8 +250,13 @@ void emitRowReductionKernel(KernelContext &ctx) {
   auto below = [&](const std::string &j) {
     return exact ? std::string("true") : j + " < " + H;
   };
+  // Rows longer than the registers hold (vocabularies) unroll their chunk
+  // loops 8 deep, so that two blocks of 1,024 fit a multiprocessor at 32
+  // registers without spills (unrolled whole, GPT-2 medium's cross entropy
+  // took 64 registers, or spilled 412 bytes at 32).
+  const std::string chunkUnroll = registers ? "#pragma unroll\n" : "#pragma unroll 8\n";
   auto loopHead = [&](const std::string &jName) {
-    return "#pragma unroll\nfor (int c = 0; c < " + CH + "; ++c) {\n" +
+    return chunkUnroll + "for (int c = 0; c < " + CH + "; ++c) {\n" +
            "#pragma unroll\n  for (int u = 0; u < " + V + "; ++u) {\n" +
            "    const long long " + jName + " = ((long long)c * " + T +
            " + lane) * " + V + " + u;\n";
@@ -398,9 +411,76 @@ void emitRowReductionKernel(KernelContext &ctx) {
                           "complete only when the kernels end)"};
     bool isMax = isa<ls2::ReduceMaxOp>(op);
     // The result's index without the reduced dims (kept as 1s with keep_dims).
-    Index operandIndex(index.begin(), index.begin() + lead.size());
+    Index rowAt(index.begin(), index.begin() + lead.size());
+    Index operandIndex = rowAt;
     for (IndexExpr &e : delinearizeIndex(trailSizes, "j", kElementLevel))
       operandIndex.push_back(e);
+    auto blockReduce = [&](const std::string &call, const std::string &args) {
+      return threads == 32 ? "ls2_warp_" + call + "(" + args + ")"
+                           : "ls2_block_" + call + "<" + std::to_string(threads / 32) + ">(" +
+                                 args + ", ls2_red)";
+    };
+    // The label's logit: one load at its column, none of the row's passes
+    // (GPT-2 medium's cross entropy read its 50,257 logits four times).
+    if (auto selected = matchSelectedElement(op)) {
+      std::string id = em.emit(selected->id, rowAt);
+      std::string col = em.fresh("col"), at = em.fresh("col");
+      em.line("const long long " + col + " = (long long)" + id + ";");
+      em.line("const long long " + at + " = " + col + " < 0 ? 0 : " + col + " < " + H + " ? " +
+              col + " : " + H + " - 1;");
+      Index xAt = rowAt;
+      xAt.push_back({at, kOuterLevel});
+      std::string x = em.emit(selected->x, xAt);
+      std::string name = em.fresh("red");
+      em.line("const float " + name + " = " + col + " == " + at + " ? (float)" + x +
+              " : 0.0f;");
+      reduced.try_emplace(op, name);
+      return name;
+    }
+    // A softmax's max and normalizer in one pass (RowReductionPatterns.h),
+    // over groups of N elements: the group's max, then N exponentials that
+    // do not wait on each other (element by element, each update would wait
+    // on the last one's exponential). All the thread's elements form one
+    // group when registers hold them, else 8.
+    if (auto os = matchOnlineSoftmax(op)) {
+      const int64_t group = registers ? chunks : std::max<int64_t>(1, 8 / vec);
+      const std::string G = std::to_string(group), N = std::to_string(group * vec);
+      std::string m = em.fresh("mx"), s = em.fresh("se"), xs = em.fresh("xs");
+      em.line("float " + m + " = __int_as_float(0xff800000), " + s + " = 0.0f;");
+      int outer = em.indent();
+      em.pushScope(kElementLevel, outer + 4);
+      phaseStack.push_back(phases++);
+      std::string v = em.emit(os->y, operandIndex);
+      em.line(xs + "[g * " + V + " + u] = (float)" + v + ";");
+      std::string phase = em.popScope();
+      completed.insert(phaseStack.back());
+      phaseStack.pop_back();
+      // Elements past the row are -inf: exp(-inf - max) adds nothing.
+      std::string head = (registers ? "#pragma unroll\n" : "#pragma unroll 1\n") +
+                         std::string("for (int c0 = 0; c0 < ") + CH + "; c0 += " + G + ") {\n" +
+                         "  float " + xs + "[" + N + "];\n" +
+                         "#pragma unroll\n  for (int g = 0; g < " + G + "; ++g) {\n" +
+                         "    const int c = c0 + g;\n" +
+                         "#pragma unroll\n    for (int u = 0; u < " + V + "; ++u) {\n" +
+                         "      const long long j = ((long long)c * " + T + " + lane) * " + V +
+                         " + u;\n" + "      " + xs + "[g * " + V +
+                         " + u] = __int_as_float(0xff800000);\n" +
+                         "      if (c < " + CH + " && " + below("j") + ") {";
+      em.lines(head);
+      em.raw(phase);
+      em.lines("      }\n    }\n  }\n  ls2_online_add<" + N + ">(" + m + ", " + s + ", " + xs +
+               ");\n}");
+      em.line(blockReduce("online", m + ", " + s) + ";");
+      std::string maxName = em.fresh("red"), sumName = em.fresh("red");
+      em.line("const float " + maxName + " = " + m + ";");
+      // A max of +-inf makes every x - max of the two-pass form NaN at
+      // that element, and so the sum.
+      em.line("const float " + sumName + " = isinf(" + m + ") ? __int_as_float(0x7fffffff) : " +
+              s + ";");
+      reduced.try_emplace(os->max, maxName);
+      reduced.try_emplace(os->sum, sumName);
+      return op == os->max ? maxName : sumName;
+    }
     std::string acc = em.fresh("acc");
     em.line("float " + acc + " = " +
             (isMax ? std::string("__int_as_float(0xff800000)") : "0.0f") + ";");
@@ -416,11 +496,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
     em.lines(loopHead("j") + "    if (" + below("j") + ") {");
     em.raw(phase);
     em.lines("    }\n  }\n}");
-    std::string reduce =
-        threads == 32
-            ? std::string(isMax ? "ls2_warp_max(" : "ls2_warp_sum(") + acc + ")"
-            : std::string(isMax ? "ls2_block_max<" : "ls2_block_sum<") +
-                  std::to_string(threads / 32) + ">(" + acc + ", ls2_red)";
+    std::string reduce = blockReduce(isMax ? "max" : "sum", acc);
     std::string name = em.fresh("red");
     em.line("const float " + name + " = " + reduce + ";");
     reduced.try_emplace(op, name);
@@ -553,6 +629,8 @@ void emitRowReductionKernel(KernelContext &ctx) {
   ctx.launch.work.assign(lead.begin(), lead.end());
   ctx.launch.workPerBlock = static_cast<uint64_t>(rowsPerBlock);
   ctx.launch.maxBlocks = kMaxBlocks;
+  if (!registers && block == 1024)
+    ctx.minBlocksPerMultiprocessor = 2;
   if (!columnSums.empty()) {
     const uint32_t perSM = columnSumBlocksPerMultiprocessor(
         static_cast<int64_t>(columnSums.size()) * chunks * vec);
