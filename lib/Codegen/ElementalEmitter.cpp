@@ -36,6 +36,35 @@ std::string atom(const std::string &text) {
 
 namespace {
 
+/// A splat constant, or a broadcast of one, below 0.
+bool negativeConstant(Value v) {
+  if (auto b = v.getDefiningOp<ls2::BroadcastOp>())
+    v = b.getInput();
+  auto c = v.getDefiningOp<ls2::ConstantOp>();
+  auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : nullptr;
+  return dense && dense.isSplat() && isa<FloatType>(dense.getElementType()) &&
+         dense.getSplatValue<APFloat>().isNegative() &&
+         !dense.getSplatValue<APFloat>().isNaN();
+}
+
+/// Whether `v` is <= 0 (or NaN) wherever it is defined: x - max(x) over a
+/// row, -(x * x), or x * x times a negative constant.
+bool provablyNonPositive(Value v) {
+  if (isBelowRowMax(v))
+    return true;
+  auto square = [](Value x) {
+    auto m = x.getDefiningOp<ls2::MulOp>();
+    return m && m.getLhs() == m.getRhs();
+  };
+  if (auto n = v.getDefiningOp<ls2::NegOp>())
+    return square(n.getOperand());
+  if (auto m = v.getDefiningOp<ls2::MulOp>())
+    return (square(m.getLhs()) && negativeConstant(m.getRhs())) ||
+           (square(m.getRhs()) && negativeConstant(m.getLhs()));
+  return false;
+}
+
+
 RankedTensorType tensorType(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
@@ -541,9 +570,10 @@ std::string ElementalEmitter::emitOp(Operation *op, Value value,
           [&](Operation *) { return a[0]; })
       .Case([&](ls2::NegOp) { return define(value, "-" + a[0]); })
       .Case([&](ls2::ExpOp e) {
-        // A softmax's exp(x - max) <= 1: the special-function unit's 2^x
-        // (RowReductionPatterns.h; Prelude.cpp gives its error).
-        if (computeType(et) == "float" && isBelowRowMax(e.getOperand()))
+        // exp of what cannot be positive (a softmax's x - max, the erf
+        // GELU gradient's -x^2 / 2): the special-function unit's 2^x
+        // (Prelude.cpp gives its error).
+        if (computeType(et) == "float" && provablyNonPositive(e.getOperand()))
           return define(value, "ls2_exp_nonpositive(" + a[0] + ")");
         return unary("exp");
       })

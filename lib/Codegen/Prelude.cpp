@@ -149,7 +149,7 @@ __device__ __forceinline__ float ls2_block_max(float x, float *smem) {
   __syncthreads();
   return s;
 }
-// e^x for x <= 0 (a softmax's x - max): the special-function unit's 2^y of
+// e^x for x <= 0 (a softmax's x - max, -x^2 / 2): the special-function unit's 2^y of
 // y = x log2(e), relative error about 2^-22 plus y's rounding (6e-8 |x|:
 // 1e-6 at x = -20, where e^x < 3e-9); results below 2^-126 flush to 0.
 // (expf is ten instructions, and a vocabulary's cross entropy is limited by
