@@ -599,15 +599,21 @@ std::string ElementalEmitter::emitOp(Operation *op, Value value,
       .Case([&](ls2::DivOp) {
         // A divisor outside the innermost loop (a row's sum): its
         // reciprocal once, a multiply per element (IEEE division is a
-        // dozen instructions; x * (1 / d) is within 1.5 ulp of x / d).
+        // dozen instructions; x * (1 / d) is within about 2 ulp of x / d
+        // for |d| in [2^-126, 2^126]). The reciprocal is memoized in the
+        // divisor's scope, so it goes out of scope with it.
         int divisorLevel = invariantLevel(op->getOperand(1), (*indices)[1]);
         if (computeType(et) == "float" && divisorLevel < levelOf(value, index)) {
-          auto [it, isNew] = reciprocals.try_emplace(a[1]);
-          if (isNew) {
-            it->second = fresh("rcp");
-            lineAt(divisorLevel, "const float " + it->second + " = 1.0f / " + a[1] + ";");
+          std::string k = "rcp|" + a[1], r;
+          for (unsigned i = scopes.size(); i-- > 0 && r.empty();)
+            if (auto it = scopes[i].memo.find(k); it != scopes[i].memo.end())
+              r = it->second;
+          if (r.empty()) {
+            r = fresh("rcp");
+            lineAt(divisorLevel, "const float " + r + " = 1.0f / " + a[1] + ";");
+            scopes[targetScope(divisorLevel)].memo[k] = r;
           }
-          return define(value, a[0] + " * " + it->second);
+          return define(value, a[0] + " * " + r);
         }
         return define(value, a[0] + " / " + a[1]);
       })

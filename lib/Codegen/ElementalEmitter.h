@@ -25,7 +25,6 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <functional>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -153,8 +152,6 @@ private:
   std::function<std::string(const runtime::Dim &)> dimName;
   std::vector<Scope> scopes;
   llvm::StringMap<int> levelMemo;
-  /// Reciprocals of loop-invariant divisors, by the divisor's variable.
-  std::map<std::string, std::string> reciprocals;
   unsigned counter = 0;
 
   std::string key(mlir::Value value, const Index &index);

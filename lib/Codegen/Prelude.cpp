@@ -43,7 +43,7 @@ __device__ __forceinline__ void ls2_store(T *p, long long i, V x) { ls2_put(p[i]
 
 // NaN when either operand is NaN, in one instruction (PTX max.NaN and
 // min.NaN, sm_80 on; fmaxf drops a NaN, and a test and branch around it cost
-// a vocabulary's cross entropy a third of its time).
+// an early version of the online cross entropy 10-14% of its time).
 __device__ __forceinline__ float ls2_max(float a, float b) {
   float r;
   asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));

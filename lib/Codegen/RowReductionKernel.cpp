@@ -473,10 +473,10 @@ void emitRowReductionKernel(KernelContext &ctx) {
       em.line(blockReduce("online", m + ", " + s) + ";");
       std::string maxName = em.fresh("red"), sumName = em.fresh("red");
       em.line("const float " + maxName + " = " + m + ";");
-      // A max of +-inf makes every x - max of the two-pass form NaN at
-      // that element, and so the sum.
-      em.line("const float " + sumName + " = isinf(" + m + ") ? __int_as_float(0x7fffffff) : " +
-              s + ";");
+      // A max of NaN or +-inf makes x - max of the two-pass form NaN at
+      // some element, and so the sum (the online pass leaves it 0 there).
+      em.line("const float " + sumName + " = isfinite(" + m + ") ? " + s +
+              " : __int_as_float(0x7fffffff);");
       reduced.try_emplace(os->max, maxName);
       reduced.try_emplace(os->sum, sumName);
       return op == os->max ? maxName : sumName;

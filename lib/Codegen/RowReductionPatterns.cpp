@@ -21,11 +21,19 @@ bool leadingDims(ArrayRef<int64_t> dims) {
   return true;
 }
 
-/// `b` broadcasts a value of `rows` leading dims back to `rank` dims.
+/// `b` broadcasts a value of the rows' leading dims back to `rank` dims,
+/// stretching none of them (a size-1 operand dim read at 0 for every row is
+/// not one value per row).
 bool broadcastsRows(ls2::BroadcastOp b, int64_t rank, size_t reducedAxes) {
-  return b && rankOf(b.getResult()) == rank &&
-         b.getDims().size() == static_cast<size_t>(rank) - reducedAxes &&
-         leadingDims(b.getDims());
+  if (!b || rankOf(b.getResult()) != rank ||
+      b.getDims().size() != static_cast<size_t>(rank) - reducedAxes || !leadingDims(b.getDims()))
+    return false;
+  ArrayRef<int64_t> in = cast<RankedTensorType>(b.getInput().getType()).getShape();
+  ArrayRef<int64_t> out = cast<RankedTensorType>(b.getResult().getType()).getShape();
+  for (auto [k, d] : llvm::enumerate(in))
+    if (d != out[k])
+      return false;
+  return true;
 }
 
 bool isZero(Value v) {
@@ -85,7 +93,9 @@ std::optional<OnlineSoftmax> matchOnlineSoftmax(Operation *reduction) {
   auto matchSum = [](ls2::ReduceSumOp sum) -> std::optional<OnlineSoftmax> {
     auto exp = sum.getOperand().getDefiningOp<ls2::ExpOp>();
     ls2::ReduceMaxOp max = exp ? rowMaxSubtracted(exp.getOperand()) : nullptr;
-    if (!max || max.getAxes() != sum.getAxes())
+    // f16, bf16 and f32, which kernels compute in f32 (the pass is f32).
+    Type et = max ? cast<RankedTensorType>(max.getOperand().getType()).getElementType() : Type();
+    if (!max || max.getAxes() != sum.getAxes() || !(et.isF16() || et.isBF16() || et.isF32()))
       return std::nullopt;
     return OnlineSoftmax{max, sum, max.getOperand()};
   };
@@ -94,14 +104,18 @@ std::optional<OnlineSoftmax> matchOnlineSoftmax(Operation *reduction) {
   auto max = dyn_cast<ls2::ReduceMaxOp>(reduction);
   if (!max)
     return std::nullopt;
-  // The sum, through broadcast -> sub -> exp users of the max.
+  // The sum, through broadcast -> sub -> exp users of the max (a user may
+  // be anything, the yield too).
   for (Operation *b : max.getResult().getUsers())
-    for (Operation *sub : b->getResult(0).getUsers())
-      for (Operation *exp : sub->getResult(0).getUsers())
-        for (Operation *sum : exp->getResult(0).getUsers())
-          if (auto s = dyn_cast<ls2::ReduceSumOp>(sum))
-            if (auto m = matchSum(s); m && m->max == reduction)
-              return m;
+    if (isa<ls2::BroadcastOp>(b))
+      for (Operation *sub : b->getResult(0).getUsers())
+        if (isa<ls2::SubOp>(sub))
+          for (Operation *exp : sub->getResult(0).getUsers())
+            if (isa<ls2::ExpOp>(exp))
+              for (Operation *sum : exp->getResult(0).getUsers())
+                if (auto s = dyn_cast<ls2::ReduceSumOp>(sum))
+                  if (auto m = matchSum(s); m && m->max == reduction)
+                    return m;
   return std::nullopt;
 }
 

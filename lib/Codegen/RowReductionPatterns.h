@@ -21,7 +21,7 @@ namespace ls2c::codegen {
 /// trailing axes of the same y: the normalizer of a softmax. Computed in one
 /// pass, the sum rescaled whenever the running max grows (Milakov and
 /// Gimelshein, "Online normalizer calculation for softmax", arXiv
-/// 1805.02867, algorithm 3).
+/// 1805.02867, algorithm 3). f16, bf16 and f32 only.
 struct OnlineSoftmax {
   mlir::Operation *max; ///< the ls2.reduce_max
   mlir::Operation *sum; ///< the ls2.reduce_sum
