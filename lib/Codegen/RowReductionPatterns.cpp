@@ -46,7 +46,6 @@ bool isZero(Value v) {
   return dense.getSplatValue<APFloat>().isZero();
 }
 
-
 /// Whether a and b are the same value or computed alike from the same
 /// values (the backward's second ls2.cast of the logits, which no CSE
 /// merged with the forward's): pure ops of one name, attributes and result
@@ -132,11 +131,12 @@ std::optional<SelectedElement> matchSelectedElement(Operation *reduction) {
   auto cmp = select.getPred().getDefiningOp<ls2::CompareOp>();
   if (!cmp || cmp.getDirection() != ls2::CompareDirection::EQ)
     return std::nullopt;
-  for (auto [a, c] : {std::pair(cmp.getLhs(), cmp.getRhs()), std::pair(cmp.getRhs(), cmp.getLhs())}) {
+  for (auto [a, c] :
+       {std::pair(cmp.getLhs(), cmp.getRhs()), std::pair(cmp.getRhs(), cmp.getLhs())}) {
     auto iota = a.getDefiningOp<ls2::IotaOp>();
     auto b = c.getDefiningOp<ls2::BroadcastOp>();
-    if (iota && static_cast<int64_t>(iota.getDimension()) == rank - 1 && rankOf(iota.getResult()) == rank &&
-        broadcastsRows(b, rank, 1) &&
+    if (iota && static_cast<int64_t>(iota.getDimension()) == rank - 1 &&
+        rankOf(iota.getResult()) == rank && broadcastsRows(b, rank, 1) &&
         isa<IntegerType>(cast<RankedTensorType>(b.getInput().getType()).getElementType()))
       return SelectedElement{select.getOnTrue(), b.getInput()};
   }
