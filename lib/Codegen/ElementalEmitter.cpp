@@ -64,7 +64,6 @@ bool provablyNonPositive(Value v) {
   return false;
 }
 
-
 RankedTensorType tensorType(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
