@@ -407,6 +407,13 @@ std::string ElementalEmitter::load(BlockArgument arg, const Index &index) {
   return "ls2_load(" + argNames[arg.getArgNumber()] + ", " + flat.text + ")";
 }
 
+const std::string *ElementalEmitter::memoized(const std::string &key) const {
+  for (unsigned i = scopes.size(); i-- > 0;)
+    if (auto it = scopes[i].memo.find(key); it != scopes[i].memo.end())
+      return &it->second;
+  return nullptr;
+}
+
 std::string ElementalEmitter::emit(Value value, const Index &index) {
   if (isa<IndexType>(value.getType())) {
     if (auto arg = dyn_cast<BlockArgument>(value))
@@ -414,11 +421,8 @@ std::string ElementalEmitter::emit(Value value, const Index &index) {
     return dimName(dims.index(value));
   }
   std::string k = key(value, index);
-  for (unsigned i = scopes.size(); i-- > 0;) {
-    auto it = scopes[i].memo.find(k);
-    if (it != scopes[i].memo.end())
-      return it->second;
-  }
+  if (const std::string *seen = memoized(k))
+    return *seen;
   int level = levelOf(value, index);
   unsigned target = targetScope(level);
   if (valueHook && !isa<BlockArgument>(value))
@@ -603,15 +607,12 @@ std::string ElementalEmitter::emitOp(Operation *op, Value value,
         // divisor's scope, so it goes out of scope with it.
         int divisorLevel = invariantLevel(op->getOperand(1), (*indices)[1]);
         if (computeType(et) == "float" && divisorLevel < levelOf(value, index)) {
-          std::string k = "rcp|" + a[1], r;
-          for (unsigned i = scopes.size(); i-- > 0 && r.empty();)
-            if (auto it = scopes[i].memo.find(k); it != scopes[i].memo.end())
-              r = it->second;
-          if (r.empty()) {
-            r = fresh("rcp");
-            lineAt(divisorLevel, "const float " + r + " = 1.0f / " + a[1] + ";");
-            scopes[targetScope(divisorLevel)].memo[k] = r;
-          }
+          std::string k = "rcp|" + a[1];
+          if (const std::string *r = memoized(k))
+            return define(value, a[0] + " * " + *r);
+          std::string r = fresh("rcp");
+          lineAt(divisorLevel, "const float " + r + " = 1.0f / " + a[1] + ";");
+          scopes[targetScope(divisorLevel)].memo[k] = r;
           return define(value, a[0] + " * " + r);
         }
         return define(value, a[0] + " / " + a[1]);

@@ -155,6 +155,9 @@ private:
   unsigned counter = 0;
 
   std::string key(mlir::Value value, const Index &index);
+  /// The name memoized under `key` in the innermost open scope that has
+  /// one, or null.
+  const std::string *memoized(const std::string &key) const;
   std::string emitOp(mlir::Operation *op, mlir::Value value,
                      const Index &index);
   std::string load(mlir::BlockArgument arg, const Index &index);

@@ -182,9 +182,7 @@ __device__ __forceinline__ void ls2_online_add(float &m, float &s, const float (
 // rescaled to it once and summed (one exponential a lane, where merging
 // pairs takes two a step; the same bits in every lane).
 __device__ __forceinline__ void ls2_warp_online(float &m, float &s) {
-  float mw = m;
-#pragma unroll
-  for (int k = 16; k > 0; k >>= 1) mw = ls2_max(mw, __shfl_xor_sync(0xffffffffu, mw, k));
+  const float mw = ls2_warp_max(m);
   s = ls2_warp_sum(s * ls2_exp_below(m, mw));
   m = mw;
 }
