@@ -124,12 +124,10 @@ unsigned addForwardParams(Params &p, const AttentionSpec &s) {
 namespace {
 
 /// What both gradient kernels read, then their results, sizes and strides.
-/// `tokens` holds (name, dim) of each token count passed; returns the
-/// first's parameter index.
 unsigned addGradParams(Params &p, const AttentionSpec &s, const GradOperands &g,
                        const std::vector<std::pair<std::string, unsigned>> &results,
-                       const std::vector<std::pair<std::string, runtime::Dim>> &tokens,
-                       const runtime::Dim &entries) {
+                       const runtime::Dim &tokens,
+                       const runtime::Dim &entries, const char *tokensName) {
   const std::string &t = s.storage;
   p.pointer("const " + t + " *dout", ParamBinding::Kind::Operand, g.dout);
   p.pointer("const " + t + " *q", ParamBinding::Kind::Operand, s.query);
@@ -142,12 +140,7 @@ unsigned addGradParams(Params &p, const AttentionSpec &s, const GradOperands &g,
   addDropoutParams(p, s);
   for (const auto &[name, index] : results)
     p.pointer(t + " *" + name, ParamBinding::Kind::Result, index);
-  unsigned tokensParam = 0;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    unsigned at = p.size(tokens[i].first, tokens[i].second);
-    if (i == 0)
-      tokensParam = at;
-  }
+  unsigned tokensParam = p.size(tokensName, tokens);
   p.size("entries", entries);
   p.rowStride("stride_dout", g.dout, false);
   p.rowStride("stride_q", s.query, false);
@@ -164,21 +157,11 @@ unsigned addGradParams(Params &p, const AttentionSpec &s, const GradOperands &g,
 } // namespace
 
 unsigned addDqParams(Params &p, const AttentionSpec &s, const GradOperands &g) {
-  return addGradParams(p, s, g, {{"dq", 0}}, {{"tokens_q", s.tokensQ}}, s.entriesQ);
+  return addGradParams(p, s, g, {{"dq", 0}}, s.tokensQ, s.entriesQ, "tokens_q");
 }
 
 unsigned addDkDvParams(Params &p, const AttentionSpec &s, const GradOperands &g) {
-  return addGradParams(p, s, g, {{"dk", 1}, {"dv", 2}}, {{"tokens_k", s.tokensK}}, s.entriesK);
-}
-
-unsigned addBackwardParams(Params &p, const AttentionSpec &s, const GradOperands &g,
-                           unsigned &tokensK) {
-  // cu_seqlens_q and _k have the same entries (the op's verifier).
-  unsigned tokensQ = addGradParams(p, s, g, {{"dq", 0}, {"dk", 1}, {"dv", 2}},
-                                   {{"tokens_q", s.tokensQ}, {"tokens_k", s.tokensK}},
-                                   s.entriesQ);
-  tokensK = tokensQ + 1;
-  return tokensQ;
+  return addGradParams(p, s, g, {{"dk", 1}, {"dv", 2}}, s.tokensK, s.entriesK, "tokens_k");
 }
 
 } // namespace ls2c::codegen::attention

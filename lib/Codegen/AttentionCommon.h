@@ -168,13 +168,6 @@ unsigned addDqParams(Params &p, const AttentionSpec &s, const GradOperands &g);
 /// for dq's. Returns the index of the token count parameter.
 unsigned addDkDvParams(Params &p, const AttentionSpec &s, const GradOperands &g);
 
-/// Both gradient kernels' parameters when dk/dv also sums dq (the fused
-/// tensor-core backward, FlashAttentionKernel.h): as addDqParams's, with dq,
-/// dk and dv, then tokens_q, tokens_k and entries, and the strides of dq,
-/// dk and dv. Returns the index of tokens_q; `tokensK` gets tokens_k's.
-unsigned addBackwardParams(Params &p, const AttentionSpec &s, const GradOperands &g,
-                           unsigned &tokensK);
-
 /// The generated source's first line: which op, function and specialization.
 std::string header(mlir::Operation *op, const AttentionSpec &s, const std::string &what);
 

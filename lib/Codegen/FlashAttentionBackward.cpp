@@ -15,8 +15,6 @@
 #include "FlashAttentionParts.h"
 #include "Prelude.h"
 
-#include <algorithm>
-
 using namespace mlir;
 
 namespace ls2c::codegen::attention {
@@ -33,30 +31,19 @@ std::string keyWarpDkDvBody(const AttentionSpec &s, int64_t maxTokensQ, int inne
   // accumulators of head dim 256 fit in registers as two halves, each
   // unit computing S^T and dP^T over all of D).
   src += R"cuda(  constexpr int DS = D / SPLIT, KS = D / 16, NT = BM / 8, DT = DS / 8;
-  // dS^T of the query tile, [BN][BM] in the swizzled layout, for dq's
-  // product, and its f32 [BM][D] dq until it is added (LS2_FUSED_DQ).
-  constexpr int DSE = LS2_FUSED_DQ ? BN * BM : 0, DQE = LS2_FUSED_DQ ? BM * D : 0;
-  static_assert((2 * BN + 4 * BM) * LDS * 2 + DSE * 2 + (4 * BM + DQE) * 4 <= ${SHARED},
+  static_assert((2 * BN + 4 * BM) * LDS * 2 + 4 * BM * 4 <= ${SHARED},
                 "the tiles fit the launch's shared memory");
   static_assert(!LS2_WGMMA || (BM * LDS * 2) % 1024 == 0 && (BN * LDS * 2) % 1024 == 0,
                 "swizzled tiles start 1024-byte aligned");
-  static_assert(!LS2_FUSED_DQ || (BM == 64 && BN == 64 && ${THREADS} == 128 && SPLIT == 1),
-                "a warpgroup's 64 keys and a 64-query tile");
   // Stage s of Q and dO: sQD + s * 2 * BM * LDS, dO after Q.
   ls2_t *sK = reinterpret_cast<ls2_t *>(ls2_smem), *sV = sK + BN * LDS, *sQD = sV + BN * LDS;
-  ls2_t *sDS = sQD + 4 * BM * LDS;
   // Stage s of D and the bias: sD + s * BM, sL + s * BM.
-  float *sD = reinterpret_cast<float *>(sDS + DSE), *sL = sD + 2 * BM, *sDQ = sL + 2 * BM;
-  (void)sDS, (void)sDQ;
+  float *sD = reinterpret_cast<float *>(sQD + 4 * BM * LDS), *sL = sD + 2 * BM;
   const bool vq = ls2_vectors(q, stride_q), vk = ls2_vectors(k, stride_k),
              vv = ls2_vectors(v, stride_v), vdo = ls2_vectors(dout, stride_dout);
 )cuda";
   src += backwardScratchDeclarations(s, maxTokensQ);
-  // A causal query tile's dq adders take turns from the last key tile down
-  // (it reaches the tile first); those turns wait only on units launched
-  // before them when the last key tiles come first.
-  src += "#if LS2_FUSED_DQ\n" + unitLoop(false, dkDvSplits(s), s.causal) + "#else\n" +
-         unitLoop(false, dkDvSplits(s)) + "#endif\n";
+  src += unitLoop(false, dkDvSplits(s));
   // With dropout, tile row r holds key ls2_tile_key(r) (FlashAttentionParts):
   // a thread's two keys and those of the 3 lanes beside it with the same
   // t4 and g / 4 are the 8 of one dropout call.
@@ -75,52 +62,6 @@ std::string keyWarpDkDvBody(const AttentionSpec &s, int64_t maxTokensQ, int inne
     for (int dt = 0; dt < DT; ++dt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) dkAcc[dt][e] = dvAcc[dt][e] = 0.0f;
-)cuda";
-  // The ordered dq adds (LS2_FUSED_DQ): this unit's turn among the key
-  // tiles that add to a query tile (those below its kEnd): causal tiles from
-  // the last key tile down (it reaches the tile first), rotating units in
-  // the order they reach it, others from the first up. The first adder
-  // stores the sum, the last writes dq = SCALE * sum. A tile's add waits for
-  // its turn while the next tile's products are on the tensor cores.
-  src += R"cuda(#if LS2_FUSED_DQ
-    // The query tile whose dq waits in sDQ (pendQ < 0: none), its head,
-    // turn and whether it is the last adder.
-    long long pendQ = -1;
-    int pendH = 0;
-    unsigned pendTurn = 0;
-    bool pendLast = false;
-    auto addPending = [&] {
-      if (pendQ < 0) return;
-      unsigned *turnAt = scratch_turn + (q0 + pendQ) * HQ + pendH;
-      if (threadIdx.x == 0) ls2_wait_turn(turnAt, pendTurn);
-      __syncthreads(); // the turn, and sDQ whole
-      // Thread t: 16-byte chunk t % 16 of rows t / 16 + 8 k.
-      const int c = threadIdx.x & 15;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const int row = (threadIdx.x >> 4) + 8 * k;
-        if (pendQ + row >= lq) continue;
-        float4 v = *reinterpret_cast<const float4 *>(sDQ + row * D + ((4 * c) ^ ((row & 7) << 3)));
-        float *at = scratch_dq + ((q0 + pendQ + row) * HQ + pendH) * D + 4 * c;
-        if (pendTurn > 0) {
-          const float4 o = __ldcg(reinterpret_cast<const float4 *>(at));
-          v = make_float4(o.x + v.x, o.y + v.y, o.z + v.z, o.w + v.w);
-        }
-        if (pendLast) {
-          const long long to = (q0 + pendQ + row) * stride_dq + (long long)pendH * D + 4 * c;
-          ls2_store(dq, to, SCALE * v.x);
-          ls2_store(dq, to + 1, SCALE * v.y);
-          ls2_store(dq, to + 2, SCALE * v.z);
-          ls2_store(dq, to + 3, SCALE * v.w);
-        } else {
-          __stcg(reinterpret_cast<float4 *>(at), v);
-        }
-      }
-      __syncthreads(); // every add is done (and sDQ free)
-      if (threadIdx.x == 0) ls2_pass_turn(turnAt, pendTurn + 1);
-      pendQ = -1;
-    };
-#endif
 )cuda";
   src += queryTileLoopHead(s);
   src += R"cuda(        // S^T = K Q^T and dP^T = V dO^T: rows the warp's keys, columns queries.
@@ -199,30 +140,12 @@ std::string keyWarpDkDvBody(const AttentionSpec &s, int64_t maxTokensQ, int inne
         for (int kk = 0; kk < KS; ++kk)
           ls2_wg_ss<0>(dpt, ls2_wg_k<BN>(sV, wg, kk * 16), ls2_wg_k<BM>(sDO, 0, kk * 16), kk > 0);
         ls2_wg_commit();
-#if LS2_FUSED_DQ
-        addPending();
-#endif
         ls2_wg_wait<1>();
         ls2_wg_acc_fence(st);
         probabilities();
         ls2_wg_wait<0>();
         ls2_wg_acc_fence(dpt);
         gradScores();
-#if LS2_FUSED_DQ
-        // dQ += dS K for the query tile: dS^T, rounded as dq's operand, into
-        // sDS (row = key, 16-byte chunks swizzled as ls2_load_tile's), then
-        // A = its transpose and B = K, both MN-major from shared memory.
-        // Stored before dS is packed for dK, so dS dies there (registers).
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-          for (int hh = 0; hh < 2; ++hh) {
-            const int row = wr + g + 8 * hh, col = nt * 8 + 2 * t4;
-            *reinterpret_cast<unsigned *>(sDS + row * 64 + (((col >> 3) ^ (row & 7)) << 3) +
-                                          (col & 7)) = ls2_pack(dpt[nt][2 * hh], dpt[nt][2 * hh + 1]);
-          }
-        ls2_proxy_fence();
-#endif
         // dV += (P mask)^T dO and dK += dS^T Q, the query tile as k: a
         // wgmma.fence after each k step's P and dS are packed (as in dq).
 #pragma unroll
@@ -234,43 +157,9 @@ std::string keyWarpDkDvBody(const AttentionSpec &s, int64_t maxTokensQ, int inne
           ls2_wg_rs<1>(dvAcc, pa, ls2_wg_t<BM>(sDO, ks * 16, c0));
           ls2_wg_rs<1>(dkAcc, sa, ls2_wg_t<BM>(sQ, ks * 16, c0));
         }
-#if LS2_FUSED_DQ
-        ls2_wg_commit();
-        __syncthreads(); // dS^T is whole
-        float dqAcc[D / 8][4];
-        ls2_wg_fence();
-#pragma unroll
-        for (int ks = 0; ks < BN / 16; ++ks)
-          ls2_wg_ss<1, 1>(dqAcc, ls2_wg_t<BN>(sDS, ks * 16), ls2_wg_t<BN>(sK, ks * 16), ks > 0);
         ls2_wg_commit_wait(); // before the barrier that frees this stage's Q and dO
         ls2_wg_acc_fence(dvAcc);
         ls2_wg_acc_fence(dkAcc);
-        ls2_wg_acc_fence(dqAcc);
-        // The tile's dq, added to the sum during the next tile's products
-        // (addPending): into sDQ, row-major with the 16-byte chunk c of row
-        // r at c ^ 2 (r % 8) (as addPending reads it).
-#pragma unroll
-        for (int n = 0; n < D / 8; ++n)
-#pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            const int row = wr + g + 8 * r, col = (n * 8 + 2 * t4) ^ ((row & 7) << 3);
-            *reinterpret_cast<float2 *>(sDQ + row * D + col) =
-                make_float2(dqAcc[n][2 * r], dqAcc[n][2 * r + 1]);
-          }
-        {
-          const long long kEndQ = ${KEND_QT};
-          const unsigned adders = (unsigned)((kEndQ + BN - 1) / BN), kt = (unsigned)(first / BN);
-          pendTurn = rotating ? (unsigned)((((qFirst - firstQuery) / BM) - kt + tiles) % tiles)
-                              : ${CAUSAL_TURN};
-          pendLast = pendTurn + 1 == adders;
-          pendQ = qFirst;
-          pendH = h;
-        }
-#else
-        ls2_wg_commit_wait(); // before the barrier that frees this stage's Q and dO
-        ls2_wg_acc_fence(dvAcc);
-        ls2_wg_acc_fence(dkAcc);
-#endif
 #else
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt)
@@ -313,9 +202,6 @@ std::string keyWarpDkDvBody(const AttentionSpec &s, int64_t maxTokensQ, int inne
         }
 #endif
     }
-#if LS2_FUSED_DQ
-    addPending();
-#endif
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const long long j = keys[r];
@@ -343,9 +229,6 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
   int inner = s.headDim <= 64 ? 64 : 32;
   uint32_t rowBytes = static_cast<uint32_t>((s.headDim + 8) * 2);
   std::vector<GeneratedKernel> kernels(2);
-  // Both kernels take the same parameters when dk/dv may sum dq (a target
-  // with wgmma), so either arch binds them alike.
-  const bool fused = fusedDq(s);
   const uint64_t scratchBytes = backwardScratchBytes(s, maxTokensQ);
   const std::string scratchD = backwardScratchDeclarations(s, maxTokensQ);
   // D_i = dout_i . out_i (also into scratch_d) and the exponent bias of
@@ -392,8 +275,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     GeneratedKernel &dq = kernels[0];
     dq.kernel.name = kernelName + "_dq";
     Params p(dq);
-    unsigned tokensK = 0;
-    unsigned tokens = fused ? addBackwardParams(p, s, go, tokensK) : addDqParams(p, s, go);
+    unsigned tokens = addDqParams(p, s, go);
     p.pointer("unsigned char *scratch", ParamBinding::Kind::Scratch, 0);
     dq.kernel.scratchBytes = scratchBytes;
     // Key tiles of 32: two row blocks' S and dP fit in registers; 64 up to
@@ -403,29 +285,6 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     uint32_t shared = (2 * rows + 4 * keys) * rowBytes + 2 * rows * 4;
     dq.kernel.launch = tileLaunch(s.tokensQ, tokens, s.heads, shared, rows);
     std::string src = kernelStart(op, s, "dq", p);
-    // With LS2_FUSED_DQ dk/dv sums dq: this kernel leaves D_i, the bias and
-    // cleared turn counters, and zeroes the rows of the query tiles (of
-    // dk/dv's 64) that see no key, which no unit adds to.
-    src += "#if LS2_FUSED_DQ\n  constexpr int BM = ${TILE}, QT = 64;\n";
-    src += R"cuda(  float *sD = reinterpret_cast<float *>(ls2_smem), *sL = sD + BM;
-  const bool vdo = ls2_vectors(dout, stride_dout), vout = ls2_vectors(out, stride_out);
-)cuda";
-    src += scratchD;
-    src += unitLoop(true);
-    src += "    const int h = head;\n    const long long qFirst = first;\n";
-    src += rowStats("BM");
-    src += R"cuda(    const long long i = qFirst + threadIdx.x;
-    if (threadIdx.x < BM && i < lq) {
-      scratch_turn[(q0 + i) * HQ + h] = 0u;
-      // KEND_QT of the dk/dv tile holding row i.
-      const long long qFirst = i / QT * QT, BM = QT;
-      if (${KEND_QT} == 0)
-        for (int c = 0; c < D; ++c) ls2_store(dq, (q0 + i) * stride_dq + (long long)h * D + c, 0.0f);
-    }
-  }
-}
-#else
-)cuda";
     src += "  constexpr int RB = " + std::to_string(rows / 64) + ", BM = ${TILE}, BN = " +
            std::to_string(keys) + ";\n";
     src += R"cuda(  constexpr int KS = D / 16, NT = BN / 8, DT = D / 8;
@@ -610,7 +469,6 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
       }
   }
 }
-#endif
 )cuda";
     std::map<std::string, std::string> values = flashValues(s, dq.kernel.name);
     values["TILE"] = std::to_string(rows);
@@ -629,27 +487,13 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     GeneratedKernel &dkv = kernels[1];
     dkv.kernel.name = kernelName + "_dkdv";
     Params p(dkv);
-    unsigned tokens = 0;
-    if (fused)
-      addBackwardParams(p, s, go, tokens);
-    else
-      tokens = addDkDvParams(p, s, go);
+    unsigned tokens = addDkDvParams(p, s, go);
     p.pointer("unsigned char *scratch", ParamBinding::Kind::Scratch, 0);
     dkv.kernel.scratchBytes = scratchBytes;
-    // K and V tiles, two stages of Q and dO tiles and of D and the bias;
-    // fused (wgmma: unpadded rows), dS^T and dq of a query tile. Three
-    // fused units a multiprocessor fit in 227 KiB.
+    // K and V tiles, two stages of Q and dO tiles and of D and the bias.
     uint32_t shared = (2 * kTile + 4 * inner) * rowBytes + 4 * inner * 4;
-    if (fused)
-      shared = std::max<uint32_t>(
-          shared, static_cast<uint32_t>((2 * kTile + 4 * inner) * s.headDim * 2 + 4 * inner * 4 +
-                                        kTile * inner * 2 + inner * s.headDim * 4));
     dkv.kernel.launch = tileLaunch(s.tokensK, tokens, s.kvHeads * dkDvSplits(s), shared);
-    // Fused, three units a multiprocessor: uncapped, ptxas takes 211-235
-    // registers (the dq sum's loads in flight beside four accumulators),
-    // which fits two; capped, 168 without spills.
-    std::string src = kernelStart(op, s, "dk and dv", p, kThreads,
-                                  fused ? ", LS2_FUSED_DQ ? 3 : 1" : "");
+    std::string src = kernelStart(op, s, "dk and dv", p);
     src += keyWarpDkDvBody(s, maxTokensQ, inner) + "}\n";
     std::map<std::string, std::string> values = flashValues(s, dkv.kernel.name);
     values["SHARED"] = std::to_string(shared);

@@ -296,22 +296,6 @@ __device__ __forceinline__ float ls2_exp2(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
-// The fused backward's ordered dq sums (LS2_FUSED_DQ): one thread of a
-// block waits until `turn` units have added to a query tile's sum (acquire:
-// their adds are visible after the block's barrier), and passes the turn on
-// after the block's adds (release, after a barrier). Units wait only on
-// units launched before them (FlashAttentionBackward.cpp), so every wait
-// ends.
-__device__ __forceinline__ void ls2_wait_turn(const unsigned *at, unsigned turn) {
-  unsigned v;
-  do {
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(at) : "memory");
-  } while (v != turn);
-}
-__device__ __forceinline__ void ls2_pass_turn(unsigned *at, unsigned next) {
-  asm volatile("fence.acq_rel.gpu;\nst.release.gpu.global.u32 [%0], %1;\n" :: "l"(at), "r"(next)
-               : "memory");
-}
 __device__ __forceinline__ float ls2_quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
   return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
@@ -417,16 +401,14 @@ __device__ __forceinline__ void ls2_wg_acc_fence(float (&d)[N][4]) {
     // D's old value is read only when `accumulate`: the first k step needs
     // no zeroed registers (zeroing them made ptxas wait between wgmma).
     src += "// D (64 x " + std::to_string(n) + ") = A B (+ D if accumulate), A and B in shared "
-           "memory; TB: B transposed (MN-major), TA: A.\n"
-           "template <int TB, int TA = 0>\n__device__ __forceinline__ void ls2_wg_ss(float (&d)[" +
+           "memory; TB: B transposed.\n"
+           "template <int TB>\n__device__ __forceinline__ void ls2_wg_ss(float (&d)[" +
            std::to_string(n / 8) + "][4], unsigned long long a, unsigned long long b, "
            "bool accumulate) {\n"
            "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, " + at(2) +
            ", 0;\\nwgmma.mma_async.sync.aligned." + shape + ".f32.${MMA}.${MMA} {" + regs +
-           "}, " + at(0) + ", " + at(1) + ", p, 1, 1, " + at(4) + ", " + at(3) +
-           ";\\n}\\n\"\n               : " + outs +
-           "\n               : \"l\"(a), \"l\"(b), \"r\"((int)accumulate), \"n\"(TB), "
-           "\"n\"(TA));\n}\n";
+           "}, " + at(0) + ", " + at(1) + ", p, 1, 1, 0, " + at(3) + ";\\n}\\n\"\n               : " +
+           outs + "\n               : \"l\"(a), \"l\"(b), \"r\"((int)accumulate), \"n\"(TB));\n}\n";
     src += "// D (64 x " + std::to_string(n) + ") += A B, A in registers (mma.sync's A layout).\n"
            "template <int TB>\n__device__ __forceinline__ void ls2_wg_rs(float (&d)[" +
            std::to_string(n / 8) + "][4], const unsigned (&a)[4], unsigned long long b) {\n"
@@ -494,10 +476,6 @@ std::map<std::string, std::string> flashValues(const AttentionSpec &s, const std
           // Whether a whole tile is visible (the last key to the first query).
           {"CAUSAL_FULL", s.causal ? " && n0 + BN - 1 <= first + lk - lq" : ""},
           {"CAUSAL_FULL_KV", s.causal ? " && first + BN - 1 <= qFirst + lk - lq" : ""},
-          // The keys the dk/dv query tile at qFirst sees: [0, KEND_QT).
-          {"KEND_QT", s.causal ? "min(lk, max(0LL, min(qFirst + BM, lq) + lk - lq))" : "lk"},
-          // A dk/dv unit's turn in the sum of a query tile's dq.
-          {"CAUSAL_TURN", s.causal ? "adders - 1 - kt" : "kt"},
           {"TILE", std::to_string(kTile)},
           {"THREADS", std::to_string(kThreads)}};
   addDropoutValues(values, s);
@@ -522,15 +500,13 @@ runtime::LaunchConfig tileLaunch(const runtime::Dim &tokens, unsigned tokensPara
 }
 
 std::string kernelStart(Operation *op, const AttentionSpec &s, const std::string &what,
-                        const Params &p, int threads, const std::string &minBlocks) {
+                        const Params &p, int threads) {
   return header(op, s, "tensor-core " + what) + kernelPrelude() +
          attentionHelpers(s.dropout) + kFlashHelpers +
          wgmmaHelpers({32, 64, 128, static_cast<int>(s.headDim),
                        static_cast<int>(s.headDim) / dkDvSplits(s)}) +
-         (s.dropout ? kFlashDropoutHelpers : "") + "#define LS2_FUSED_DQ " + (fusedDq(s) ? "LS2_WGMMA" : "0") +
-         "\n\nextern \"C\" __global__ void " +
-         "__launch_bounds__(" + std::to_string(threads) + minBlocks + ")\n${NAME}(" +
-         p.declarations() +
+         (s.dropout ? kFlashDropoutHelpers : "") + "\nextern \"C\" __global__ void " +
+         "__launch_bounds__(" + std::to_string(threads) + ")\n${NAME}(" + p.declarations() +
          ") {\n" + kFlashConstants + (s.dropout ? kFlashDropoutConstants : "");
 }
 
@@ -609,50 +585,25 @@ std::string queryTileMask() {
 
 std::string queryTileLoopHead(const AttentionSpec &s) {
   std::string src;
-  // Query tiles start at multiples of BM in the sequence, as dq's sums
-  // (LS2_FUSED_DQ) are kept per such tile; the causal mask clears the rows
-  // of the first tile that see no key of this one.
-  src += s.causal ? "    const long long firstQuery = max(0LL, first - (lk - lq)) / BM * BM;\n"
+  src += s.causal ? "    const long long firstQuery = max(0LL, first - (lk - lq));\n"
                   : "    const long long firstQuery = 0;\n";
   src += R"cuda(    const long long tiles = lq > firstQuery ? (lq - firstQuery + BM - 1) / BM : 0;
-)cuda";
-  // With LS2_FUSED_DQ and not causal: when the sequence has as many key as
-  // query tiles, unit kt visits query tiles from tile kt on (cyclically),
-  // so the units adding to a tile reach it one step apart, in their turn
-  // order, instead of all at once (the first tile's adds in a chain). Each
-  // unit then waits on the next key tile's, so only where all of the
-  // sequence's units are on the GPU at once (no more of them than
-  // multiprocessors); otherwise in key tile order.
-  if (!s.causal)
-    src += R"cuda(#if LS2_FUSED_DQ
-    unsigned multiprocessors;
-    asm("mov.u32 %0, %%nsmid;" : "=r"(multiprocessors));
-    const bool rotating = (lk + BN - 1) / BN == tiles && tiles * HKV <= multiprocessors;
-#else
-    const bool rotating = false;
-#endif
-)cuda";
-  else
-    src += "    const bool rotating = false;\n";
-  src += R"cuda(    const long long rot = rotating ? first / BN : 0;
-    (void)rot;
     if (tiles > 0) {
-      const long long q1 = firstQuery + rot * BM;
-      ls2_load_tile<BM, D, LDS>(sQD, q, q0 + q1, lq - q1, stride_q,
+      ls2_load_tile<BM, D, LDS>(sQD, q, q0 + firstQuery, lq - firstQuery, stride_q,
                                 (long long)(kvh * GROUP) * D, vq);
-      ls2_load_tile<BM, D, LDS>(sQD + BM * LDS, dout, q0 + q1, lq - q1,
+      ls2_load_tile<BM, D, LDS>(sQD + BM * LDS, dout, q0 + firstQuery, lq - firstQuery,
                                 stride_dout, (long long)(kvh * GROUP) * D, vdo);
-)cuda" + statsLoads("q1", "kvh * GROUP", "0") + R"cuda(    }
+)cuda" + statsLoads("firstQuery", "kvh * GROUP", "0") + R"cuda(    }
     ls2_commit();
     for (long long it = 0; it < tiles * GROUP; ++it) {
       const int h = kvh * GROUP + (int)(it / tiles);
-      const long long qFirst = firstQuery + ((it % tiles + rot) % tiles) * BM;
+      const long long qFirst = firstQuery + (it % tiles) * BM;
       const ls2_t *sQ = sQD + (it & 1) * 2 * BM * LDS, *sDO = sQ + BM * LDS;
       const float *tD = sD + (it & 1) * BM, *tL = sL + (it & 1) * BM;
       __syncthreads(); // every warp is done with the other stage (and P and dS)
       if (it + 1 < tiles * GROUP) {
         const int hn = kvh * GROUP + (int)((it + 1) / tiles);
-        const long long qn = firstQuery + (((it + 1) % tiles + rot) % tiles) * BM;
+        const long long qn = firstQuery + ((it + 1) % tiles) * BM;
         ls2_t *nQ = sQD + ((it + 1) & 1) * 2 * BM * LDS;
         ls2_load_tile<BM, D, LDS>(nQ, q, q0 + qn, lq - qn, stride_q, (long long)hn * D, vq);
         ls2_load_tile<BM, D, LDS>(nQ + BM * LDS, dout, q0 + qn, lq - qn, stride_dout,
@@ -665,23 +616,14 @@ std::string queryTileLoopHead(const AttentionSpec &s) {
 }
 
 uint64_t backwardScratchBytes(const AttentionSpec &s, int64_t maxTokensQ) {
-  const uint64_t rows = static_cast<uint64_t>(maxTokensQ) * s.heads;
-  uint64_t bytes = kScratchCounterBytes + 2 * rows * 4;
-  if (fusedDq(s))
-    bytes += (rows + rows % 2) * 4 + rows * s.headDim * 4;
-  return bytes;
+  return kScratchCounterBytes + 2 * static_cast<uint64_t>(maxTokensQ) * s.heads * 4;
 }
 
 std::string backwardScratchDeclarations(const AttentionSpec &s, int64_t maxTokensQ) {
   const uint64_t statElements = static_cast<uint64_t>(maxTokensQ) * s.heads;
-  std::string src = "  float *scratch_d = reinterpret_cast<float *>(scratch + " +
-                    std::to_string(kScratchCounterBytes) + "), *scratch_bias = scratch_d + " +
-                    std::to_string(statElements) + ";\n";
-  if (fusedDq(s))
-    src += "  unsigned *scratch_turn = reinterpret_cast<unsigned *>(scratch_bias + " +
-           std::to_string(statElements) + ");\n  float *scratch_dq = reinterpret_cast<float *>("
-           "scratch_turn + " + std::to_string(statElements + statElements % 2) + ");\n";
-  return src;
+  return "  float *scratch_d = reinterpret_cast<float *>(scratch + " +
+         std::to_string(kScratchCounterBytes) + "), *scratch_bias = scratch_d + " +
+         std::to_string(statElements) + ";\n";
 }
 
 std::string statsLoads(const std::string &rows0, const std::string &head,

@@ -36,18 +36,8 @@ inline int queryRows(const AttentionSpec &s) { return s.headDim > 128 ? 64 : kQu
 /// dv's columns), else 1.
 inline int dkDvSplits(const AttentionSpec &s) { return s.headDim > 128 ? 2 : 1; }
 
-/// Whether dk/dv also sums dq where the target has wgmma (LS2_FUSED_DQ in
-/// the kernels): head dim 64, whose 64-key units hold dS^T of a 64-query
-/// tile in registers with room for a 64 x 64 dq product. Each unit adds its
-/// dq tile to an f32 sum in scratch in a fixed turn (a counter per query
-/// tile and head), the last one writing dq, so runs give the same bits;
-/// the dq kernel then only leaves D_i, the bias and cleared counters.
-/// FlashAttention-3 (Shah et al., arXiv 2407.08608, section 3.3 and its
-/// deterministic backward) sums dq the same way.
-inline bool fusedDq(const AttentionSpec &s) { return s.headDim == 64; }
-
 /// ${KEY} values of the kernels of `s` named `name` (T, MMA, D, HQ, SCALE,
-/// CAUSAL_OK, TILE = kTile, THREADS = kThreads, FUSED_DQ, ...).
+/// CAUSAL_OK, TILE = kTile, THREADS = kThreads, ...).
 std::map<std::string, std::string> flashValues(const AttentionSpec &s, const std::string &name);
 
 /// One block of `threads` per unit of `tile` rows: a [tokens, heads] work
@@ -58,12 +48,9 @@ runtime::LaunchConfig tileLaunch(const runtime::Dim &tokens, unsigned tokensPara
                                  int threads = kThreads);
 
 /// The kernel's header comment, helpers and signature through the
-/// constants every body starts with (`what` names the kernel's part;
-/// `minBlocks`, when given, is ", N": __launch_bounds__' blocks a
-/// multiprocessor, a C expression).
+/// constants every body starts with (`what` names the kernel's part).
 std::string kernelStart(mlir::Operation *op, const AttentionSpec &s, const std::string &what,
-                        const Params &p, int threads = kThreads,
-                        const std::string &minBlocks = "");
+                        const Params &p, int threads = kThreads);
 
 /// The unit loop's head: slot, head, sequence and the tile's first row
 /// `first` (queries when `queries`, else keys); skips empty slots. `head`
@@ -91,13 +78,9 @@ std::string dropoutDraw(const AttentionSpec &s);
 
 /// Scratch of the backward kernels: past the counters, f32 [maxTokensQ,
 /// heads] each, D_i and then the exponent bias of P (lse_i in log2 units,
-/// 0 for a row without keys); dq writes them, dk/dv reads them. With
-/// fusedDq, then u32 [maxTokensQ, heads] turn counters (at a query tile's
-/// first row: the dk/dv units that have added to its dq sum, in turn order;
-/// padded to 8 bytes) and the f32 [maxTokensQ, heads, D] dq sums.
+/// 0 for a row without keys); dq writes them, dk/dv reads them.
 uint64_t backwardScratchBytes(const AttentionSpec &s, int64_t maxTokensQ);
-/// The declarations of scratch_d and scratch_bias in a backward kernel
-/// (with fusedDq, scratch_turn and scratch_dq).
+/// The declarations of scratch_d and scratch_bias in a backward kernel.
 std::string backwardScratchDeclarations(const AttentionSpec &s, int64_t maxTokensQ);
 /// dk/dv: D_i and the bias of query tile rows `rows0` .. of head `head`
 /// into stage `stage` of sD and sL, a thread a row, cp.async in the current

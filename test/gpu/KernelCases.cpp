@@ -264,33 +264,10 @@ int run(const Options &o) {
   std::map<Operation *, std::vector<const codegen::ModuleKernels::Use *>> usesOf;
   for (const codegen::ModuleKernels::Use &use : kernels->uses)
     usesOf[use.op].push_back(&use);
-  // So do an attention gradient's dk/dv after its dq kernel when both take
-  // the same parameters (the fused tensor-core backward, where dq's kernel
-  // leaves what dk/dv reads and dk/dv sums dq).
-  auto sameBindings = [](const codegen::ParamBinding &a, const codegen::ParamBinding &b) {
-    return a.kind == b.kind && a.index == b.index && a.size.size == b.size.size &&
-           a.size.argument == b.size.argument && a.size.axis == b.size.axis &&
-           a.size.multiplier == b.size.multiplier && a.size.divisor == b.size.divisor &&
-           a.value == b.value && a.ofResult == b.ofResult;
-  };
-  auto chained = [&](Operation *op) {
-    const auto &uses = usesOf.at(op);
-    if (uses.size() < 2)
-      return false;
-    if (isa<ls2::FusionOp>(op))
-      return true;
-    if (!isa<ls2::AttentionGradOp>(op))
-      return false;
-    for (const codegen::ModuleKernels::Use *u : uses)
-      if (!std::equal(u->bindings.begin(), u->bindings.end(), uses.front()->bindings.begin(),
-                      uses.front()->bindings.end(), sameBindings))
-        return false;
-    return true;
-  };
   for (const codegen::ModuleKernels::Use &use : kernels->uses) {
     if (caseUse.at(use.kernel) != &use)
       continue;
-    if (chained(use.op) && usesOf.at(use.op).front() != &use)
+    if (isa<ls2::FusionOp>(use.op) && usesOf.at(use.op).front() != &use)
       continue;
     const runtime::Kernel &kernel = kernels->kernels[use.kernel];
     if (!o.only.empty() && kernel.name.find(o.only) == std::string::npos)
@@ -593,7 +570,7 @@ int run(const Options &o) {
     c["grid"] = gridOf(kernel.launch);
     c["shared_bytes"] = kernel.launch.dynamicSharedBytes;
     uint64_t scratchBytes = kernel.scratchBytes;
-    if (chained(op)) {
+    if (isa<ls2::FusionOp>(op) && usesOf.at(op).size() > 1) {
       nlohmann::json then = nlohmann::json::array();
       for (size_t k = 1; k < usesOf.at(op).size(); ++k) {
         const runtime::Kernel &next = kernels->kernels[usesOf.at(op)[k]->kernel];

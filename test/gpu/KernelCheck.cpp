@@ -17,8 +17,7 @@
 //   {"kind": "int64", "value": V}
 // A case may name kernels to run after its own with the same parameters
 // ("then": [{"kernel", "cubin", "grid", "block", "shared_bytes"}], a row
-// reduction's column sums, or the fused attention backward's dk/dv after
-// its dq kernel). Outputs start as 0xFF bytes (NaN) so an element
+// reduction's column sums). Outputs start as 0xFF bytes (NaN) so an element
 // never written fails. The kernels run twice; the second run must give the
 // same bits (fixed-order reductions). Floats pass with relative L2 error <=
 // T and NaN exactly where the reference has NaN; integers must be equal. No
@@ -125,16 +124,13 @@ Result runCase(const std::filesystem::path &dir) {
   check(cuModuleGetFunction(&fn, module, name.c_str()), "cuModuleGetFunction");
   unsigned shared = c["shared_bytes"];
   // The 48 KiB opt-in limit counts static __shared__ arrays too (Executor.cpp).
-  auto allowShared = [&](CUfunction f, unsigned bytes) {
-    int staticShared = 0;
-    check(cuFuncGetAttribute(&staticShared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f),
-          "cuFuncGetAttribute");
-    if (bytes > 0 && bytes + static_cast<unsigned>(staticShared) > 48 * 1024)
-      check(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                               static_cast<int>(bytes)),
-            "cuFuncSetAttribute");
-  };
-  allowShared(fn, shared);
+  int staticShared = 0;
+  check(cuFuncGetAttribute(&staticShared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn),
+        "cuFuncGetAttribute");
+  if (shared > 0 && shared + static_cast<unsigned>(staticShared) > 48 * 1024)
+    check(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             static_cast<int>(shared)),
+          "cuFuncSetAttribute");
 
   struct Param {
     std::string kind, role, file, dtype;
@@ -199,7 +195,6 @@ Result runCase(const std::filesystem::path &dir) {
     CUfunction f;
     check(cuModuleGetFunction(&f, m, t["kernel"].get<std::string>().c_str()),
           "cuModuleGetFunction");
-    allowShared(f, t["shared_bytes"]);
     launches.push_back({f, t["grid"], t["block"], t["shared_bytes"]});
   }
   auto launch = [&] {

@@ -148,25 +148,4 @@ TEST(AttentionPaths, WgmmaOnHopperMmaSyncElsewhere) {
   }
 }
 
-// Head dim 64 on Hopper: dk/dv also sums dq (wgmma with a transposed A
-// from shared memory, turns taken with acquire loads and release stores);
-// dq's kernel has no products there. sm_80 keeps dq's own kernel.
-TEST(AttentionPaths, DkDvSumsDqOnHopperAtHeadDim64) {
-  for (const char *model : {"attention-d64-bf16-gqa", "attention-d64-fp16-cross"}) {
-    for (const ls2c::jit::KernelSource &k : attentionKernels(model)) {
-      const bool dq = k.name.size() > 3 && k.name.compare(k.name.size() - 3, 3, "_dq") == 0;
-      const bool dkdv = k.name.find("_dkdv") != std::string::npos;
-      if (!dq && !dkdv)
-        continue;
-      std::string hopper = ptxOf(k, "sm_90", "compute_90a");
-      EXPECT_EQ(hopper.find("wgmma.mma_async") != std::string::npos, dkdv) << k.name;
-      EXPECT_EQ(hopper.find("ld.acquire.gpu") != std::string::npos, dkdv) << k.name;
-      EXPECT_EQ(hopper.find("st.release.gpu") != std::string::npos, dkdv) << k.name;
-      std::string ampere = ptxOf(k, "sm_80", "compute_80");
-      EXPECT_NE(ampere.find("mma.sync.aligned.m16n8k16"), std::string::npos) << k.name;
-      EXPECT_EQ(ampere.find("ld.acquire.gpu"), std::string::npos) << k.name;
-    }
-  }
-}
-
 } // namespace
