@@ -33,7 +33,9 @@ foreach(lib nccl cudnn)
   string(TOUPPER ${lib} LIB)
   find_path(LS2C_${LIB}_INCLUDE_DIR ${lib}.h HINTS ${_ls2c_cuda_incs})
   find_library(LS2C_${LIB}_LIBRARY ${lib} HINTS ${_ls2c_cuda_libs})
-  if(LS2C_${LIB}_INCLUDE_DIR AND LS2C_${LIB}_LIBRARY)
+  if(TARGET ls2c::${lib}) # included again (ls2cConfig.cmake)
+    set(LS2C_HAVE_${LIB} ON)
+  elseif(LS2C_${LIB}_INCLUDE_DIR AND LS2C_${LIB}_LIBRARY)
     add_library(ls2c::${lib} UNKNOWN IMPORTED)
     set_target_properties(ls2c::${lib} PROPERTIES
       IMPORTED_LOCATION "${LS2C_${LIB}_LIBRARY}"

@@ -1,0 +1,57 @@
+# The CMake package: `cmake --install` puts the ls2c CLI, the compiler and
+# runtime libraries and their headers under the prefix, with
+# lib/cmake/ls2c/ls2cConfig.cmake, so that a C++ project can write
+#   find_package(ls2c REQUIRED)
+#   target_link_libraries(app PRIVATE ls2c::JITCompiler ls2c::RuntimeProgram)
+# ls2c::JITCompiler is the in-process compiler (include/ls2c/JIT.h: a model
+# description to a Program, kernels compiled by NVRTC), ls2c::RuntimeProgram
+# the Program and the bundle format (ls2c/Runtime/Program.h, Bundle.h) and,
+# where the build has CUDA, ls2c::RuntimeExecutor runs a Program on a GPU
+# (ls2c/Runtime/Executor.h). In this tree the same ls2c:: names are aliases,
+# so examples/cpp builds either way.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+# What the three link against, in dependency order; each is present only
+# when the build has what it needs (MLIR, CUDA, NCCL, cuDNN).
+set(_ls2c_package_libraries
+  LS2CSupport LS2CModel LS2CTraining LS2CAnalysis LS2CRuntimeProgram LS2CRuntimeDistributed
+  LS2CJIT LS2CRuntimeGemm LS2CRuntimeNccl LS2CRuntimeCudnn LS2CRuntimeExecutor
+  LS2Dialect LS2CAnalysisIR LS2CTransforms LS2CFrontend LS2CCodegen LS2CJITCompiler)
+set(_ls2c_exported "")
+foreach(t IN LISTS _ls2c_package_libraries)
+  if(TARGET ${t})
+    list(APPEND _ls2c_exported ${t})
+    # LS2CJITCompiler is ls2c::JITCompiler, LS2Dialect ls2c::Dialect.
+    string(REGEX REPLACE "^LS2C?" "" name ${t})
+    set_target_properties(${t} PROPERTIES EXPORT_NAME ${name})
+    add_library(ls2c::${name} ALIAS ${t})
+  endif()
+endforeach()
+
+install(TARGETS ${_ls2c_exported} EXPORT ls2cTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(TARGET ls2c)
+  # Installed, it still finds MLIR's and CUDA's shared libraries where it
+  # was linked against them.
+  set_target_properties(ls2c PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+  install(TARGETS ls2c RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+# The public headers: the compiler's and the runtime's (both ls2c/...).
+install(DIRECTORY include/ls2c runtime/include/ls2c
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+
+set(_ls2c_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/ls2c)
+install(EXPORT ls2cTargets NAMESPACE ls2c:: DESTINATION ${_ls2c_cmake_dir})
+set(LS2C_PACKAGE_WITH_MLIR ${LS2C_ENABLE_MLIR})
+set(LS2C_PACKAGE_WITH_CUDA ${LS2C_HAVE_CUDA})
+configure_package_config_file(cmake/ls2cConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/ls2cConfig.cmake INSTALL_DESTINATION ${_ls2c_cmake_dir})
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/ls2cConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ls2cConfig.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/ls2cConfigVersion.cmake
+              cmake/LS2CCUDA.cmake
+        DESTINATION ${_ls2c_cmake_dir})

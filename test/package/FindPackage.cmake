@@ -1,0 +1,35 @@
+# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DGENERATOR=... -P FindPackage.cmake
+# Installs the build into WORK_DIR/prefix, configures and builds
+# examples/cpp against it alone (find_package(ls2c), no source tree on its
+# include path), runs the example on tiny-gpt and the installed CLI's check.
+function(run what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${rc}):\n${out}\n${err}")
+  endif()
+  set(run_output "${out}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+run("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+foreach(f lib/cmake/ls2c/ls2cConfig.cmake include/ls2c/JIT.h include/ls2c/Runtime/Program.h
+          bin/ls2c)
+  if(NOT EXISTS ${prefix}/${f})
+    message(FATAL_ERROR "the install lacks ${f}")
+  endif()
+endforeach()
+run("configuring examples/cpp against the install" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/cpp
+    -B ${WORK_DIR}/example -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix})
+run("building examples/cpp" ${CMAKE_COMMAND} --build ${WORK_DIR}/example)
+run("compile_model" ${CMAKE_COMMAND} -E env LS2C_CACHE_DIR=${WORK_DIR}/cache
+    ${WORK_DIR}/example/compile_model ${SOURCE_DIR}/examples/tiny-gpt.json sm_90
+    ${WORK_DIR}/tiny-gpt.ls2b)
+if(NOT run_output MATCHES "wrote .*tiny-gpt.ls2b and read it back")
+  message(FATAL_ERROR "compile_model printed:\n${run_output}")
+endif()
+run("the installed ls2c" ${prefix}/bin/ls2c check ${SOURCE_DIR}/examples/tiny-gpt.json)
+if(NOT run_output MATCHES "tiny-gpt")
+  message(FATAL_ERROR "ls2c check printed:\n${run_output}")
+endif()
+message(STATUS "installed, built examples/cpp with find_package(ls2c) and ran it")
