@@ -431,9 +431,14 @@ private:
   /// The Attention step of an attention op cuDNN's fused attention may
   /// run (the runtime decides; it falls back to the generated kernels that
   /// follow): f16 or bf16, head dim a multiple of 8 up to 256, rows and
-  /// bases 16-byte aligned (cuDNN's rules), and causal only for self
-  /// attention (one cu_seqlens: top-left and bottom-right alignment agree);
-  /// never for a KV cache's attention (key_lengths).
+  /// bases 16-byte aligned (cuDNN's rules), self attention only (one
+  /// cu_seqlens); never for a KV cache's attention (key_lengths). Cross
+  /// attention (queries and keys packed apart) stays on the generated
+  /// kernels: on an H200, cuDNN 9's backward gave an fp16 encoder-decoder's
+  /// last cross-attention wrong key gradients (relative error 8 in its key
+  /// projection's weight gradient; scripts/gpu-step-check.py's
+  /// probe-transformer-fp16), and with dropout the forward and backward
+  /// must draw their masks on the same backend.
   std::optional<runtime::Step> attentionStep(Operation *op) {
     auto fwd = dyn_cast<ls2::AttentionOp>(op);
     auto bwd = dyn_cast<ls2::AttentionGradOp>(op);
@@ -457,7 +462,7 @@ private:
     a.dropoutRate = (fwd ? fwd.getDropoutRate() : bwd.getDropoutRate()).convertToFloat();
     a.stream = static_cast<uint32_t>(fwd ? fwd.getStream() : bwd.getStream());
     if ((a.dtype != runtime::DType::F16 && a.dtype != runtime::DType::BF16) ||
-        a.headDim % 8 != 0 || a.headDim > 256 || (a.causal && cuQ != cuK))
+        a.headDim % 8 != 0 || a.headDim > 256 || cuQ != cuK)
       return std::nullopt;
     a.tokensQ = dims.shape(q)[0];
     a.tokensK = dims.shape(k)[0];

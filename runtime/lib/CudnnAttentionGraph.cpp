@@ -71,6 +71,8 @@
 //===----------------------------------------------------------------------===//
 #include "CudnnAttentionGraph.h"
 
+#include <cuda_runtime.h>
+
 #include <cmath>
 #include <cstdio>
 #include <initializer_list>
@@ -650,6 +652,7 @@ struct AttentionPlan::Descriptors {
   std::vector<int64_t> uids; // tensors the variant pack binds
   float scalars[kScalarCount] = {};
   int64_t rowSumOffset = -1, dQAccumOffset = -1; // in the workspace
+  int64_t dQAccumBytes = 0;
 
   ~Descriptors() {
     for (auto it = all.rbegin(); it != all.rend(); ++it)
@@ -742,7 +745,8 @@ std::unique_ptr<AttentionPlan> AttentionPlan::build(cudnnHandle_t handle,
     int64_t rowSumBytes = desc.batch * desc.heads * desc.maxSeqQ * int64_t(sizeof(float));
     out->owned->rowSumOffset = alignUp(planBytes);
     out->owned->dQAccumOffset = alignUp(out->owned->rowSumOffset + rowSumBytes);
-    out->workspace = out->owned->dQAccumOffset + rowSumBytes * desc.headDim;
+    out->owned->dQAccumBytes = rowSumBytes * desc.headDim;
+    out->workspace = out->owned->dQAccumOffset + out->owned->dQAccumBytes;
   }
   return out;
 }
@@ -810,6 +814,18 @@ cudnnStatus_t AttentionPlan::execute(cudnnHandle_t handle, const AttentionDevice
                                       1, &workspacePointer);
   if (status == CUDNN_STATUS_SUCCESS)
     status = cudnnBackendFinalize(pack);
+  // dQ = dS K is summed into dQAccum, which cudnn-frontend's SDPA backward
+  // (the graph this one follows) zeroes before every execution; ours now
+  // does too. (No difference was seen on the H200's probes with cuDNN 9,
+  // whose engines there do not appear to need it; the contract is kept.)
+  if (status == CUDNN_STATUS_SUCCESS && owned->dQAccumBytes > 0) {
+    cudaStream_t stream = nullptr;
+    status = cudnnGetStream(handle, &stream);
+    if (status == CUDNN_STATUS_SUCCESS &&
+        cudaMemsetAsync(ws + owned->dQAccumOffset, 0, static_cast<size_t>(owned->dQAccumBytes),
+                        stream) != cudaSuccess)
+      status = CUDNN_STATUS_EXECUTION_FAILED;
+  }
   if (status == CUDNN_STATUS_SUCCESS)
     status = cudnnBackendExecute(handle, plan, pack);
   cudnnBackendDestroyDescriptor(pack);
