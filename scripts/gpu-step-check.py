@@ -66,13 +66,6 @@ PROBES = {
     # norm after it are one row kernel, the QKV bias a GEMM epilogue): 128 images of 17 tokens.
     "probe-vit-bf16": ("tiny-vit", {"dtype": "bf16", "hidden": 256, "heads": 4, "ffn": 512},
                        128, None),
-    # The encoder-decoder in fp16 on its preset's batch (sources of 7 and 11 tokens, targets
-    # of 9 and 5): cross-attention of its own lengths, head dim 16. cuDNN's backward (--attention
-    # cudnn) gave wrong q and k weight gradients, different run to run, while its dQ
-    # accumulator was not zeroed before each call (2026-12-02).
-    "probe-transformer-fp16": ("tiny-transformer", {"dtype": "fp16"}, None, None),
-    "probe-transformer-fp16-d64": ("tiny-transformer", {"dtype": "fp16", "hidden": 256,
-                                                        "ffn": 512}, None, None),
 }
 # Probes whose sequences have random lengths in [1, length] (the rest equal lengths).
 RAGGED = {name for name in PROBES if name.endswith("-ragged")}
@@ -111,9 +104,7 @@ def cases(probes):
     out = [(n, json.load(open(os.path.join(ROOT, "examples", n + ".json"))), None) for n in PRESETS]
     for name, (preset, overrides, seqs, length) in (PROBES.items() if probes else []):
         d = json.load(open(os.path.join(ROOT, "examples", preset + ".json")))
-        if seqs is None:  # the preset's own batch (run_oracle's generator)
-            d.update(overrides, name=name)
-        elif d["architecture"] == "vit":  # an image's tokens: its patches and the class token
+        if d["architecture"] == "vit":  # an image's tokens: its patches and the class token
             tokens = (d["image_size"] // d["patch_size"]) ** 2 + 1
             d.update(overrides, name=name, max_batch_tokens=seqs * tokens)
         else:
@@ -121,7 +112,7 @@ def cases(probes):
         for k in ("hidden_dropout", "attention_dropout", "activation_dropout"):
             if k in d:
                 d[k] = 0.0
-        out.append((name, d, None if seqs is None else (seqs, length)))
+        out.append((name, d, (seqs, length)))
     return out
 
 
