@@ -63,9 +63,10 @@ public:
                   const ModuleKernels &kernels,
                   const std::map<Operation *, std::vector<const ModuleKernels::Use *>> &uses,
                   std::map<unsigned, unsigned> &kernelRemap, runtime::Program &program,
-                  int64_t maxSeqLen)
+                  int64_t maxSeqLen, bool encoderDecoder)
       : f(f), dims(dims), bounds(bounds), kernels(kernels), uses(uses),
-        kernelRemap(kernelRemap), program(program), maxSeqLen(maxSeqLen) {}
+        kernelRemap(kernelRemap), program(program), maxSeqLen(maxSeqLen),
+        encoderDecoder(encoderDecoder) {}
 
   runtime::Function build() {
     runtime::Function out;
@@ -132,6 +133,7 @@ private:
   std::map<unsigned, unsigned> &kernelRemap;
   runtime::Program &program;
   int64_t maxSeqLen; ///< the description's bound of one sequence's tokens
+  bool encoderDecoder; ///< the description's architecture is encoder_decoder
   DenseMap<Value, unsigned> returned;
 
   runtime::TensorSpec spec(Value v, DictionaryAttr attrs) {
@@ -431,14 +433,15 @@ private:
   /// The Attention step of an attention op cuDNN's fused attention may
   /// run (the runtime decides; it falls back to the generated kernels that
   /// follow): f16 or bf16, head dim a multiple of 8 up to 256, rows and
-  /// bases 16-byte aligned (cuDNN's rules), self attention only (one
-  /// cu_seqlens); never for a KV cache's attention (key_lengths). Cross
-  /// attention (queries and keys packed apart) stays on the generated
-  /// kernels: on an H200, cuDNN 9's backward gave an fp16 encoder-decoder's
-  /// last cross-attention wrong key gradients (relative error 8 in its key
-  /// projection's weight gradient; scripts/gpu-step-check.py's
-  /// probe-transformer-fp16), and with dropout the forward and backward
-  /// must draw their masks on the same backend.
+  /// bases 16-byte aligned (cuDNN's rules), and causal only for self
+  /// attention (one cu_seqlens: top-left and bottom-right alignment agree);
+  /// never for a KV cache's attention (key_lengths). An encoder-decoder's
+  /// cross attention stays on the generated kernels, forward too (with
+  /// dropout both must draw their masks on one backend): on an H200 cuDNN's
+  /// backward, as our graph calls it, gave an fp16 encoder-decoder's last
+  /// cross-attention key gradients 8x off (bench/RESULTS.md, "Found and
+  /// fixed: cuDNN's cross-attention gradients"; cause not found). Sequence
+  /// parallelism's off-diagonal blocks, also packed apart, keep cuDNN.
   std::optional<runtime::Step> attentionStep(Operation *op) {
     auto fwd = dyn_cast<ls2::AttentionOp>(op);
     auto bwd = dyn_cast<ls2::AttentionGradOp>(op);
@@ -462,7 +465,8 @@ private:
     a.dropoutRate = (fwd ? fwd.getDropoutRate() : bwd.getDropoutRate()).convertToFloat();
     a.stream = static_cast<uint32_t>(fwd ? fwd.getStream() : bwd.getStream());
     if ((a.dtype != runtime::DType::F16 && a.dtype != runtime::DType::BF16) ||
-        a.headDim % 8 != 0 || a.headDim > 256 || cuQ != cuK)
+        a.headDim % 8 != 0 || a.headDim > 256 ||
+        (cuQ != cuK && (a.causal || encoderDecoder)))
       return std::nullopt;
     a.tokensQ = dims.shape(q)[0];
     a.tokensK = dims.shape(k)[0];
@@ -567,7 +571,8 @@ FailureOr<runtime::Program> buildProgram(ModuleOp module, const ModelDescription
       if (failed(bounds) || failed(dims))
         return failure();
       FunctionBuilder builder(f, *dims, *bounds, *kernels, uses, kernelRemap, program,
-                              desc.max_seq_len);
+                              desc.max_seq_len,
+                              desc.architecture == Architecture::EncoderDecoder);
       program.functions.push_back(builder.build());
       scratch.push_back({program.functions.size() - 1, builder.scratchArgs});
     }

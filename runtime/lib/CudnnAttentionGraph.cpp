@@ -814,17 +814,18 @@ cudnnStatus_t AttentionPlan::execute(cudnnHandle_t handle, const AttentionDevice
                                       1, &workspacePointer);
   if (status == CUDNN_STATUS_SUCCESS)
     status = cudnnBackendFinalize(pack);
-  // dQ = dS K is summed into dQAccum, which cudnn-frontend's SDPA backward
-  // (the graph this one follows) zeroes before every execution; ours now
-  // does too. (No difference was seen on the H200's probes with cuDNN 9,
-  // whose engines there do not appear to need it; the contract is kept.)
+  // cuDNN sums dQ = dS K into dQAccum, which must start at zero:
+  // cudnn-frontend's SDPA backward (the graph this one follows) memsets it
+  // before every execution.
   if (status == CUDNN_STATUS_SUCCESS && owned->dQAccumBytes > 0) {
     cudaStream_t stream = nullptr;
     status = cudnnGetStream(handle, &stream);
     if (status == CUDNN_STATUS_SUCCESS &&
         cudaMemsetAsync(ws + owned->dQAccumOffset, 0, static_cast<size_t>(owned->dQAccumBytes),
-                        stream) != cudaSuccess)
-      status = CUDNN_STATUS_EXECUTION_FAILED;
+                        stream) != cudaSuccess) {
+      (void)cudaGetLastError(); // reported as the status below, not left sticky
+      status = CUDNN_STATUS_EXECUTION_FAILED_CUDART;
+    }
   }
   if (status == CUDNN_STATUS_SUCCESS)
     status = cudnnBackendExecute(handle, plan, pack);

@@ -99,9 +99,11 @@ public:
   /// backward the f32 scratch tensors of the graph (row sums of dO * O,
   /// [B, heads, S_q]; the dQ accumulator, [B, heads, S_q, headDim]).
   int64_t workspaceBytes() const { return workspace; }
-  /// Enqueues the plan on the handle's stream (cudnnSetStream). Returns
-  /// CUDNN_STATUS_SUCCESS or cuDNN's status (text through cudnnGetErrorString
-  /// and cudnnGetLastErrorString).
+  /// Enqueues the plan on the handle's stream (cudnnSetStream), in backward
+  /// after zeroing the dQ accumulator there. Returns CUDNN_STATUS_SUCCESS or
+  /// cuDNN's status (text through cudnnGetErrorString and
+  /// cudnnGetLastErrorString); CUDNN_STATUS_EXECUTION_FAILED_CUDART when the
+  /// zeroing failed to enqueue.
   cudnnStatus_t execute(cudnnHandle_t handle, const AttentionDeviceArrays &arrays,
                         void *workspacePointer) const;
 

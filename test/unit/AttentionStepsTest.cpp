@@ -11,7 +11,9 @@
 //===----------------------------------------------------------------------===//
 #include "ls2c/Codegen/ProgramBuilder.h"
 #include "ls2c/Frontend/Frontend.h"
+#include "ls2c/Frontend/SequenceParallelModule.h"
 #include "ls2c/Model/ModelDescription.h"
+#include "ls2c/Parallel/SequenceParallelFunctions.h"
 #include "ls2c/Runtime/AttentionChoice.h"
 #include "ls2c/Runtime/ProgramValidate.h"
 #include "ls2c/Transforms/Passes.h"
@@ -24,6 +26,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace {
 
@@ -95,8 +98,9 @@ TEST_P(HalfPresets, EveryAttentionHasACudnnStepBeforeItsKernels) {
         EXPECT_EQ(a.headDim, static_cast<uint32_t>(desc.hidden / desc.heads)) << where;
         EXPECT_EQ(a.maxSeqLen, desc.max_seq_len) << where;
         EXPECT_NEAR(a.scale, 1.0 / std::sqrt(double(a.headDim)), 1e-6) << where;
-        // Self attention only (one cu_seqlens serves queries and keys):
-        // cross attention stays on the kernels (ProgramBuilder.cpp).
+        // Self attention only here (one cu_seqlens serves queries and
+        // keys): an encoder-decoder's cross attention stays on the kernels
+        // (ProgramBuilder.cpp).
         EXPECT_TRUE(a.cuSeqlensQ == a.cuSeqlensK) << where;
         // cuDNN's alignment: 8-element rows, 16-byte bases.
         for (int64_t stride : {a.strideQ, a.strideK, a.strideV, a.strideO})
@@ -129,6 +133,35 @@ TEST_P(HalfPresets, EveryAttentionHasACudnnStepBeforeItsKernels) {
 INSTANTIATE_TEST_SUITE_P(Tiny, HalfPresets,
                          ::testing::Values("tiny-bert", "tiny-gpt", "tiny-transformer",
                                            "tiny-vit"));
+
+// Sequence parallelism's blocks pack queries and keys apart (their own
+// cu_seqlens), and keep cuDNN steps: only an encoder-decoder's cross
+// attention is refused them (ProgramBuilder.cpp).
+TEST(AttentionSteps, SequenceParallelBlocksKeepCudnn) {
+  mlir::MLIRContext context;
+  ls2c::ModelDescription desc =
+      ls2c::loadModelDescription(LS2C_SOURCE_DIR "/examples/tiny-gpt.json");
+  desc.dtype = ls2c::DType::BF16;
+  mlir::OwningOpRef<mlir::ModuleOp> module = ls2c::buildSequenceParallelModule(context, desc);
+  ASSERT_TRUE(module);
+  mlir::PassManager pm(&context);
+  ls2c::addCompilePipeline(pm, ls2c::moduleStage(*module), ls2c::CompileStage::Planned);
+  ASSERT_TRUE(mlir::succeeded(pm.run(*module)));
+  mlir::FailureOr<Program> program = ls2c::codegen::buildProgram(
+      *module, desc, "", ls2c::parallel::sequenceParallelFunctions());
+  ASSERT_TRUE(mlir::succeeded(program));
+  std::map<std::string, size_t> steps;
+  for (const Function &f : program->functions)
+    for (const Step &s : f.steps)
+      if (s.kind == Step::Kind::Attention) {
+        ++steps[f.name];
+        EXPECT_FALSE(s.attention.causal && !(s.attention.cuSeqlensQ == s.attention.cuSeqlensK))
+            << f.name;
+      }
+  for (const char *name : {"attention_block", "attention_block_grad", "attention_block_diagonal",
+                           "attention_block_grad_diagonal"})
+    EXPECT_EQ(steps[name], 1u) << name;
+}
 
 size_t attentionSteps(const Program &p) {
   size_t n = 0;
