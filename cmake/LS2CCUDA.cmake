@@ -23,6 +23,11 @@ foreach(t CUDA::nvrtc CUDA::cuda_driver CUDA::cublasLt CUDA::cudart)
 endforeach()
 set(LS2C_HAVE_CUDA ON)
 message(STATUS "ls2c: CUDA ${CUDAToolkit_VERSION} at ${CUDAToolkit_TARGET_DIR} (NVRTC, driver API, cuBLASLt)")
+# NVRTC's library alone: CUDA::nvrtc also links the driver stub (lib/JIT).
+if(NOT TARGET ls2c::nvrtc)
+  add_library(ls2c::nvrtc UNKNOWN IMPORTED)
+  set_target_properties(ls2c::nvrtc PROPERTIES IMPORTED_LOCATION "${CUDA_nvrtc_LIBRARY}")
+endif()
 
 # NCCL and cuDNN ship inside the CUDA install here (lib/ beside lib64/).
 set(_ls2c_cuda_libs "${CUDAToolkit_LIBRARY_DIR}" "${CUDAToolkit_TARGET_DIR}/lib"
@@ -33,7 +38,7 @@ foreach(lib nccl cudnn)
   string(TOUPPER ${lib} LIB)
   find_path(LS2C_${LIB}_INCLUDE_DIR ${lib}.h HINTS ${_ls2c_cuda_incs})
   find_library(LS2C_${LIB}_LIBRARY ${lib} HINTS ${_ls2c_cuda_libs})
-  if(TARGET ls2c::${lib}) # included again (ls2cConfig.cmake)
+  if(TARGET ls2c::${lib}) # found before in this scope (find_package(ls2c) called again)
     set(LS2C_HAVE_${LIB} ON)
   elseif(LS2C_${LIB}_INCLUDE_DIR AND LS2C_${LIB}_LIBRARY)
     add_library(ls2c::${lib} UNKNOWN IMPORTED)

@@ -12,8 +12,9 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-# What the three link against, in dependency order; each is present only
-# when the build has what it needs (MLIR, CUDA, NCCL, cuDNN).
+# The three and what they link against, in dependency order (NCCL's for
+# the data-parallel runtime); each is present only when the build has what
+# it needs (MLIR, CUDA, NCCL, cuDNN).
 set(_ls2c_package_libraries
   LS2CSupport LS2CModel LS2CTraining LS2CAnalysis LS2CRuntimeProgram LS2CRuntimeDistributed
   LS2CJIT LS2CRuntimeGemm LS2CRuntimeNccl LS2CRuntimeCudnn LS2CRuntimeExecutor
@@ -25,6 +26,7 @@ foreach(t IN LISTS _ls2c_package_libraries)
     # LS2CJITCompiler is ls2c::JITCompiler, LS2Dialect ls2c::Dialect.
     string(REGEX REPLACE "^LS2C?" "" name ${t})
     set_target_properties(${t} PROPERTIES EXPORT_NAME ${name})
+    target_compile_features(${t} PUBLIC cxx_std_17) # their headers' standard
     add_library(ls2c::${name} ALIAS ${t})
   endif()
 endforeach()
@@ -39,14 +41,24 @@ if(TARGET ls2c)
   set_target_properties(ls2c PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
   install(TARGETS ls2c RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
-# The public headers: the compiler's and the runtime's (both ls2c/...).
+# The public headers: the compiler's and the runtime's (both ls2c/...),
+# the ls2 dialect's that they include, and those TableGen generates.
 install(DIRECTORY include/ls2c runtime/include/ls2c
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+if(LS2C_ENABLE_MLIR)
+  install(DIRECTORY dialects/ls2 DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+    FILES_MATCHING PATTERN "*.h")
+  install(DIRECTORY ${CMAKE_BINARY_DIR}/dialects/ls2 ${CMAKE_BINARY_DIR}/include/ls2c
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h.inc"
+    PATTERN CMakeFiles EXCLUDE)
+endif()
 
 set(_ls2c_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/ls2c)
 install(EXPORT ls2cTargets NAMESPACE ls2c:: DESTINATION ${_ls2c_cmake_dir})
 set(LS2C_PACKAGE_WITH_MLIR ${LS2C_ENABLE_MLIR})
 set(LS2C_PACKAGE_WITH_CUDA ${LS2C_HAVE_CUDA})
+set(LS2C_PACKAGE_WITH_NCCL ${LS2C_HAVE_NCCL})
+set(LS2C_PACKAGE_WITH_CUDNN ${LS2C_HAVE_CUDNN})
 configure_package_config_file(cmake/ls2cConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/ls2cConfig.cmake INSTALL_DESTINATION ${_ls2c_cmake_dir})
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/ls2cConfigVersion.cmake

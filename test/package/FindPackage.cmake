@@ -1,7 +1,10 @@
-# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DGENERATOR=... -P FindPackage.cmake
+# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DGENERATOR=...
+#       -DMAKE_PROGRAM=... -DCXX_COMPILER=... -DEXECUTOR=0|1 -P FindPackage.cmake
 # Installs the build into WORK_DIR/prefix, configures and builds
-# examples/cpp against it alone (find_package(ls2c), no source tree on its
-# include path), runs the example on tiny-gpt and the installed CLI's check.
+# examples/cpp against it alone (find_package(ls2c) pinned to the install,
+# no source tree on its include path), runs the example on tiny-gpt and the
+# installed CLI's check, and with EXECUTOR builds a program linked against
+# ls2c::RuntimeExecutor (executor/; not run: it needs a GPU driver).
 function(run what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
@@ -19,8 +22,10 @@ foreach(f lib/cmake/ls2c/ls2cConfig.cmake include/ls2c/JIT.h include/ls2c/Runtim
     message(FATAL_ERROR "the install lacks ${f}")
   endif()
 endforeach()
+set(configure -G ${GENERATOR} -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM}
+    -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -Dls2c_DIR=${prefix}/lib/cmake/ls2c)
 run("configuring examples/cpp against the install" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/cpp
-    -B ${WORK_DIR}/example -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix})
+    -B ${WORK_DIR}/example ${configure})
 run("building examples/cpp" ${CMAKE_COMMAND} --build ${WORK_DIR}/example)
 run("compile_model" ${CMAKE_COMMAND} -E env LS2C_CACHE_DIR=${WORK_DIR}/cache
     ${WORK_DIR}/example/compile_model ${SOURCE_DIR}/examples/tiny-gpt.json sm_90
@@ -31,5 +36,10 @@ endif()
 run("the installed ls2c" ${prefix}/bin/ls2c check ${SOURCE_DIR}/examples/tiny-gpt.json)
 if(NOT run_output MATCHES "tiny-gpt")
   message(FATAL_ERROR "ls2c check printed:\n${run_output}")
+endif()
+if(EXECUTOR)
+  run("configuring a program of ls2c::RuntimeExecutor" ${CMAKE_COMMAND}
+      -S ${SOURCE_DIR}/test/package/executor -B ${WORK_DIR}/executor ${configure})
+  run("building a program of ls2c::RuntimeExecutor" ${CMAKE_COMMAND} --build ${WORK_DIR}/executor)
 endif()
 message(STATUS "installed, built examples/cpp with find_package(ls2c) and ran it")
