@@ -44,7 +44,14 @@ endif()
 # The public headers: the compiler's and the runtime's (both ls2c/...),
 # the ls2 dialect's that they include, and those TableGen generates.
 install(DIRECTORY include/ls2c runtime/include/ls2c
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h"
+  # Those of libraries the package does not hold (the CLI's data, training
+  # and generation parts).
+  PATTERN Data EXCLUDE PATTERN Eval EXCLUDE PATTERN Generation EXCLUDE
+  PATTERN Parallel EXCLUDE PATTERN Reference EXCLUDE PATTERN Trainer EXCLUDE)
+# Header-only, and included by Frontend/SequenceParallelModule.h.
+install(FILES include/ls2c/Parallel/SequenceParallelFunctions.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ls2c/Parallel)
 if(LS2C_ENABLE_MLIR)
   install(DIRECTORY dialects/ls2 DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
     FILES_MATCHING PATTERN "*.h")
@@ -59,11 +66,13 @@ set(LS2C_PACKAGE_WITH_MLIR ${LS2C_ENABLE_MLIR})
 set(LS2C_PACKAGE_WITH_CUDA ${LS2C_HAVE_CUDA})
 set(LS2C_PACKAGE_WITH_NCCL ${LS2C_HAVE_NCCL})
 set(LS2C_PACKAGE_WITH_CUDNN ${LS2C_HAVE_CUDNN})
+# Written under package/ (not the build tree's root, where ls2c_DIR=build
+# would find a config without its targets).
+set(_ls2c_package ${CMAKE_CURRENT_BINARY_DIR}/package)
 configure_package_config_file(cmake/ls2cConfig.cmake.in
-  ${CMAKE_CURRENT_BINARY_DIR}/ls2cConfig.cmake INSTALL_DESTINATION ${_ls2c_cmake_dir})
-write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/ls2cConfigVersion.cmake
+  ${_ls2c_package}/ls2cConfig.cmake INSTALL_DESTINATION ${_ls2c_cmake_dir})
+write_basic_package_version_file(${_ls2c_package}/ls2cConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
-install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ls2cConfig.cmake
-              ${CMAKE_CURRENT_BINARY_DIR}/ls2cConfigVersion.cmake
+install(FILES ${_ls2c_package}/ls2cConfig.cmake ${_ls2c_package}/ls2cConfigVersion.cmake
               cmake/LS2CCUDA.cmake
         DESTINATION ${_ls2c_cmake_dir})

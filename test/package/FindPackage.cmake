@@ -3,7 +3,8 @@
 # Installs the build into WORK_DIR/prefix, configures and builds
 # examples/cpp against it alone (find_package(ls2c) pinned to the install,
 # no source tree on its include path), runs the example on tiny-gpt and the
-# installed CLI's check, and with EXECUTOR builds a program linked against
+# installed CLI's check, compiles every installed header on its own
+# (headers/), and with EXECUTOR builds a program linked against
 # ls2c::RuntimeExecutor (executor/; not run: it needs a GPU driver).
 function(run what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -37,6 +38,9 @@ run("the installed ls2c" ${prefix}/bin/ls2c check ${SOURCE_DIR}/examples/tiny-gp
 if(NOT run_output MATCHES "tiny-gpt")
   message(FATAL_ERROR "ls2c check printed:\n${run_output}")
 endif()
+run("configuring a project of every installed header" ${CMAKE_COMMAND}
+    -S ${SOURCE_DIR}/test/package/headers -B ${WORK_DIR}/headers ${configure})
+run("compiling every installed header alone" ${CMAKE_COMMAND} --build ${WORK_DIR}/headers)
 if(EXECUTOR)
   run("configuring a program of ls2c::RuntimeExecutor" ${CMAKE_COMMAND}
       -S ${SOURCE_DIR}/test/package/executor -B ${WORK_DIR}/executor ${configure})
