@@ -38,20 +38,30 @@ struct Built {
   size_t crossOps = 0; ///< of those, cross attention (queries and keys packed apart)
 };
 
-Built build(const std::string &preset, ls2c::DType dtype, int64_t heads = 0) {
+/// The train step's program of `preset` (with `sequenceParallel`, that of
+/// its sequence-parallel pieces, SequenceParallelModule.h).
+Built build(const std::string &preset, ls2c::DType dtype, int64_t heads = 0,
+            bool sequenceParallel = false) {
   mlir::MLIRContext context;
   ls2c::ModelDescription desc =
       ls2c::loadModelDescription(LS2C_SOURCE_DIR "/examples/" + preset + ".json");
   desc.dtype = dtype;
   if (heads)
     desc.heads = heads;
-  mlir::OwningOpRef<mlir::ModuleOp> module = ls2c::buildForwardModule(context, desc);
-  EXPECT_TRUE(module) << preset;
-  mlir::PassManager pm(&context);
-  ls2c::addCompilePipeline(pm, ls2c::CompileStage::Planned, false);
-  EXPECT_TRUE(mlir::succeeded(pm.run(*module))) << preset;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      sequenceParallel ? ls2c::buildSequenceParallelModule(context, desc)
+                       : ls2c::buildForwardModule(context, desc);
   Built b;
-  for (const std::string &name : ls2c::codegen::trainingFunctions())
+  EXPECT_TRUE(module) << preset;
+  if (!module)
+    return b;
+  mlir::PassManager pm(&context);
+  ls2c::addCompilePipeline(pm, ls2c::moduleStage(*module), ls2c::CompileStage::Planned);
+  EXPECT_TRUE(mlir::succeeded(pm.run(*module))) << preset;
+  const std::vector<std::string> &functions = sequenceParallel
+                                                  ? ls2c::parallel::sequenceParallelFunctions()
+                                                  : ls2c::codegen::trainingFunctions();
+  for (const std::string &name : functions)
     if (auto f = module->lookupSymbol<mlir::func::FuncOp>(name))
       f.walk([&](mlir::Operation *op) {
         b.attentionOps += mlir::isa<ls2c::ls2::AttentionOp>(op);
@@ -61,7 +71,7 @@ Built build(const std::string &preset, ls2c::DType dtype, int64_t heads = 0) {
         if (auto g = mlir::dyn_cast<ls2c::ls2::AttentionGradOp>(op))
           b.crossOps += g.getCuSeqlensQ() != g.getCuSeqlensK();
       });
-  mlir::FailureOr<Program> program = ls2c::codegen::buildProgram(*module, desc, "");
+  mlir::FailureOr<Program> program = ls2c::codegen::buildProgram(*module, desc, "", functions);
   EXPECT_TRUE(mlir::succeeded(program)) << preset;
   if (mlir::succeeded(program))
     b.program = std::move(*program);
@@ -138,20 +148,10 @@ INSTANTIATE_TEST_SUITE_P(Tiny, HalfPresets,
 // cu_seqlens), and keep cuDNN steps: only an encoder-decoder's cross
 // attention is refused them (ProgramBuilder.cpp).
 TEST(AttentionSteps, SequenceParallelBlocksKeepCudnn) {
-  mlir::MLIRContext context;
-  ls2c::ModelDescription desc =
-      ls2c::loadModelDescription(LS2C_SOURCE_DIR "/examples/tiny-gpt.json");
-  desc.dtype = ls2c::DType::BF16;
-  mlir::OwningOpRef<mlir::ModuleOp> module = ls2c::buildSequenceParallelModule(context, desc);
-  ASSERT_TRUE(module);
-  mlir::PassManager pm(&context);
-  ls2c::addCompilePipeline(pm, ls2c::moduleStage(*module), ls2c::CompileStage::Planned);
-  ASSERT_TRUE(mlir::succeeded(pm.run(*module)));
-  mlir::FailureOr<Program> program = ls2c::codegen::buildProgram(
-      *module, desc, "", ls2c::parallel::sequenceParallelFunctions());
-  ASSERT_TRUE(mlir::succeeded(program));
+  Built b = build("tiny-gpt", ls2c::DType::BF16, 0, true);
+  ASSERT_GT(b.crossOps, 0u);
   std::map<std::string, size_t> steps;
-  for (const Function &f : program->functions)
+  for (const Function &f : b.program.functions)
     for (const Step &s : f.steps)
       if (s.kind == Step::Kind::Attention) {
         ++steps[f.name];
