@@ -41,6 +41,11 @@ if(TARGET ls2c)
   set_target_properties(ls2c PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
   install(TARGETS ls2c RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+if(TARGET ls2c-cuda)
+  # `ls2c train` on the GPU: opened by ls2c at run time (lib/Trainer/CudaModule.h).
+  set_target_properties(ls2c-cuda PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+  install(TARGETS ls2c-cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/ls2c)
+endif()
 # The public headers: the compiler's and the runtime's (both ls2c/...),
 # the ls2 dialect's that they include, and those TableGen generates.
 install(DIRECTORY include/ls2c runtime/include/ls2c

@@ -10,6 +10,7 @@ PACKAGES=(
   libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
   libfmt-dev nlohmann-json3-dev libgtest-dev
   libopenblas-dev libsentencepiece-dev libssl-dev zlib1g-dev
+  libzstd-dev  # LS2C_STATIC_MLIR: LLVMSupport links zstd
   dataset-fashion-mnist
 )
 

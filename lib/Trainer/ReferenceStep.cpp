@@ -2,7 +2,7 @@
 #include "ls2c/Trainer/ReferenceStep.h"
 
 #include "Programs.h"
-#include "TrainState.h"
+#include "ls2c/Trainer/TrainState.h"
 
 #include "ls2c/Model/BatchIds.h"
 #include "ls2c/Model/ParameterLayout.h"

@@ -1,5 +1,5 @@
 //===- TrainState.cpp - training state and its checkpoints ----------------===//
-#include "TrainState.h"
+#include "ls2c/Trainer/TrainState.h"
 
 #include "ls2c/Data/Vocabulary.h"
 #include "ls2c/Support/Safetensors.h"

@@ -1,14 +1,17 @@
-//===- Trainer.cpp - train on the CPU reference backend -------------------===//
+//===- Trainer.cpp - the training loop of `ls2c train`, on any engine -----===//
 #include "ls2c/Trainer/Trainer.h"
 
 #include "ProgressReporter.h"
-#include "Programs.h"
-#include "TrainState.h"
+#include "ReferenceEngine.h"
+#if LS2C_HAVE_CUDA
+#include "CudaTrainer.h"
+#endif
 
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Model/ParameterLayout.h"
-#include "ls2c/Reference/Interpreter.h"
 #include "ls2c/Trainer/PredictionScore.h"
+#include "ls2c/Trainer/TrainEngine.h"
+#include "ls2c/Trainer/TrainState.h"
 #include "ls2c/Trainer/TrainingData.h"
 #include "ls2c/Training/Workspace.h"
 
@@ -19,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <tuple>
 
@@ -26,9 +30,6 @@ namespace ls2c {
 
 namespace {
 
-using reference::ElementType;
-using reference::HostTensor;
-using reference::Interpreter;
 using Clock = std::chrono::steady_clock;
 
 std::atomic<bool> interruptRequested{false};
@@ -63,15 +64,37 @@ struct Evaluation {
   double accuracy = 0;  ///< share of those labels the logits' argmax predicts
 };
 
-/// Adds the rows of `logits` [N, C] whose label is not `ignored`.
-void score(const HostTensor &logits, const HostTensor &labels, int64_t ignored,
-           PredictionScore &out) {
-  const int64_t rows = labels.numElements(), classes = logits.shape.back();
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t label = labels.ints[static_cast<size_t>(r)];
-    if (label != ignored)
-      out.add(logits.floats.data() + r * classes, classes, label);
+/// The engine `o.device` asks for: cuda, else the CPU (auto: cuda when this
+/// machine has a usable GPU, else the CPU, with what stood in the way in
+/// `why`).
+std::unique_ptr<TrainEngine> makeEngine(const TrainOptions &o, const ModelDescription &desc,
+                                        const WorkspaceLayout &ws, TrainingData &data,
+                                        std::string &why) {
+  if (o.device != "auto" && o.device != "cpu" && o.device != "cuda")
+    throw TrainError("--device '" + o.device + "' is not one of auto, cpu, cuda");
+  if (o.device == "cpu") {
+    if (!o.bundle.empty())
+      throw TrainError("--bundle runs on the GPU: give --device cuda or auto");
+    return makeReferenceEngine(desc, ws);
   }
+#if LS2C_HAVE_CUDA
+  InputBatch first;
+  if (!data.validBatch(0, first))
+    throw TrainError((o.validData.empty() ? o.data : o.validData) +
+                     ": no validation batch (use more validation data)");
+  std::vector<std::string> inputs;
+  for (const auto &[name, t] : first.inputs)
+    inputs.push_back(name);
+  if (std::unique_ptr<TrainEngine> engine = openCudaEngine(o, desc, ws, inputs, why))
+    return engine;
+#else
+  (void)data;
+  why = "this ls2c was built without the CUDA toolkit";
+#endif
+  if (o.device == "cuda" || !o.bundle.empty())
+    throw TrainError(std::string(o.device == "cuda" ? "--device cuda" : "--bundle") +
+                     ": no usable CUDA GPU: " + why);
+  return makeReferenceEngine(desc, ws);
 }
 
 } // namespace
@@ -114,8 +137,6 @@ TrainResult train(const TrainOptions &o) {
   std::unique_ptr<TrainingData> data = loadTrainingData(o, desc);
   const bool classifies = desc.architecture != Architecture::Decoder;
 
-  Programs programs;
-  compilePrograms(programs, desc);
   ParameterLayout layout = buildParameterLayout(desc);
   WorkspaceLayout ws = planWorkspace(layout);
   TrainState state = TrainState::fresh(desc, ws, o.seed);
@@ -128,52 +149,47 @@ TrainResult train(const TrainOptions &o) {
       throw TrainError(checkpoint + ": already at step " +
                        std::to_string(state.step) + "; --steps " +
                        std::to_string(o.steps) + " leaves nothing to train");
-  } else {
+  }
+  // The engine before the output folder: a run refused for want of a GPU
+  // leaves nothing behind.
+  std::string noGpu;
+  std::unique_ptr<TrainEngine> engine = makeEngine(o, desc, ws, *data, noGpu);
+  if (!o.resume) {
     std::error_code error;
     std::filesystem::create_directories(o.outDir, error);
     if (error || !std::filesystem::is_directory(o.outDir))
       throw TrainError("cannot create output directory '" + o.outDir + "': " +
                        (error ? error.message() : "not a directory"));
   }
+  int64_t step = state.step;
+  engine->setState(std::move(state));
 
-  std::map<std::string, HostTensor> buffers;
-  for (auto &[name, t] : state.computeParameters(desc, ws, computeType(desc.dtype)))
-    if (!ws.find(name))
-      buffers[name] = t;
-
-  data->seek(state.step * o.microBatches);
+  data->seek(step * o.microBatches);
   // Always: it reports the lines truncated or skipped (--no-progress hides
   // only the progress line).
   std::fprintf(stderr, "data: %s\n", data->summary().c_str());
-  Interpreter interpreter(reference::Precision::F32);
+  std::fprintf(stderr, "device: %s%s\n", engine->device().c_str(),
+               noGpu.empty() ? "" : ("; no CUDA GPU: " + noGpu).c_str());
   ProgressReporter report(o.outDir + "/metrics.jsonl",
-                          /*resumeAfter=*/o.resume ? state.step : -1,
+                          /*resumeAfter=*/o.resume ? step : -1,
                           o.progress, o.steps);
   InterruptGuard interrupt;
 
   // The dropout-free @forward returns the loss and the logits it scores.
   auto evaluate = [&]() {
-    std::map<std::string, HostTensor> params = state.computeParameters(
-        desc, ws, computeType(desc.dtype));
+    engine->beginEvaluation();
     double sum = 0;
     int64_t count = 0;
     PredictionScore predictions;
     InputBatch b;
     for (int64_t k = 0; k < o.evalBatches && data->validBatch(k, b); ++k) {
-      std::map<std::string, HostTensor> named = params;
-      for (auto &[name, t] : b.inputs)
-        named[name] = t;
-      std::vector<HostTensor> args;
-      appendNamed(args, programs.forward, 0, named);
-      std::vector<HostTensor> out = interpreter.run(programs.forward, args);
-      const HostTensor &labels = b.inputs.at("labels");
       int64_t scored = 0;
-      for (int64_t label : labels.ints)
+      for (int64_t label : b.inputs.at("labels").ints)
         scored += label != data->ignoredLabel();
-      sum += out[0].floats[0] * static_cast<double>(scored);
+      double loss = engine->evaluate(b, data->ignoredLabel(), classifies ? &predictions : nullptr);
+      if (scored > 0)
+        sum += loss * static_cast<double>(scored);
       count += scored;
-      if (classifies)
-        score(out[1], labels, data->ignoredLabel(), predictions);
     }
     Evaluation e;
     e.scored = count;
@@ -184,65 +200,61 @@ TrainResult train(const TrainOptions &o) {
     }
     return e;
   };
+  auto save = [&] {
+    TrainState s = engine->getState();
+    s.step = step;
+    s.save(checkpoint, desc, ws, key);
+  };
 
   TrainResult result;
-  result.firstStep = state.step;
-  while (state.step < o.steps) {
+  result.firstStep = step;
+  result.device = engine->device();
+  // Micro-batch i of the run is TrainingData's i-th, read and prepared on a
+  // second thread while the engine runs the one before.
+  using Prepared = std::pair<InputBatch, std::shared_ptr<const void>>;
+  auto fetch = [&] {
+    Prepared p;
+    p.first = data->next();
+    p.second = engine->prepare(p.first);
+    return p;
+  };
+  std::future<Prepared> pending = std::async(std::launch::async, fetch);
+  while (step < o.steps) {
     auto stepStart = Clock::now();
-    HostTensor grads = HostTensor::zeros(ElementType::F32, {ws.totalElements});
     double loss = 0;
     int64_t tokens = 0, dropped = 0;
     for (int64_t micro = 0; micro < o.microBatches; ++micro) {
-      InputBatch batch = data->next();
+      auto [batch, prepared] = pending.get();
+      const bool more = micro + 1 < o.microBatches || step + 1 < o.steps;
+      if (more)
+        pending = std::async(std::launch::async, fetch);
       dropped += batch.droppedLabels;
-      std::map<std::string, HostTensor> named = std::move(batch.inputs);
-      named.insert(buffers.begin(), buffers.end());
-      named["dropout_seed"] = HostTensor::scalarInt(ElementType::I64,
-                                                    static_cast<int64_t>(o.seed));
-      named["dropout_offset"] = HostTensor::scalarInt(
-          ElementType::I64, state.step * o.microBatches + micro);
-      std::vector<HostTensor> args = {state.master, grads, state.lossScale};
-      appendNamed(args, programs.accumulate, 3, named);
-      std::vector<HostTensor> out = interpreter.run(programs.accumulate, args);
-      loss += out[0].floats[0] / static_cast<double>(o.microBatches);
-      grads = std::move(out[1]);
+      loss += engine->accumulate(batch, prepared, micro == 0, o.seed,
+                                 step * o.microBatches + micro) /
+              static_cast<double>(o.microBatches);
       tokens += batch.tokens;
     }
-    std::vector<HostTensor> out = interpreter.run(
-        programs.optimizerStep,
-        {state.master, grads, state.expAvg, state.expAvgSq, state.stepTensor(),
-         state.lossScale, state.goodSteps,
-         HostTensor::scalarFloat(ElementType::F32,
-                                 static_cast<double>(o.microBatches))});
-    bool finite = out[8].ints[0] != 0;
-    state.master = std::move(out[0]);
-    state.expAvg = std::move(out[1]);
-    state.expAvgSq = std::move(out[2]);
-    int64_t applied = out[3].ints[0];
-    state.lossScale = std::move(out[4]);
-    state.goodSteps = std::move(out[5]);
+    OptimizerStepResult r = engine->optimizerStep(o.microBatches);
     // A skipped (non-finite) step still consumed its batches: count it.
-    state.step += 1;
-    state.appliedSteps = applied;
+    step += 1;
     double seconds =
         std::chrono::duration<double>(Clock::now() - stepStart).count();
-    report.step(state.step, loss, out[7].floats[0], out[6].floats[0],
-                static_cast<double>(tokens) / seconds, finite,
+    report.step(step, loss, r.lr, r.gradNorm, static_cast<double>(tokens) / seconds, r.finite,
                 desc.max_predictions > 0 ? dropped : -1,
-                desc.dtype == DType::F16 ? state.lossScale.floats[0] : 0.0);
+                desc.dtype == DType::F16 ? r.lossScale : 0.0);
     result.lastLoss = loss;
 
     double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
     bool outOfTime = o.timeLimitSeconds > 0 && elapsed >= o.timeLimitSeconds;
-    bool last = state.step == o.steps || outOfTime;
-    if (o.evalInterval && (state.step % o.evalInterval == 0 || last)) {
+    bool last = step == o.steps || outOfTime;
+    if (o.evalInterval && (step % o.evalInterval == 0 || last)) {
       Evaluation e = evaluate();
       if (e.scored == 0) {
         // A tiny validation set can leave no label with a loss (no masked
         // token): say so rather than report a loss and accuracy of 0.
         std::fprintf(stderr, "ls2c: warning: step %lld: the validation batches have no label "
                              "that carries a loss; nothing to report (use more validation data)\n",
-                     static_cast<long long>(state.step));
+                     static_cast<long long>(step));
       } else {
         result.lastValidLoss = e.loss;
         std::map<std::string, double> extra;
@@ -252,23 +264,26 @@ TrainResult train(const TrainOptions &o) {
           if (desc.label_smoothing > 0)
             extra["valid_nll_loss"] = e.nllLoss;
         }
-        report.validation(state.step, e.loss, extra);
+        report.validation(step, e.loss, extra);
       }
     }
     bool interrupted = interrupt.requested();
-    if (last || interrupted ||
-        (o.checkpointInterval && state.step % o.checkpointInterval == 0))
-      state.save(checkpoint, desc, ws, key);
+    if (last || interrupted || (o.checkpointInterval && step % o.checkpointInterval == 0))
+      save();
     if (interrupted) {
+      if (pending.valid())
+        pending.wait();
       report.finish();
-      throw TrainInterrupted("interrupted at step " + std::to_string(state.step) +
+      throw TrainInterrupted("interrupted at step " + std::to_string(step) +
                              "; checkpoint saved, continue with --resume");
     }
     if (outOfTime)
       break;
   }
+  if (pending.valid())
+    pending.wait();
   report.finish();
-  result.step = state.step;
+  result.step = step;
   result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
   return result;
 }

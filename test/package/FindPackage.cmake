@@ -5,7 +5,10 @@
 # no source tree on its include path), runs the example on tiny-gpt and the
 # installed CLI's check, compiles every installed header on its own
 # (headers/), and with EXECUTOR builds a program linked against
-# ls2c::RuntimeExecutor (executor/; not run: it needs a GPU driver).
+# ls2c::RuntimeExecutor (executor/; not run: it needs a GPU driver). With
+# CUDA_MODULE, the installed ls2c finds the installed ls2c-cuda.so: asked
+# for the GPU on a machine without one, it names that file's load or probe
+# failure, not a missing module.
 function(run what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
@@ -37,6 +40,17 @@ endif()
 run("the installed ls2c" ${prefix}/bin/ls2c check ${SOURCE_DIR}/examples/tiny-gpt.json)
 if(NOT run_output MATCHES "tiny-gpt")
   message(FATAL_ERROR "ls2c check printed:\n${run_output}")
+endif()
+if(CUDA_MODULE)
+  execute_process(COMMAND ${prefix}/bin/ls2c train ${SOURCE_DIR}/examples/tiny-gpt.json
+                  --data ${SOURCE_DIR}/examples/data/tinyshakespeare/input.txt --device cuda
+                  --out ${WORK_DIR}/cuda-run
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(rc EQUAL 0)
+    # A machine with a GPU trains: the module was found and ran.
+  elseif(NOT err MATCHES "no usable CUDA GPU: (cannot load ${prefix}/[^ ]*/ls2c-cuda.so|cudaError)")
+    message(FATAL_ERROR "the installed ls2c did not load the installed ls2c-cuda.so:\n${err}")
+  endif()
 endif()
 run("configuring a project of every installed header" ${CMAKE_COMMAND}
     -S ${SOURCE_DIR}/test/package/headers -B ${WORK_DIR}/headers ${configure})

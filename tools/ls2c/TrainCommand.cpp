@@ -17,7 +17,8 @@ constexpr const char *kTrainUsage =
     "usage: ls2c train MODEL.json --data DATA [data options] [--out DIR] [--steps N] "
     "[--batch-sequences N] [--micro-batches N] [--eval-interval N] "
     "[--eval-batches N] [--checkpoint-interval N] [--time-limit SECONDS] "
-    "[--seed N] [--resume | --overwrite] [--no-progress]";
+    "[--seed N] [--resume | --overwrite] [--no-progress] [--device auto|cpu|cuda] "
+    "[--bundle TRAIN.ls2b] [--attention auto|kernels|cudnn] [--no-graphs]";
 
 /// Parses a non-negative integer option value; "" on success.
 std::string parseCount(const std::string &flag, const std::string &text,
@@ -108,6 +109,18 @@ std::string parse(const std::vector<std::string> &args, TrainOptions &o, bool &o
       overwrite = true;
     else if (a == "--no-progress")
       o.progress = false;
+    else if (a == "--device") {
+      if ((error = value(o.device)).empty() && o.device != "auto" && o.device != "cpu" &&
+          o.device != "cuda")
+        error = "--device '" + o.device + "' is not one of auto, cpu, cuda";
+    } else if (a == "--bundle")
+      error = value(o.bundle);
+    else if (a == "--attention") {
+      if ((error = value(o.attention)).empty() && o.attention != "auto" &&
+          o.attention != "kernels" && o.attention != "cudnn")
+        error = "--attention '" + o.attention + "' is not one of auto, kernels, cudnn";
+    } else if (a == "--no-graphs")
+      o.graphs = false;
     else if (a.rfind("-", 0) == 0)
       error = "unknown option '" + a + "' for train";
     else if (o.model.empty())
@@ -123,10 +136,14 @@ std::string parse(const std::vector<std::string> &args, TrainOptions &o, bool &o
 }
 
 constexpr const char *kTrainHelp = R"(
-Trains a model with the CPU reference backend (an interpreter of the compiled
-train step) on the data its architecture takes. Validation data is a second
-set of the same kind (--valid-data ...), or else the last 10% of the
-training examples.
+Trains a model on the data its architecture takes: on the GPU when this
+machine has a CUDA GPU (the train step compiled for it in process, its
+kernels kept in the program cache, $LS2C_CACHE_DIR or ~/.cache/ls2c, so a
+second run starts at once), else on the CPU reference backend (an
+interpreter of the compiled train step, in f32). Both see the same batches
+and write the same metrics and checkpoints: a run resumes on either device.
+Validation data is a second set of the same kind (--valid-data ...), or else
+the last 10% of the training examples.
 
 data by architecture:
   decoder          --data TEXT|TOKENS: a text read character by character
@@ -180,6 +197,17 @@ a seeded order each epoch.
                            or --overwrite, a checkpoint there is refused)
   --no-progress            no progress line on stderr (validation lines
                            are still printed)
+  --device auto|cpu|cuda   where the steps run (default auto: the GPU when
+                           ls2c-cuda.so loads and sees a device, else the
+                           CPU, saying why; cuda: refuse to run without one)
+  --bundle TRAIN.ls2b      GPU: the train step from a bundle of this
+                           description (ls2c compile MODEL.json --arch=sm_90
+                           -o TRAIN.ls2b) instead of compiling it
+  --attention auto|kernels|cudnn
+                           GPU: attention on the generated kernels, cuDNN's
+                           fused attention, or per shape the faster (default)
+  --no-graphs              GPU: run each step's kernels one by one instead of
+                           replaying CUDA graphs
 
 fp16 models train with dynamic loss scaling, as torch.cuda.amp.GradScaler:
 the loss is multiplied by a scale (first 65536) before the backward and the
@@ -247,6 +275,9 @@ int runTrain(const std::vector<std::string> &args) {
   } catch (const TrainError &e) {
     std::fprintf(stderr, "ls2c: error: %s\n", e.what());
     return kExitBadInput;
+  } catch (const DeviceError &e) {
+    std::fprintf(stderr, "ls2c: error: on the GPU: %s\n", e.what());
+    return kExitInternal;
   }
 }
 

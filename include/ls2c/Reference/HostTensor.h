@@ -14,6 +14,10 @@
 
 namespace ls2c::reference {
 
+/// The arithmetic the interpreter computes in (HostTensor values are
+/// doubles either way; F32 rounds each op's result to float).
+enum class Precision { F32, F64 };
+
 /// Element types of the ls2 dialect.
 enum class ElementType { F32, F16, BF16, I32, I64, I1 };
 

@@ -29,8 +29,6 @@
 
 namespace ls2c::reference {
 
-enum class Precision { F32, F64 };
-
 /// The reference element type of an MLIR element type (f32, f16, bf16, i32,
 /// i64, i1), or nullopt for any other.
 std::optional<ElementType> elementTypeFromMLIR(mlir::Type type);

@@ -1,11 +1,14 @@
-//===- Trainer.h - train a described model on the CPU reference backend ---===//
+//===- Trainer.h - train a described model on the GPU or the CPU ----------===//
 //
 // `ls2c train`: compiles the description's train step (frontend,
-// ls2-autodiff, ls2-train-step), then runs it step by step on the CPU
-// reference interpreter in f32: @accumulate_gradients per micro-batch, then
-// @optimizer_step. Reports progress on stderr, writes metrics as JSON lines
-// and checkpoints as safetensors, and resumes from a checkpoint with exactly
-// the loss trajectory of an uninterrupted run.
+// ls2-autodiff, ls2-train-step), then runs it step by step on a TrainEngine
+// (TrainEngine.h): the compiled kernels on a CUDA GPU when there is one
+// (device "auto"), else the CPU reference interpreter in f32:
+// @accumulate_gradients per micro-batch, then @optimizer_step. Reports
+// progress on stderr, writes metrics as JSON lines and checkpoints as
+// safetensors (the same on both devices: a run resumes on either), and
+// resumes from a checkpoint with exactly the loss trajectory of an
+// uninterrupted run.
 //
 // Every architecture: decoder (GPT) models on character-level text or a
 // token file, encoder (BERT) masked-LM on token files, encoder_decoder
@@ -45,6 +48,13 @@ struct TrainOptions {
   uint64_t seed = 1234;        ///< initialization, batches and dropout
   bool resume = false;         ///< continue from outDir/checkpoint.safetensors
   bool progress = true;        ///< progress line on stderr
+  /// "auto" (a CUDA GPU when one is usable, else the CPU), "cpu" or "cuda".
+  std::string device = "auto";
+  /// cuda: a train bundle of this description (`ls2c compile --arch`)
+  /// instead of compiling in process ("" = compile).
+  std::string bundle;
+  std::string attention = "auto"; ///< cuda: kernels, cudnn or auto (Executor.h)
+  bool graphs = true;             ///< cuda: replay CUDA graphs of the steps
 };
 
 /// What a run ended with, for callers and tests.
@@ -55,10 +65,18 @@ struct TrainResult {
   double lastValidLoss = -1; ///< last validation loss (-1: none evaluated)
   double lastValidAccuracy = -1; ///< its accuracy (-1: none, or a decoder)
   double seconds = 0;        ///< wall time of this run
+  std::string device;        ///< what ran the steps (TrainEngine::device)
 };
 
 /// A bad option, unusable data or checkpoint; what() is one line naming it.
 class TrainError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The GPU failed (out of device memory, a kernel fault, a lost device);
+/// what() names the function or buffer.
+class DeviceError : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
 };
@@ -70,8 +88,9 @@ public:
 };
 
 /// Runs training. Throws TrainError for bad input (ModelDescription, data
-/// and checkpoint errors included) and TrainInterrupted when a signal stopped
-/// it.
+/// and checkpoint errors included; --device cuda without a usable GPU) and
+/// TrainInterrupted when a signal stopped it; DeviceError when the GPU
+/// fails.
 TrainResult train(const TrainOptions &options);
 
 } // namespace ls2c

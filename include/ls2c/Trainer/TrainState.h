@@ -1,15 +1,20 @@
 //===- TrainState.h - everything a training run carries between steps -----===//
-#ifndef LS2C_LIB_TRAINER_TRAINSTATE_H
-#define LS2C_LIB_TRAINER_TRAINSTATE_H
+//
+// The host copy of a run's optimizer state: what a fresh run starts from,
+// what a checkpoint holds (Checkpoint.h) and what a TrainEngine takes and
+// gives back (TrainEngine.h). No MLIR.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LS2C_TRAINER_TRAINSTATE_H
+#define LS2C_TRAINER_TRAINSTATE_H
 
 #include "ls2c/Model/ModelDescription.h"
-#include "ls2c/Trainer/Checkpoint.h"
 #include "ls2c/Reference/HostTensor.h"
-#include "ls2c/Reference/Interpreter.h"
+#include "ls2c/Trainer/Checkpoint.h"
 #include "ls2c/Training/Workspace.h"
 
-#include <map>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -58,4 +63,4 @@ struct TrainState {
 
 } // namespace ls2c
 
-#endif // LS2C_LIB_TRAINER_TRAINSTATE_H
+#endif // LS2C_TRAINER_TRAINSTATE_H
