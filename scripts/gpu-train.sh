@@ -1,44 +1,111 @@
 #!/usr/bin/env bash
-# Prepares the GPU main job: builds ls2c and ls2c-gpu-train, compiles the
-# character-level GPT (examples/gpt-shakespeare.json) into a training bundle
-# and, with every dropout at 0, an evaluation bundle, under .gpu-train/.
-# On the GPU machine (carry .gpu-train):
-#   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib
-#   .gpu-train/ls2c-gpu-train .gpu-train/train.ls2b --eval .gpu-train/eval.ls2b \
-#     --data examples/data/tinyshakespeare/input.txt --steps 2000 --eval-interval 250 \
-#     --seed 1337 --metrics $OUT/metrics.jsonl
-# Usage: scripts/gpu-train.sh [MODEL.json]
+# `ls2c train` on the GPU machine, which has no MLIR.
+#   scripts/gpu-train.sh prepare   (here) builds a self-contained ls2c
+#       (LS2C_STATIC_MLIR=ON in build-static/: MLIR and LLVM linked in) and
+#       ls2c-cuda.so, and puts them in .gpu-train/bin with, in .gpu-train/lib,
+#       the libraries the GPU machine lacks (fmt, sentencepiece, OpenBLAS and
+#       its Fortran runtime).
+#   scripts/gpu-train.sh run OUT   (there; carry .gpu-train) the checks of
+#       issue 27's first item, each a plain `ls2c train`:
+#       1. the main job: examples/gpt-shakespeare.json, 2000 steps, no device
+#          option and no bundle (the GPU is found, the programs compiled in
+#          process);
+#       2. the same seed and batches on both devices (tiny-gpt, fp32, 20
+#          steps): loss curves within the step tolerance;
+#       3. a CPU checkpoint resumed on the GPU continues the CPU's curve;
+#       4. a second run of 1. starts from the program cache.
+#     Logs and metrics go to OUT; a table last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { echo "usage: scripts/gpu-train.sh [MODEL.json]" >&2; exit 2; }
-# Arguments first: nothing is built or removed for a mistyped one.
-case "${1:-}" in
-  -h | --help) echo "usage: scripts/gpu-train.sh [MODEL.json]"; exit 0 ;;
-  -*) echo "gpu-train.sh: error: unknown option '$1'" >&2; usage ;;
-esac
-[ $# -le 1 ] || { echo "gpu-train.sh: error: one MODEL.json at most" >&2; usage; }
-MODEL=${1:-examples/gpt-shakespeare.json}
-[ -f "$MODEL" ] || { echo "gpu-train.sh: error: $MODEL: no such file" >&2; exit 2; }
-cmake --build build --target ls2c ls2c-gpu-train
-rm -rf .gpu-train
-mkdir -p .gpu-train
-EXCLUDE=$(git rev-parse --git-path info/exclude)
-mkdir -p "$(dirname "$EXCLUDE")"
-grep -qx '/.gpu-train/' "$EXCLUDE" 2>/dev/null || echo '/.gpu-train/' >> "$EXCLUDE"
-cp build/tools/ls2c-gpu-train/ls2c-gpu-train .gpu-train/
-# libfmt and libsentencepiece, which the GPU machine lacks, where the tool looks (its rpath).
-mkdir -p .gpu-train/lib
-for lib in $(ldd .gpu-train/ls2c-gpu-train | awk '/libfmt|libsentencepiece/ {print $3}'); do
-  cp -L "$lib" .gpu-train/lib/
+usage() { echo "usage: scripts/gpu-train.sh prepare | run OUT" >&2; exit 2; }
+[ $# -ge 1 ] || usage
+DIR=.gpu-train
+
+if [ "$1" = prepare ]; then
+  [ $# -eq 1 ] || usage
+  # shellcheck source=scripts/gpu-carry.sh
+  source scripts/gpu-carry.sh
+  cmake -S . -B build-static -G Ninja -DCMAKE_BUILD_TYPE=Release -DLS2C_STATIC_MLIR=ON \
+    -DLS2C_BUILD_TESTS=OFF -DMLIR_DIR=/usr/lib/llvm-19/lib/cmake/mlir \
+    -DLLVM_DIR=/usr/lib/llvm-19/lib/cmake/llvm -DCUDAToolkit_ROOT="${CUDA_HOME:-/usr/local/cuda}" \
+    > /dev/null
+  cmake --build build-static --target ls2c ls2c-cuda
+  carry_start "$DIR"
+  cp build-static/tools/ls2c/ls2c build-static/tools/ls2c/ls2c-cuda.so "$DIR/bin/"
+  for lib in $(ldd "$DIR/bin/ls2c" "$DIR/bin/ls2c-cuda.so" |
+               awk '/libfmt|libsentencepiece|libopenblas|libgfortran|libquadmath/ {print $3}' |
+               sort -u); do
+    cp -L "$lib" "$DIR/lib/"
+  done
+  # OpenBLAS (36 MB, every CPU's kernels) travels compressed; run unpacks it.
+  xz -T0 "$DIR/lib/libopenblas.so.0"
+  if ldd "$DIR/bin/ls2c" | grep -q 'libLLVM\|libMLIR'; then
+    echo "gpu-train.sh: error: $DIR/bin/ls2c links MLIR dynamically" >&2
+    exit 1
+  fi
+  carry_size_check "$DIR" 40 "share of a device call"
+  exit 0
+fi
+
+[ "$1" = run ] && [ $# -eq 2 ] || usage
+OUT=$2
+mkdir -p "$OUT"
+for f in "$DIR"/lib/*.xz; do
+  [ -e "$f" ] && python3 -c "import lzma, sys; open(sys.argv[2], 'wb').write(lzma.open(sys.argv[1]).read())" "$f" "${f%.xz}"
 done
-build/tools/ls2c/ls2c compile "$MODEL" --arch=sm_90 -o .gpu-train/train.ls2b
-python3 - "$MODEL" .gpu-train/eval.json <<'PY'
+export LD_LIBRARY_PATH=$PWD/$DIR/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
+export LS2C_CACHE_DIR=$OUT/cache
+LS2C=$DIR/bin/ls2c
+DATA=examples/data/tinyshakespeare/input.txt
+ldd "$LS2C" | grep -q libcuda && { echo "error: ls2c links libcuda" >&2; exit 1; }
+echo "ldd ls2c: no libcuda, no libLLVM/libMLIR"
+
+# 1. The main job, as a user types it.
+/usr/bin/time -f "%e s wall" "$LS2C" train examples/gpt-shakespeare.json --data "$DATA" \
+  --steps 2000 --out "$OUT/main" --no-progress > "$OUT/main.out" 2> "$OUT/main.err"
+cat "$OUT/main.err" "$OUT/main.out"
+
+# 2. Same seed and batches on both devices.
+TINY=(examples/tiny-gpt.json --data "$DATA" --batch-sequences 8 --eval-interval 10
+      --eval-batches 4 --no-progress)
+"$LS2C" train "${TINY[@]}" --steps 20 --device cpu --out "$OUT/tiny-cpu" 2> "$OUT/tiny-cpu.err"
+"$LS2C" train "${TINY[@]}" --steps 20 --out "$OUT/tiny-gpu" 2> "$OUT/tiny-gpu.err"
+# 3. Ten steps on the CPU, resumed on the GPU to twenty.
+"$LS2C" train "${TINY[@]}" --steps 10 --device cpu --out "$OUT/tiny-resume" \
+  2> "$OUT/tiny-resume-cpu.err"
+"$LS2C" train "${TINY[@]}" --steps 20 --device cuda --out "$OUT/tiny-resume" --resume \
+  2> "$OUT/tiny-resume-gpu.err"
+grep -h "device:" "$OUT"/tiny-*.err
+# 4. The main job again: its kernels from the cache.
+"$LS2C" train examples/gpt-shakespeare.json --data "$DATA" --steps 20 --eval-interval 0 \
+  --out "$OUT/again" --no-progress > /dev/null 2> "$OUT/again.err"
+grep -h "compiled for" "$OUT/main.err" "$OUT/again.err"
+
+python3 - "$OUT" <<'PY'
 import json, sys
-d = json.load(open(sys.argv[1]))
-for k in ("hidden_dropout", "attention_dropout", "activation_dropout"):
-    if k in d:
-        d[k] = 0.0
-json.dump(d, open(sys.argv[2], "w"), indent=1)
+out = sys.argv[1]
+def read(path):
+    train, valid, final = {}, {}, None
+    for line in open(path):
+        r = json.loads(line)
+        if 'loss' in r:
+            train[r['step']] = r['loss']
+        if 'valid_loss' in r:
+            valid[r['step']] = r['valid_loss']
+    return train, valid
+def worst(a, b, steps):
+    return max(abs(a[s] - b[s]) / abs(b[s]) for s in steps)
+main_t, main_v = read(f'{out}/main/metrics.jsonl')
+cpu_t, cpu_v = read(f'{out}/tiny-cpu/metrics.jsonl')
+gpu_t, gpu_v = read(f'{out}/tiny-gpu/metrics.jsonl')
+res_t, res_v = read(f'{out}/tiny-resume/metrics.jsonl')
+steps = sorted(cpu_t)
+print('| check | figure |')
+print('| --- | --- |')
+print(f'| main job: steps, last validation loss | {max(main_t)}, {main_v[max(main_v)]:.4f} |')
+print(f'| tiny-gpt fp32, 20 steps: worst relative loss difference GPU vs CPU | {worst(gpu_t, cpu_t, steps):.2e} |')
+print(f'| same, validation losses (steps {sorted(cpu_v)}) | {worst(gpu_v, cpu_v, sorted(cpu_v)):.2e} |')
+print(f'| CPU checkpoint at 10 resumed on the GPU: worst difference, steps 11-20, vs CPU run | {worst(res_t, cpu_t, range(11, 21)):.2e} |')
+print(f'| CPU losses step 1, 20 | {cpu_t[1]:.5f}, {cpu_t[20]:.5f} |')
+print(f'| GPU losses step 1, 20 | {gpu_t[1]:.5f}, {gpu_t[20]:.5f} |')
 PY
-build/tools/ls2c/ls2c compile .gpu-train/eval.json --arch=sm_90 -o .gpu-train/eval.ls2b
-du -sh .gpu-train
