@@ -119,4 +119,36 @@ double fromBF16Bits(uint16_t bits) {
   return f;
 }
 
+uint16_t floatToF16Bits(float x) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &x, sizeof bits);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
+  uint32_t a = bits & 0x7FFFFFFFu;
+  if (a > 0x7F800000u)
+    return sign | 0x7E00;
+  // 65520 = 65504 + half an ulp: from there on even rounding gives inf.
+  if (a >= 0x477FF000u)
+    return sign | 0x7C00;
+  if (a < 0x38800000u) { // below 2^-14: a multiple of 2^-24 (or 1024 of them)
+    float magnitude = 0.0f;
+    std::memcpy(&magnitude, &a, sizeof magnitude);
+    return sign | static_cast<uint16_t>(std::nearbyint(magnitude * 16777216.0f));
+  }
+  // Rebias the exponent (127 -> 15), then round the 13 dropped bits to
+  // nearest even; a carry moves into the exponent as it should.
+  a -= (127u - 15u) << 23;
+  a += 0x0FFFu + ((a >> 13) & 1u);
+  return sign | static_cast<uint16_t>(a >> 13);
+}
+
+uint16_t floatToBF16Bits(float x) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &x, sizeof bits);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u)
+    return (bits & 0x80000000u) ? 0xFFC0 : 0x7FC0;
+  // Round the 16 dropped bits to nearest even; overflow carries into inf.
+  bits += 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
 } // namespace ls2c::reference

@@ -30,6 +30,13 @@ double fromF16Bits(uint16_t bits);
 uint16_t toBF16Bits(double x);
 double fromBF16Bits(uint16_t bits);
 
+/// The same encodings of a float, by integer arithmetic on its bits (about
+/// twenty times faster than through double; equal to toF16Bits and
+/// toBF16Bits of (double)x for every float, NaN as their quiet NaN): for
+/// casting whole fp32 weight vectors.
+uint16_t floatToF16Bits(float x);
+uint16_t floatToBF16Bits(float x);
+
 } // namespace ls2c::reference
 
 #endif // LS2C_REFERENCE_FLOATFORMATS_H

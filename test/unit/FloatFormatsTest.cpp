@@ -156,3 +156,51 @@ TEST(FloatFormats, Encodings) {
   EXPECT_TRUE(std::isnan(fromF16Bits(0x7E00)));
   EXPECT_TRUE(std::isnan(fromBF16Bits(toBF16Bits(std::nan("")))));
 }
+
+namespace {
+
+float floatOfBits(uint32_t bits) {
+  float f = 0.0f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// The bit-level float encoders against the double ones: a spread of floats
+// over every exponent (a stride through all 2^32 bit patterns, offset by a
+// fresh random start), and each float on and next to every midpoint between
+// neighbouring f16 (or bf16) values, where the ties are decided.
+TEST(FloatFormats, FloatEncodersMatchTheDoubleOnes) {
+  std::mt19937 rng(std::random_device{}());
+  const uint32_t start = rng() % 4099;
+  int64_t checked = 0;
+  for (uint64_t b = start; b <= 0xFFFFFFFFull; b += 4099, ++checked) {
+    const float f = floatOfBits(static_cast<uint32_t>(b));
+    ASSERT_EQ(floatToF16Bits(f), toF16Bits(f)) << "f16 of bits " << std::hex << b;
+    ASSERT_EQ(floatToBF16Bits(f), toBF16Bits(f)) << "bf16 of bits " << std::hex << b;
+  }
+  EXPECT_GT(checked, 1000000);
+  for (uint32_t h = 0; h < 0x7C00; ++h) {
+    // Midpoint between f16 h and h + 1 (h + 1 = 0x7C00 is inf: the
+    // overflow threshold), exact in float, and the floats beside it.
+    const double lo = decodeHalf(static_cast<uint16_t>(h));
+    const double hi = h + 1 < 0x7C00 ? decodeHalf(static_cast<uint16_t>(h + 1)) : 65536.0;
+    for (float sign : {1.0f, -1.0f}) {
+      const float mid = sign * static_cast<float>((lo + hi) / 2);
+      for (float f : {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, sign * INFINITY)})
+        ASSERT_EQ(floatToF16Bits(f), toF16Bits(f)) << "f16 near the midpoint above " << lo;
+    }
+  }
+  for (uint32_t h = 0; h < 0x7F80; ++h) {
+    const float lo = floatOfBits(h << 16), hi = floatOfBits((h + 1) << 16);
+    const float mid = floatOfBits((h << 16) | 0x8000);
+    for (float f : {mid, std::nextafter(mid, lo), std::nextafter(mid, hi), -mid})
+      ASSERT_EQ(floatToBF16Bits(f), toBF16Bits(f)) << "bf16 near the midpoint above " << lo;
+  }
+  for (float f : {INFINITY, -INFINITY, NAN, -NAN, 0.0f, -0.0f, FLT_MAX, -FLT_MAX, FLT_MIN,
+                  FLT_TRUE_MIN}) {
+    EXPECT_EQ(floatToF16Bits(f), toF16Bits(f)) << f;
+    EXPECT_EQ(floatToBF16Bits(f), toBF16Bits(f)) << f;
+  }
+}
+
+} // namespace

@@ -20,6 +20,32 @@ size_t numel(const std::vector<int64_t> &shape) {
   return n;
 }
 
+std::vector<uint8_t> encodeFloats(const float *values, size_t n, DType dtype) {
+  std::vector<uint8_t> out(n * dtypeBytes(dtype));
+  switch (dtype) {
+  case DType::F32:
+    std::memcpy(out.data(), values, n * 4);
+    return out;
+  case DType::F64:
+    for (size_t i = 0; i < n; ++i) {
+      double x = values[i];
+      std::memcpy(out.data() + 8 * i, &x, 8);
+    }
+    return out;
+  case DType::F16:
+  case DType::BF16: {
+    auto encode = dtype == DType::F16 ? reference::floatToF16Bits : reference::floatToBF16Bits;
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t x = encode(values[i]);
+      std::memcpy(out.data() + 2 * i, &x, 2);
+    }
+    return out;
+  }
+  default:
+    throw RuntimeError(std::string("encodeFloats: ") + dtypeName(dtype) + " is not a float dtype");
+  }
+}
+
 std::vector<uint8_t> encodeValues(const std::vector<double> &values, DType dtype) {
   std::vector<uint8_t> out(values.size() * dtypeBytes(dtype));
   for (size_t i = 0; i < values.size(); ++i) {

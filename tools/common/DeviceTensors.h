@@ -65,6 +65,10 @@ void adoptResults(const runtime::Function &f, std::map<std::string, DeviceTensor
 
 /// `values` as `dtype` bytes, little-endian (integers truncated toward zero).
 std::vector<uint8_t> encodeValues(const std::vector<double> &values, runtime::DType dtype);
+/// `n` floats as `dtype` bytes (float dtypes only): the fast path for fp32
+/// weight vectors (fp16/bf16 by FloatFormats.h's bit-level encoders).
+/// Throws runtime::RuntimeError for an integer dtype.
+std::vector<uint8_t> encodeFloats(const float *values, size_t n, runtime::DType dtype);
 /// The inverse of encodeValues.
 std::vector<double> decodeValues(const std::vector<uint8_t> &bytes, runtime::DType dtype);
 

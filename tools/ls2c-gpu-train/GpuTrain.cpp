@@ -262,8 +262,7 @@ int run(const Options &o) {
       if (!slot || slot->spec->shape != spec.maxShape)
         throw InputError(o.evalBundle + ": @forward parameter '" + spec.name +
                          "' is not a parameter of " + o.bundle + " with its shape");
-      bytes = encodeValues(std::vector<double>(current.begin() + slot->offset,
-                                               current.begin() + slot->offset + slot->numel),
+      bytes = encodeFloats(current.data() + slot->offset, static_cast<size_t>(slot->numel),
                            spec.dtype);
       DeviceTensor &t = evalInputs[spec.name];
       if (t.buffer.size() < bytes.size())

@@ -290,10 +290,8 @@ public:
         if (!slot || slot->spec->shape != spec.maxShape)
           throw TrainError("@forward's parameter '" + spec.name +
                            "' is not a parameter of the description with its shape");
-        std::vector<uint8_t> bytes = tools::encodeValues(
-            std::vector<double>(current.begin() + slot->offset,
-                                current.begin() + slot->offset + slot->numel),
-            spec.dtype);
+        std::vector<uint8_t> bytes = tools::encodeFloats(
+            current.data() + slot->offset, static_cast<size_t>(slot->numel), spec.dtype);
         DeviceTensor &t = evalInputs[spec.name];
         if (t.buffer.size() < bytes.size())
           t.buffer = DeviceBuffer(bytes.size(), spec.name);
