@@ -146,7 +146,7 @@ def prepare(ls2c, probes, only=frozenset()):
         batch = (ro.batch(c, rng) if shape is None
                  else probe_batch(d, *shape, rng, ragged=name in RAGGED))
         save_file(batch, os.path.join(out, "batch.safetensors"))
-        subprocess.run([ls2c, "step", os.path.join(out, "model.json"),
+        subprocess.run([ls2c, "step", os.path.join(out, "model.json"), "--device", "cpu",
                         "--params", os.path.join(out, "params.safetensors"),
                         "--batch", os.path.join(out, "batch.safetensors"),
                         "-o", os.path.join(out, "reference.safetensors"),

@@ -13,7 +13,8 @@
 #       2. the same seed and batches on both devices (tiny-gpt, fp32, 20
 #          steps): loss curves within the step tolerance;
 #       3. a CPU checkpoint resumed on the GPU continues the CPU's curve;
-#       4. a second run of 1. starts from the program cache.
+#       4. `ls2c step` on given parameters and batch, CPU against GPU;
+#       5. a second run of 1. starts from the program cache.
 #     Logs and metrics go to OUT; a table last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +38,12 @@ if [ "$1" = prepare ]; then
                sort -u); do
     cp -L "$lib" "$DIR/lib/"
   done
+  # `ls2c step`'s inputs: tiny-gpt parameters and a batch (the oracle's
+  # generators; the GPU machine runs the same steps on both devices).
+  mkdir -p "$DIR/step"
+  .venv/bin/python test/tools/Inputs/make-step-inputs.py . "$DIR/step" > /dev/null
+  find "$DIR/step" -name '*.safetensors' ! -name params.safetensors ! -name batch.safetensors \
+    -delete
   # OpenBLAS (36 MB, every CPU's kernels) travels compressed; run unpacks it.
   xz -T0 "$DIR/lib/libopenblas.so.0"
   if ldd "$DIR/bin/ls2c" | grep -q 'libLLVM\|libMLIR'; then
@@ -76,7 +83,14 @@ TINY=(examples/tiny-gpt.json --data "$DATA" --batch-sequences 8 --eval-interval 
 "$LS2C" train "${TINY[@]}" --steps 20 --device cuda --out "$OUT/tiny-resume" --resume \
   2> "$OUT/tiny-resume-gpu.err"
 grep -h "device:" "$OUT"/tiny-*.err
-# 4. The main job again: its kernels from the cache.
+# 4. `ls2c step`: three steps of tiny-gpt on given parameters and batch, on
+#    both devices.
+STEP=("$DIR/step/model.json" --params "$DIR/step/params.safetensors"
+      --batch "$DIR/step/batch.safetensors" --steps 3 --dropout-seed 5)
+"$LS2C" step "${STEP[@]}" --device cpu -o "$OUT/step-cpu.safetensors" > /dev/null
+"$LS2C" step "${STEP[@]}" -o "$OUT/step-gpu.safetensors" > /dev/null 2> "$OUT/step-gpu.err"
+grep -h "device:" "$OUT/step-gpu.err"
+# 5. The main job again: its kernels from the cache.
 "$LS2C" train examples/gpt-shakespeare.json --data "$DATA" --steps 20 --eval-interval 0 \
   --out "$OUT/again" --no-progress > /dev/null 2> "$OUT/again.err"
 grep -h "compiled for" "$OUT/main.err" "$OUT/again.err"
@@ -107,5 +121,13 @@ print(f'| tiny-gpt fp32, 20 steps: worst relative loss difference GPU vs CPU | {
 print(f'| same, validation losses (steps {sorted(cpu_v)}) | {worst(gpu_v, cpu_v, sorted(cpu_v)):.2e} |')
 print(f'| CPU checkpoint at 10 resumed on the GPU: worst difference, steps 11-20, vs CPU run | {worst(res_t, cpu_t, range(11, 21)):.2e} |')
 print(f'| CPU losses step 1, 20 | {cpu_t[1]:.5f}, {cpu_t[20]:.5f} |')
+from safetensors.numpy import load_file
+import numpy as np
+c, g = load_file(f'{out}/step-cpu.safetensors'), load_file(f'{out}/step-gpu.safetensors')
+def rel(name):
+    return float(np.linalg.norm(g[name] - c[name]) / np.linalg.norm(c[name]))
+grads = max(rel(k) for k in c if k.startswith('grad/'))
+params = max(rel(k) for k in c if k.startswith('param/'))
+print(f'| ls2c step tiny-gpt, 3 steps, GPU vs CPU: losses, worst gradient, worst parameter (relative L2) | {rel("loss"):.2e}, {grads:.2e}, {params:.2e} |')
 print(f'| GPU losses step 1, 20 | {gpu_t[1]:.5f}, {gpu_t[20]:.5f} |')
 PY

@@ -32,18 +32,26 @@ void score(const HostTensor &logits, const HostTensor &labels, int64_t ignored,
 
 class ReferenceEngine final : public TrainEngine {
 public:
-  ReferenceEngine(const ModelDescription &desc, const WorkspaceLayout &ws)
-      : desc(desc), ws(ws), interpreter(reference::Precision::F32) {
-    compilePrograms(programs, desc);
+  ReferenceEngine(const ModelDescription &desc, const WorkspaceLayout &ws,
+                  std::unique_ptr<Programs> compiled, reference::Precision precision)
+      : desc(desc), ws(ws), programs(std::move(compiled)), precision(precision),
+        interpreter(precision) {
+    if (!programs) {
+      programs = std::make_unique<Programs>();
+      compilePrograms(*programs, desc);
+    }
   }
 
-  std::string device() const override { return "cpu (reference interpreter, f32)"; }
+  std::string device() const override {
+    return std::string("cpu (reference interpreter, ") +
+           (precision == reference::Precision::F64 ? "f64" : "f32") + ")";
+  }
 
   void setState(TrainState s) override {
     state = std::move(s);
     buffers.clear();
     // The sinusoidal tables: arguments that are not workspace slots.
-    for (auto &[name, t] : state.computeParameters(desc, ws, computeType(desc.dtype)))
+    for (auto &[name, t] : state.computeParameters(desc, ws, computeType(desc.dtype), precision))
       if (!ws.find(name))
         buffers[name] = std::move(t);
   }
@@ -58,15 +66,17 @@ public:
     named["dropout_seed"] = HostTensor::scalarInt(ElementType::I64, static_cast<int64_t>(seed));
     named["dropout_offset"] = HostTensor::scalarInt(ElementType::I64, dropoutOffset);
     std::vector<HostTensor> args = {state.master, grads, state.lossScale};
-    appendNamed(args, programs.accumulate, 3, named);
-    std::vector<HostTensor> out = interpreter.run(programs.accumulate, args);
+    appendNamed(args, programs->accumulate, 3, named);
+    std::vector<HostTensor> out = interpreter.run(programs->accumulate, args);
     grads = std::move(out[1]);
     return out[0].floats[0];
   }
 
+  std::vector<double> gradients() override { return grads.floats; }
+
   OptimizerStepResult optimizerStep(int64_t microBatches) override {
     std::vector<HostTensor> out = interpreter.run(
-        programs.optimizerStep,
+        programs->optimizerStep,
         {state.master, grads, state.expAvg, state.expAvgSq, state.stepTensor(), state.lossScale,
          state.goodSteps,
          HostTensor::scalarFloat(ElementType::F32, static_cast<double>(microBatches))});
@@ -85,7 +95,7 @@ public:
   }
 
   void beginEvaluation() override {
-    evalParameters = state.computeParameters(desc, ws, computeType(desc.dtype));
+    evalParameters = state.computeParameters(desc, ws, computeType(desc.dtype), precision);
   }
 
   double evaluate(const InputBatch &batch, int64_t ignoredLabel,
@@ -94,8 +104,8 @@ public:
     for (const auto &[name, t] : batch.inputs)
       named[name] = t;
     std::vector<HostTensor> args;
-    appendNamed(args, programs.forward, 0, named);
-    std::vector<HostTensor> out = interpreter.run(programs.forward, args);
+    appendNamed(args, programs->forward, 0, named);
+    std::vector<HostTensor> out = interpreter.run(programs->forward, args);
     if (predictions)
       score(out[1], batch.inputs.at("labels"), ignoredLabel, *predictions);
     return out[0].floats[0];
@@ -104,7 +114,8 @@ public:
 private:
   const ModelDescription &desc;
   const WorkspaceLayout &ws;
-  Programs programs;
+  std::unique_ptr<Programs> programs;
+  reference::Precision precision;
   Interpreter interpreter;
   TrainState state;
   HostTensor grads;
@@ -114,8 +125,10 @@ private:
 } // namespace
 
 std::unique_ptr<TrainEngine> makeReferenceEngine(const ModelDescription &desc,
-                                                 const WorkspaceLayout &ws) {
-  return std::make_unique<ReferenceEngine>(desc, ws);
+                                                 const WorkspaceLayout &ws,
+                                                 std::unique_ptr<Programs> programs,
+                                                 reference::Precision precision) {
+  return std::make_unique<ReferenceEngine>(desc, ws, std::move(programs), precision);
 }
 
 } // namespace ls2c

@@ -9,7 +9,10 @@
 #ifndef LS2C_LIB_TRAINER_REFERENCEENGINE_H
 #define LS2C_LIB_TRAINER_REFERENCEENGINE_H
 
+#include "Programs.h"
+
 #include "ls2c/Model/ModelDescription.h"
+#include "ls2c/Reference/HostTensor.h"
 #include "ls2c/Trainer/TrainEngine.h"
 #include "ls2c/Training/Workspace.h"
 
@@ -18,9 +21,13 @@
 namespace ls2c {
 
 /// The CPU engine of `desc`, whose workspace is `ws`; both must outlive it.
-/// Throws TrainError when the description does not compile (a bug).
-std::unique_ptr<TrainEngine> makeReferenceEngine(const ModelDescription &desc,
-                                                 const WorkspaceLayout &ws);
+/// `programs`: compiled already (null: compiled here); `precision`: F64
+/// runs every float op in double (`ls2c step --precision f64`). Throws
+/// TrainError when the description does not compile (a bug).
+std::unique_ptr<TrainEngine>
+makeReferenceEngine(const ModelDescription &desc, const WorkspaceLayout &ws,
+                    std::unique_ptr<Programs> programs = nullptr,
+                    reference::Precision precision = reference::Precision::F32);
 
 } // namespace ls2c
 

@@ -2,6 +2,10 @@
 #include "ls2c/Trainer/ReferenceStep.h"
 
 #include "Programs.h"
+#include "ReferenceEngine.h"
+#if LS2C_HAVE_CUDA
+#include "CudaTrainer.h"
+#endif
 #include "ls2c/Trainer/TrainState.h"
 
 #include "ls2c/Model/BatchIds.h"
@@ -217,9 +221,14 @@ void checkBatch(const ModelDescription &desc, mlir::func::FuncOp f,
 
 } // namespace
 
-StepResult runReferenceSteps(const StepOptions &o) {
+StepResult runSteps(const StepOptions &o) {
   if (o.steps < 1)
     throw TrainError("--steps must be >= 1");
+  if (o.device != "auto" && o.device != "cpu" && o.device != "cuda")
+    throw TrainError("--device '" + o.device + "' is not one of auto, cpu, cuda");
+  if (o.device == "cuda" && (o.f64 || !o.logits.empty()))
+    throw TrainError(std::string(o.f64 ? "--precision f64" : "--logits") +
+                     " is the CPU reference's: give --device cpu (or auto)");
   ModelDescription desc;
   try {
     desc = loadModelDescription(o.model);
@@ -236,38 +245,30 @@ StepResult runReferenceSteps(const StepOptions &o) {
   std::vector<double> master =
       loadParameters(paramsFile, o.params, ws, /*roundToF32=*/!o.f64);
   paramsFile = {}; // its values are in `master` now
-  Programs programs;
-  compilePrograms(programs, desc);
-  std::map<std::string, HostTensor> named =
-      loadBatch(batchFile, o.batch, programs.accumulate, 3, o.f64);
-  checkBatch(desc, programs.accumulate, 3, named, o.batch);
+  auto programs = std::make_unique<Programs>();
+  compilePrograms(*programs, desc);
+  InputBatch batch;
+  batch.inputs = loadBatch(batchFile, o.batch, programs->accumulate, 3, o.f64);
+  checkBatch(desc, programs->accumulate, 3, batch.inputs, o.batch);
 
   TrainState state = TrainState::fresh(desc, ws, /*seed=*/0);
   state.master.floats = std::move(master);
   reference::Precision precision =
       o.f64 ? reference::Precision::F64 : reference::Precision::F32;
-  std::map<std::string, HostTensor> computeParams =
-      state.computeParameters(desc, ws, computeType(desc.dtype), precision);
-  for (auto &[name, t] : computeParams)
-    if (!ws.find(name))
-      named[name] = t;
-  named["dropout_seed"] = HostTensor::scalarInt(
-      ElementType::I64, static_cast<int64_t>(o.dropoutSeed));
-  named["dropout_offset"] = HostTensor::scalarInt(ElementType::I64, 0);
 
-  reference::Interpreter interpreter(precision);
   SafetensorsFile logits; // written after the steps' output, when they all ran
   if (!o.logits.empty()) {
     // The evaluation forward (no dropout) takes every parameter in the
     // compute dtype and returns the loss and its logits.
-    std::map<std::string, HostTensor> forwardNamed = named;
-    for (auto &[name, t] : computeParams)
+    std::map<std::string, HostTensor> forwardNamed =
+        state.computeParameters(desc, ws, computeType(desc.dtype), precision);
+    for (const auto &[name, t] : batch.inputs)
       forwardNamed[name] = t;
     std::vector<HostTensor> args;
-    appendNamed(args, programs.forward, 0, forwardNamed);
+    appendNamed(args, programs->forward, 0, forwardNamed);
     std::vector<HostTensor> out;
     try {
-      out = interpreter.run(programs.forward, args);
+      out = reference::Interpreter(precision).run(programs->forward, args);
     } catch (const reference::InterpreterError &e) {
       throw TrainError(o.batch + ": the model rejects the batch: " + e.what());
     }
@@ -275,44 +276,50 @@ StepResult runReferenceSteps(const StepOptions &o) {
         floatTensor("F64", out[1].shape, out[1].floats.data(), out[1].floats.size());
     logits.metadata = {{"ls2c.model", desc.name}, {"ls2c.precision", o.f64 ? "f64" : "f32"}};
   }
+
+  // The GPU when asked, or under auto when there is one and neither f64 nor
+  // logits ask for the reference.
+  std::unique_ptr<TrainEngine> engine;
+  if (o.device == "cuda" || (o.device == "auto" && !o.f64 && o.logits.empty())) {
+    std::string why;
+#if LS2C_HAVE_CUDA
+    TrainOptions t;
+    t.model = o.model;
+    t.attention = o.attention;
+    std::vector<std::string> inputs;
+    for (const auto &[name, tensor] : batch.inputs)
+      inputs.push_back(name);
+    engine = openCudaEngine(t, desc, ws, inputs, why);
+#else
+    why = "this ls2c was built without the CUDA toolkit";
+#endif
+    if (!engine && o.device == "cuda")
+      throw TrainError("--device cuda: no usable CUDA GPU: " + why);
+  }
+  if (!engine)
+    engine = makeReferenceEngine(desc, ws, std::move(programs), precision);
+  const double lossScale = state.lossScale.floats[0];
+  engine->setState(std::move(state));
+
   std::vector<double> losses, norms, rates;
-  HostTensor firstGradients;
+  std::vector<double> gradients;
   for (int64_t k = 0; k < o.steps; ++k) {
-    named["dropout_offset"].ints[0] = k;
-    std::vector<HostTensor> args = {
-        state.master, HostTensor::zeros(ElementType::F32, {ws.totalElements}),
-        state.lossScale};
-    appendNamed(args, programs.accumulate, 3, named);
-    std::vector<HostTensor> out;
     try {
-      out = interpreter.run(programs.accumulate, args);
+      losses.push_back(engine->accumulate(batch, nullptr, true, o.dropoutSeed, k));
     } catch (const reference::InterpreterError &e) {
       throw TrainError(o.batch + ": the model rejects the batch: " + e.what());
     }
-    losses.push_back(out[0].floats[0]);
-    HostTensor gradients = std::move(out[1]);
-    if (k == 0) {
-      firstGradients = gradients;
-      for (double &g : firstGradients.floats)
-        g /= state.lossScale.floats[0];
-    }
-    out = interpreter.run(
-        programs.optimizerStep,
-        {state.master, gradients, state.expAvg, state.expAvgSq,
-         state.stepTensor(), state.lossScale, state.goodSteps,
-         HostTensor::scalarFloat(ElementType::F32, 1.0)});
-    state.master = std::move(out[0]);
-    state.expAvg = std::move(out[1]);
-    state.expAvgSq = std::move(out[2]);
-    state.appliedSteps = out[3].ints[0];
-    state.lossScale = std::move(out[4]);
-    state.goodSteps = std::move(out[5]);
-    norms.push_back(out[6].floats[0]);
-    rates.push_back(out[7].floats[0]);
-    state.step += 1;
+    if (k == 0)
+      gradients = engine->gradients();
+    OptimizerStepResult r = engine->optimizerStep(1);
+    norms.push_back(r.gradNorm);
+    rates.push_back(r.lr);
     if (o.onStep)
       o.onStep(k + 1, losses.back());
   }
+  state = engine->getState();
+  for (double &g : gradients)
+    g /= lossScale;
 
   SafetensorsFile file;
   const std::vector<int64_t> perStep = {o.steps};
@@ -323,7 +330,7 @@ StepResult runReferenceSteps(const StepOptions &o) {
   for (const WorkspaceSlot &slot : ws.slots) {
     size_t count = static_cast<size_t>(slot.numel);
     file.tensors["grad/" + slot.spec->name] = floatTensor(
-        "F64", slot.spec->shape, firstGradients.floats.data() + slot.offset, count);
+        "F64", slot.spec->shape, gradients.data() + slot.offset, count);
     file.tensors["param/" + slot.spec->name] = floatTensor(
         "F64", slot.spec->shape, state.master.floats.data() + slot.offset, count);
   }
@@ -347,7 +354,7 @@ StepResult runReferenceSteps(const StepOptions &o) {
       throw TrainError(e.what());
     }
   }
-  return {losses};
+  return {losses, engine->device()};
 }
 
 } // namespace ls2c

@@ -15,13 +15,16 @@ namespace {
 
 constexpr const char *kStepUsage =
     "usage: ls2c step MODEL.json --params FILE --batch FILE -o FILE "
-    "[--steps N] [--precision f32|f64] [--dropout-seed N] [--logits FILE]";
+    "[--steps N] [--precision f32|f64] [--dropout-seed N] [--logits FILE] "
+    "[--device auto|cpu|cuda] [--attention auto|kernels|cudnn]";
 
 constexpr const char *kStepHelp = R"(
 Runs N train steps (forward, backward, optimizer update with the model's
-optimizer, schedule and clipping) on the CPU reference backend, every step on
-the same batch, from the given parameters. For checking ls2c against another
-framework on identical inputs (test/oracle runs JAX in float64 this way).
+optimizer, schedule and clipping), every step on the same batch, from the
+given parameters: on the GPU when there is one (the program compiled for it
+in process), else on the CPU reference backend. For checking ls2c against
+another framework on identical inputs (test/oracle runs JAX in float64 this
+way), and the GPU against the CPU (--device cpu, then cuda).
 
   --params FILE      safetensors: every trainable parameter by name (F32/F64)
   --batch FILE       safetensors: every model input by name (token ids,
@@ -36,6 +39,11 @@ framework on identical inputs (test/oracle runs JAX in float64 this way).
   --logits FILE      safetensors written: "logits" (F64 [tokens, vocab]; ViT
                      [images, classes]) of the dropout-free forward at the
                      given parameters, rows in the batch's packed order
+  --device D         auto (default): the GPU when ls2c-cuda.so loads and sees
+                     a device, unless --precision f64 or --logits ask for
+                     the CPU reference; cpu; cuda (refused with those two)
+  --attention A      GPU: the generated kernels, cuDNN or per shape the
+                     faster (auto, default)
 )";
 
 std::string parse(const std::vector<std::string> &args, StepOptions &o) {
@@ -49,7 +57,8 @@ std::string parse(const std::vector<std::string> &args, StepOptions &o) {
       return true;
     };
     if (a == "--params" || a == "--batch" || a == "-o" || a == "--steps" ||
-        a == "--precision" || a == "--dropout-seed" || a == "--logits") {
+        a == "--precision" || a == "--dropout-seed" || a == "--logits" || a == "--device" ||
+        a == "--attention") {
       if (!value(text))
         return a + " needs a value";
     }
@@ -61,6 +70,15 @@ std::string parse(const std::vector<std::string> &args, StepOptions &o) {
       o.output = text;
     else if (a == "--logits")
       o.logits = text;
+    else if (a == "--device") {
+      if (text != "auto" && text != "cpu" && text != "cuda")
+        return "--device '" + text + "' is not one of auto, cpu, cuda";
+      o.device = text;
+    } else if (a == "--attention") {
+      if (text != "auto" && text != "kernels" && text != "cudnn")
+        return "--attention '" + text + "' is not one of auto, kernels, cudnn";
+      o.attention = text;
+    }
     else if (a == "--steps" || a == "--dropout-seed") {
       errno = 0;
       char *end = nullptr;
@@ -111,7 +129,8 @@ int runStep(const std::vector<std::string> &args) {
     std::fflush(stdout);
   };
   try {
-    runReferenceSteps(options);
+    StepResult r = runSteps(options);
+    std::fprintf(stderr, "device: %s\n", r.device.c_str());
     std::printf("wrote %s\n", options.output.c_str());
     if (!options.logits.empty())
       std::printf("wrote %s\n", options.logits.c_str());
@@ -119,6 +138,9 @@ int runStep(const std::vector<std::string> &args) {
   } catch (const TrainError &e) {
     std::fprintf(stderr, "ls2c: error: %s\n", e.what());
     return kExitBadInput;
+  } catch (const DeviceError &e) {
+    std::fprintf(stderr, "ls2c: error: on the GPU: %s\n", e.what());
+    return kExitInternal;
   }
 }
 

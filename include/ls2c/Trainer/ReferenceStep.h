@@ -1,10 +1,11 @@
 //===- ReferenceStep.h - train steps on given weights and one batch -------===//
 //
-// `ls2c step`: runs K train steps of a described model on the CPU reference
-// backend from parameters and one batch given as safetensors, and writes the
-// losses, the first step's gradients and the updated parameters. It is how
-// another framework (the JAX float64 oracle in test/oracle, PyTorch on the
-// GPU machine) checks ls2c's numbers on identical inputs.
+// `ls2c step`: runs K train steps of a described model from parameters and
+// one batch given as safetensors, on the CPU reference backend or on a CUDA
+// GPU (the TrainEngines of TrainEngine.h), and writes the losses, the first
+// step's gradients and the updated parameters. It is how another framework
+// (the JAX float64 oracle in test/oracle, PyTorch on the GPU machine) checks
+// ls2c's numbers on identical inputs, and the GPU's against the CPU's.
 //
 // Files (names as docs/model-description.md lists them):
 //   params  every trainable parameter by name, F32 or F64, the model's shape;
@@ -46,12 +47,17 @@ struct StepOptions {
   int64_t steps = 1;        ///< train steps, >= 1
   bool f64 = false;         ///< every float op in double (else as the IR's types)
   uint64_t dropoutSeed = 0; ///< Philox seed; step k uses dropout offset k
+  /// "cpu", "cuda", or "auto": the GPU when one is usable, unless f64 or
+  /// logits ask for the reference (which only the CPU computes).
+  std::string device = "auto";
+  std::string attention = "auto"; ///< cuda: kernels, cudnn or auto
   /// Called after each step with its number (1-based) and loss, if set.
   std::function<void(int64_t step, double loss)> onStep;
 };
 
 struct StepResult {
   std::vector<double> losses; ///< one per step
+  std::string device;         ///< what ran them (TrainEngine::device)
 };
 
 /// Runs the steps and writes `output`. Both files are read and checked
@@ -62,8 +68,10 @@ struct StepResult {
 /// unknown, mistyped or non-finite batch input, one over the bounds the
 /// model is compiled for (ls2.max_shape from max_batch_tokens; sequences of
 /// at most max_seq_len), ViT cu_seqlens other than one sequence of
-/// num_patches + 1 tokens per image, or a batch the graph rejects.
-StepResult runReferenceSteps(const StepOptions &options);
+/// num_patches + 1 tokens per image, or a batch the graph rejects; for
+/// --device cuda without a usable GPU, or with f64 or logits. DeviceError
+/// when the GPU fails.
+StepResult runSteps(const StepOptions &options);
 
 } // namespace ls2c
 

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ls2c {
 
@@ -70,6 +71,10 @@ public:
   /// from (seed, dropoutOffset). Returns the micro-batch's loss (unscaled).
   virtual double accumulate(const InputBatch &batch, const std::shared_ptr<const void> &prepared,
                             bool firstMicroBatch, uint64_t seed, int64_t dropoutOffset) = 0;
+  /// The gradients accumulated since the last zeroing, flat like the
+  /// workspace and multiplied by the loss scale (as @accumulate_gradients
+  /// leaves them; `ls2c step` reports the first step's).
+  virtual std::vector<double> gradients() = 0;
   /// @optimizer_step over the gradients of `microBatches` micro-batches.
   virtual OptimizerStepResult optimizerStep(int64_t microBatches) = 0;
 

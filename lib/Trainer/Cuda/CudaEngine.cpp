@@ -157,13 +157,13 @@ public:
   CudaEngine(Program trainProgram, Program evalProgram, const ModelDescription &desc,
              const WorkspaceLayout &ws, const std::vector<std::string> &dataInputs,
              const EngineOptions &options, std::string deviceName)
-      : desc(desc), ws(ws), name(std::move(deviceName)), train(std::move(trainProgram)),
+      : desc(desc), ws(ws), name(std::move(deviceName)), dataInputs(dataInputs),
+        train(std::move(trainProgram)),
         eval(std::move(evalProgram)),
         accumulateSpec(requireFunction(train.executor.program(), "accumulate_gradients")),
         forwardSpec(requireFunction(eval.executor.program(), "forward")) {
     requireFunction(train.executor.program(), "optimizer_step");
     requireDataInputs(accumulateSpec, dataInputs, desc);
-    requireDataInputs(forwardSpec, dataInputs, desc);
     const Program &program = train.executor.program();
     if (static_cast<uint64_t>(ws.totalElements) != program.workspaceElements)
       throw TrainError("the program's workspace holds " +
@@ -279,7 +279,21 @@ public:
     });
   }
 
+  std::vector<double> gradients() override {
+    return guarded([&] {
+      std::vector<float> g(static_cast<size_t>(ws.totalElements));
+      state.at("gradients").buffer.download(g.data(), g.size() * 4);
+      return std::vector<double>(g.begin(), g.end());
+    });
+  }
+
   void beginEvaluation() override {
+    // Checked here, not when made: `ls2c step` never evaluates, and its
+    // batches may hold inputs only the train step takes.
+    if (!forwardChecked) {
+      requireDataInputs(forwardSpec, dataInputs, desc);
+      forwardChecked = true;
+    }
     return guarded([&] {
       std::vector<float> current(static_cast<size_t>(ws.totalElements));
       state.at("master_weights").buffer.download(current.data(), current.size() * 4);
@@ -323,6 +337,8 @@ private:
   const ModelDescription &desc;
   const WorkspaceLayout &ws;
   std::string name;
+  std::vector<std::string> dataInputs;
+  bool forwardChecked = false;
   Runner train, eval;
   const Function &accumulateSpec, &forwardSpec;
   std::map<std::string, DeviceTensor> state, trainInputs, evalInputs;
