@@ -14,7 +14,8 @@
 #          steps): loss curves within the step tolerance;
 #       3. a CPU checkpoint resumed on the GPU continues the CPU's curve;
 #       4. `ls2c step` on given parameters and batch, CPU against GPU;
-#       5. a second run of 1. starts from the program cache.
+#       5. `ls2c generate` from 1.'s checkpoint on both devices;
+#       6. a second run of 1. starts from the program cache.
 #     Logs and metrics go to OUT; a table last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -90,7 +91,15 @@ STEP=("$DIR/step/model.json" --params "$DIR/step/params.safetensors"
 "$LS2C" step "${STEP[@]}" --device cpu -o "$OUT/step-cpu.safetensors" > /dev/null
 "$LS2C" step "${STEP[@]}" -o "$OUT/step-gpu.safetensors" > /dev/null 2> "$OUT/step-gpu.err"
 grep -h "device:" "$OUT/step-gpu.err"
-# 5. The main job again: its kernels from the cache.
+# 5. `ls2c generate` from the main job's checkpoint, greedy, on both devices.
+GEN=(examples/gpt-shakespeare.json --checkpoint "$OUT/main/checkpoint.safetensors" --text "$DATA"
+     --prompt "ROMEO:" --max-new-tokens 100)
+"$LS2C" generate "${GEN[@]}" --device cpu -o "$OUT/generate-cpu.txt" 2> "$OUT/generate-cpu.err"
+"$LS2C" generate "${GEN[@]}" -o "$OUT/generate-gpu.txt" 2> "$OUT/generate-gpu.err"
+cat "$OUT/generate-cpu.err" "$OUT/generate-gpu.err"
+echo "--- CPU:"; cat "$OUT/generate-cpu.txt"; echo "--- GPU:"; cat "$OUT/generate-gpu.txt"
+cmp -s "$OUT/generate-cpu.txt" "$OUT/generate-gpu.txt" && echo "generate: the same text on both devices"
+# 6. The main job again: its kernels from the cache.
 "$LS2C" train examples/gpt-shakespeare.json --data "$DATA" --steps 20 --eval-interval 0 \
   --out "$OUT/again" --no-progress > /dev/null 2> "$OUT/again.err"
 grep -h "compiled for" "$OUT/main.err" "$OUT/again.err"

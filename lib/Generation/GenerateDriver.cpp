@@ -54,7 +54,7 @@ std::string generateUsage(const std::string &command, const std::string &modelWh
          " (--prompt TEXT | --input FILE) [-o FILE] [--beam K]\n" + "       " + pad +
          " [--max-new-tokens N] [--length-penalty A] [--nbest N]\n" + "       " + pad +
          " [--target-tokenizer MODEL] [--reference FILE...] [--json]" +
-         (gpu ? " [--no-graphs]" : "");
+         (gpu ? " [--no-graphs]" : "\n       " + pad + " [--device auto|cpu|cuda] [--no-graphs]");
 }
 
 std::string generateHelp(bool gpu) {
@@ -86,8 +86,12 @@ fairseq does it (include/ls2c/Generation/Search.h).
   --json              one JSON object per output line instead of text: input,
                       rank, output, tokens, log_prob, score, ended
 )";
-  if (gpu)
-    text += R"(  --no-graphs         launch step by step instead of replaying CUDA graphs
+  if (!gpu)
+    text += R"(  --device D          auto (default): on the GPU when ls2c-cuda.so loads and
+                      sees a device (the decoding program compiled for it in
+                      process), else on the CPU reference backend; cpu; cuda
+)";
+  text += R"(  --no-graphs         GPU: launch step by step instead of replaying CUDA graphs
 )";
   text += R"(
 Decoders generate until --max-new-tokens (they have no end token); a
@@ -157,8 +161,17 @@ std::string parseGenerateOptions(const std::vector<std::string> &args, GenerateO
       o.json = true;
       continue;
     }
-    if (gpu && a == "--no-graphs") {
+    if (a == "--no-graphs") {
       o.graphs = false;
+      continue;
+    }
+    if (!gpu && a == "--device") {
+      auto v = value(i);
+      if (!v)
+        return a + " needs a value";
+      if (*v != "auto" && *v != "cpu" && *v != "cuda")
+        return "--device '" + *v + "' is not one of auto, cpu, cuda";
+      o.device = *v;
       continue;
     }
     if (a.size() > 1 && a[0] == '-')

@@ -1,6 +1,6 @@
 //===- CudaModule.h - what ls2c-cuda.so gives the ls2c that opens it -------===//
 //
-// The GPU half of `ls2c train` lives in a module, ls2c-cuda.so (lib/Trainer/
+// The GPU half of `ls2c train`, `step` and `generate` lives in a module, ls2c-cuda.so (lib/Trainer/
 // Cuda), linked against the CUDA driver, runtime, cuBLASLt and cuDNN. `ls2c`
 // links none of them and opens the module with dlopen only when a run asks
 // for the GPU (CudaTrainer.h), so it starts, and trains on the CPU, on a
@@ -12,12 +12,15 @@
 #ifndef LS2C_LIB_TRAINER_CUDAMODULE_H
 #define LS2C_LIB_TRAINER_CUDAMODULE_H
 
+#include "ls2c/Generation/IncrementalDecoder.h"
 #include "ls2c/Model/ModelDescription.h"
+#include "ls2c/Reference/HostTensor.h"
 #include "ls2c/Runtime/AttentionChoice.h"
 #include "ls2c/Runtime/Program.h"
 #include "ls2c/Trainer/TrainEngine.h"
 #include "ls2c/Training/Workspace.h"
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -29,7 +32,7 @@ inline constexpr const char *kModuleFile = "ls2c-cuda.so";
 /// The exported entry: `CudaModule *ls2c_cuda_module()`.
 inline constexpr const char *kModuleEntry = "ls2c_cuda_module";
 /// Changes whenever the classes below change; compared with the module's.
-inline constexpr const char *kModuleAbi = "ls2c-cuda 1 (" __VERSION__ ")";
+inline constexpr const char *kModuleAbi = "ls2c-cuda 2 (" __VERSION__ ")";
 
 /// The GPU a run would use.
 struct DeviceInfo {
@@ -60,6 +63,14 @@ public:
   createTrainEngine(runtime::Program train, runtime::Program eval, const ModelDescription &desc,
                     const WorkspaceLayout &ws, const std::vector<std::string> &dataInputs,
                     const EngineOptions &options) = 0;
+  /// `ls2c generate`'s decoder: `decode`'s @decode (and @encode for
+  /// encoder_decoder), compiled from `desc` for the probed device, on
+  /// `parameters` by reference name (generation::loadModelWeights). Throws
+  /// DeviceError when the device fails.
+  virtual std::unique_ptr<generation::IncrementalDecoder>
+  createDecoder(runtime::Program decode, const ModelDescription &desc,
+                const std::map<std::string, reference::HostTensor> &parameters,
+                bool graphs) = 0;
 
 protected:
   ~CudaModule() = default;

@@ -1,8 +1,9 @@
 //===- CudaTrainer.cpp - `ls2c train` on a CUDA GPU, opened at run time ----===//
-#include "CudaTrainer.h"
+#include "ls2c/Trainer/CudaTrainer.h"
 
 #include "CudaModule.h"
 
+#include "ls2c/Frontend/Decoding.h"
 #include "ls2c/Frontend/EvaluationModule.h"
 #include "ls2c/Frontend/Frontend.h"
 #include "ls2c/JIT.h"
@@ -156,6 +157,34 @@ std::unique_ptr<TrainEngine> openCudaEngine(const TrainOptions &o, const ModelDe
                    .count());
   return module->createTrainEngine(std::move(train), std::move(eval), desc, ws, dataInputs,
                                    options);
+}
+
+std::unique_ptr<generation::IncrementalDecoder>
+openCudaDecoder(const ModelDescription &desc,
+                const std::map<std::string, reference::HostTensor> &parameters, bool graphs,
+                std::string &why) {
+  cuda::CudaModule *module = openModule(why);
+  if (!module)
+    return nullptr;
+  cuda::DeviceInfo device;
+  if (!module->probe(device, why))
+    return nullptr;
+  auto started = std::chrono::steady_clock::now();
+  ProgramOptions po;
+  po.archs = {device.arch};
+  po.functions = desc.architecture == Architecture::EncoderDecoder
+                     ? std::vector<std::string>{"encode", "decode"}
+                     : std::vector<std::string>{"decode"};
+  CompileReport report;
+  mlir::MLIRContext context;
+  runtime::Program decode =
+      compileFor(buildDecodingModule(context, desc), "decoding", desc, po, report);
+  std::fprintf(stderr, "compiled for %s (%s): %zu kernels, %.1f s (%zu from the cache)\n",
+               device.arch.c_str(), device.name.c_str(), report.kernels,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+                   .count(),
+               report.fromCache);
+  return module->createDecoder(std::move(decode), desc, parameters, graphs);
 }
 
 } // namespace ls2c

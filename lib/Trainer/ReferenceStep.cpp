@@ -4,7 +4,7 @@
 #include "Programs.h"
 #include "ReferenceEngine.h"
 #if LS2C_HAVE_CUDA
-#include "CudaTrainer.h"
+#include "ls2c/Trainer/CudaTrainer.h"
 #endif
 #include "ls2c/Trainer/TrainState.h"
 

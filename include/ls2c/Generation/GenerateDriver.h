@@ -34,6 +34,8 @@ struct GenerateOptions {
   int64_t nbest = 1;
   bool json = false;
   bool graphs = true; ///< --no-graphs (GPU only)
+  /// `ls2c generate --device`: auto (the GPU when one is usable), cpu, cuda.
+  std::string device = "auto";
 };
 
 /// The options after the command name (`modelWhat` names the positional

@@ -13,6 +13,7 @@
 
 #include "Batches.h"
 #include "DeviceTensors.h"
+#include "GpuDecoder.h"
 
 #include "ls2c/Runtime/CudnnAttention.h"
 #include "ls2c/Runtime/Executor.h"
@@ -388,6 +389,14 @@ public:
     return guarded([&]() -> std::unique_ptr<TrainEngine> {
       return std::make_unique<CudaEngine>(std::move(train), std::move(eval), desc, ws,
                                           dataInputs, o, deviceName);
+    });
+  }
+
+  std::unique_ptr<generation::IncrementalDecoder>
+  createDecoder(Program decode, const ModelDescription &desc,
+                const std::map<std::string, HostTensor> &parameters, bool graphs) override {
+    return guarded([&]() -> std::unique_ptr<generation::IncrementalDecoder> {
+      return std::make_unique<tools::GpuDecoder>(std::move(decode), desc, parameters, graphs);
     });
   }
 

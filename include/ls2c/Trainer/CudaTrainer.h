@@ -7,14 +7,17 @@
 // returns the module's TrainEngine.
 //
 //===----------------------------------------------------------------------===//
-#ifndef LS2C_LIB_TRAINER_CUDATRAINER_H
-#define LS2C_LIB_TRAINER_CUDATRAINER_H
+#ifndef LS2C_TRAINER_CUDATRAINER_H
+#define LS2C_TRAINER_CUDATRAINER_H
 
+#include "ls2c/Generation/IncrementalDecoder.h"
 #include "ls2c/Model/ModelDescription.h"
+#include "ls2c/Reference/HostTensor.h"
 #include "ls2c/Trainer/TrainEngine.h"
 #include "ls2c/Trainer/Trainer.h"
 #include "ls2c/Training/Workspace.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +33,14 @@ std::unique_ptr<TrainEngine> openCudaEngine(const TrainOptions &o, const ModelDe
                                             const std::vector<std::string> &dataInputs,
                                             std::string &why);
 
+/// `ls2c generate`'s decoder for `desc` on the GPU (its decoding program
+/// compiled for the device in process) over `parameters`, or null with `why`
+/// set when this machine has no usable GPU.
+std::unique_ptr<generation::IncrementalDecoder>
+openCudaDecoder(const ModelDescription &desc,
+                const std::map<std::string, reference::HostTensor> &parameters, bool graphs,
+                std::string &why);
+
 } // namespace ls2c
 
-#endif // LS2C_LIB_TRAINER_CUDATRAINER_H
+#endif // LS2C_TRAINER_CUDATRAINER_H

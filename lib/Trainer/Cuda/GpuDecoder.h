@@ -13,8 +13,8 @@
 // cache (the two alternate). No MLIR.
 //
 //===----------------------------------------------------------------------===//
-#ifndef LS2C_TOOLS_GPU_GENERATE_GPUDECODER_H
-#define LS2C_TOOLS_GPU_GENERATE_GPUDECODER_H
+#ifndef LS2C_LIB_TRAINER_CUDA_GPUDECODER_H
+#define LS2C_LIB_TRAINER_CUDA_GPUDECODER_H
 
 #include "DeviceTensors.h"
 
@@ -81,4 +81,4 @@ private:
 
 } // namespace ls2c::tools
 
-#endif // LS2C_TOOLS_GPU_GENERATE_GPUDECODER_H
+#endif // LS2C_LIB_TRAINER_CUDA_GPUDECODER_H
