@@ -275,7 +275,6 @@ public:
       // Each download waits for the device: only fp16 has a scale to report.
       if (desc.dtype == ls2c::DType::F16)
         r.lossScale = tools::downloadTensor(state.at("loss_scale"))[0];
-      ++step;
       return r;
     });
   }
@@ -343,7 +342,7 @@ private:
   Runner train, eval;
   const Function &accumulateSpec, &forwardSpec;
   std::map<std::string, DeviceTensor> state, trainInputs, evalInputs;
-  int64_t step = 0;
+  int64_t step = 0; ///< as setState gave it (the loop counts steps)
   uint64_t uploadedSeed = 0;
   int64_t uploadedMicroBatches = 1;
 };
