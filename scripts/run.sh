@@ -19,10 +19,13 @@ LS2C=build/tools/ls2c/ls2c
 DATA=examples/data/tinyshakespeare/input.txt
 DEVICE=${LS2C_DEVICE:-auto}
 MODEL=examples/tiny-gpt.json
-# The larger model only where a GPU will train it.
+# The larger model only on a GPU, and then --device cuda: were ls2c unable
+# to use the GPU nvidia-smi lists (built without CUDA, an old driver), it
+# says why and stops rather than train this model for days on the CPU.
 if [ "$DEVICE" != cpu ] && command -v nvidia-smi > /dev/null &&
    nvidia-smi -L 2> /dev/null | grep -q '^GPU'; then
   MODEL=examples/gpt-shakespeare.json
+  DEVICE=cuda
 fi
 NAME=$(basename "$MODEL" .json)
 "$LS2C" check "$MODEL"

@@ -62,6 +62,10 @@ if config.have_cuda:
                 [stub_dir] + [p for p in [os.environ.get("LD_LIBRARY_PATH", "")] if p])
             config.available_features.add("gpu-tools-load")
 config.substitutions.append(("%cuda_stub_env", cuda_stub_env))
+# The toolkit's stub driver: a shared library with no ls2c entry point.
+if config.have_cuda:
+    config.substitutions.append(
+        ("%cuda_stub_lib", os.path.join(config.cuda_library_dir, "stubs", "libcuda.so")))
 # GPU tests under test/gpu need `REQUIRES: cuda`: a toolkit to build with and a device to run on.
 if config.have_cuda and shutil.which("nvidia-smi"):
     config.available_features.add("cuda")

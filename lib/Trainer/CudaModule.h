@@ -31,8 +31,10 @@ namespace ls2c::cuda {
 inline constexpr const char *kModuleFile = "ls2c-cuda.so";
 /// The exported entry: `CudaModule *ls2c_cuda_module()`.
 inline constexpr const char *kModuleEntry = "ls2c_cuda_module";
-/// Changes whenever the classes below change; compared with the module's.
-inline constexpr const char *kModuleAbi = "ls2c-cuda 2 (" __VERSION__ ")";
+/// The interface's version and the build's id (a configure's random
+/// LS2C_BUILD_ID, cached: ls2c and the module of one build tree share it),
+/// compared with the module's before anything else is called.
+inline constexpr const char *kModuleAbi = "ls2c-cuda 2, build " LS2C_BUILD_ID;
 
 /// The GPU a run would use.
 struct DeviceInfo {

@@ -28,14 +28,38 @@ namespace fs = std::filesystem;
 /// executable (the build tree), else in the installed library folder
 /// (<prefix>/lib/ls2c from <prefix>/bin).
 std::vector<fs::path> moduleCandidates() {
-  if (const char *env = std::getenv("LS2C_CUDA_MODULE"); env && *env)
-    return {fs::path(env)};
   std::error_code error;
   fs::path exe = fs::read_symlink("/proc/self/exe", error);
   if (error)
     return {};
   fs::path dir = exe.parent_path();
-  return {dir / cuda::kModuleFile, dir / ".." / LS2C_MODULE_DIR / cuda::kModuleFile};
+  return {dir / cuda::kModuleFile,
+          (dir / ".." / LS2C_MODULE_DIR / cuda::kModuleFile).lexically_normal()};
+}
+
+/// The module at `path`, or null with `failure` set.
+cuda::CudaModule *loadModule(const fs::path &path, std::string &failure) {
+  void *handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *text = ::dlerror();
+    std::string why = text ? text : "dlopen failed";
+    // The usual case on a machine without a GPU: say it plainly.
+    failure = (why.find("libcuda.so.1") != std::string::npos ? "no NVIDIA driver: " : "") +
+              std::string("cannot load ") + path.string() + ": " + why;
+    return nullptr;
+  }
+  auto entry = reinterpret_cast<Ls2cCudaModuleEntry>(::dlsym(handle, cuda::kModuleEntry));
+  cuda::CudaModule *m = entry ? entry() : nullptr;
+  if (!m) {
+    failure = path.string() + " has no " + cuda::kModuleEntry + ": not an ls2c-cuda module";
+    return nullptr;
+  }
+  if (std::string(m->abi()) != cuda::kModuleAbi) {
+    failure = path.string() + " is another build's module (" + m->abi() +
+              "; this ls2c needs " + cuda::kModuleAbi + ")";
+    return nullptr;
+  }
+  return m;
 }
 
 /// The module's CudaModule, opened once (never closed: engines run its
@@ -43,29 +67,21 @@ std::vector<fs::path> moduleCandidates() {
 cuda::CudaModule *openModule(std::string &why) {
   static std::string failure;
   static cuda::CudaModule *module = [&]() -> cuda::CudaModule * {
+    if (const char *env = std::getenv("LS2C_CUDA_MODULE"); env && *env) {
+      // As given, made absolute: dlopen must not search for a bare name.
+      std::error_code error;
+      fs::path path = fs::absolute(env, error);
+      if (error || !fs::is_regular_file(path, error)) {
+        failure = std::string("$LS2C_CUDA_MODULE=") + env + ": no such file";
+        return nullptr;
+      }
+      return loadModule(path, failure);
+    }
     std::vector<fs::path> candidates = moduleCandidates();
     for (const fs::path &path : candidates) {
       std::error_code error;
-      if (!fs::is_regular_file(path, error))
-        continue;
-      void *handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (!handle) {
-        const char *text = ::dlerror();
-        failure = "cannot load " + path.string() + ": " + (text ? text : "dlopen failed");
-        return nullptr;
-      }
-      auto entry = reinterpret_cast<Ls2cCudaModuleEntry>(::dlsym(handle, cuda::kModuleEntry));
-      if (!entry) {
-        failure = path.string() + " has no " + cuda::kModuleEntry + ": not an ls2c-cuda module";
-        return nullptr;
-      }
-      cuda::CudaModule *m = entry();
-      if (std::string(m->abi()) != cuda::kModuleAbi) {
-        failure = path.string() + " is another build's module (" + m->abi() +
-                  "; this ls2c needs " + cuda::kModuleAbi + ")";
-        return nullptr;
-      }
-      return m;
+      if (fs::is_regular_file(path, error))
+        return loadModule(path, failure);
     }
     std::string looked;
     for (const fs::path &path : candidates)

@@ -75,6 +75,9 @@ std::unique_ptr<TrainEngine> makeEngine(const TrainOptions &o, const ModelDescri
   if (o.device == "cpu") {
     if (!o.bundle.empty())
       throw TrainError("--bundle runs on the GPU: give --device cuda or auto");
+    if (o.attention != "auto" || !o.graphs)
+      throw TrainError(std::string(o.graphs ? "--attention" : "--no-graphs") +
+                       " is the GPU's: leave it out with --device cpu");
     return makeReferenceEngine(desc, ws);
   }
 #if LS2C_HAVE_CUDA

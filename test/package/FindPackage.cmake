@@ -48,7 +48,7 @@ if(CUDA_MODULE)
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(rc EQUAL 0)
     # A machine with a GPU trains: the module was found and ran.
-  elseif(NOT err MATCHES "no usable CUDA GPU: (cannot load ${prefix}/[^ ]*/ls2c-cuda.so|cudaError)")
+  elseif(NOT err MATCHES "no usable CUDA GPU: (no NVIDIA driver: )?(cannot load ${prefix}/[^ ]*ls2c-cuda.so|cudaError)")
     message(FATAL_ERROR "the installed ls2c did not load the installed ls2c-cuda.so:\n${err}")
   endif()
 endif()

@@ -113,8 +113,10 @@ std::string parse(const std::vector<std::string> &args, TrainOptions &o, bool &o
       if ((error = value(o.device)).empty() && o.device != "auto" && o.device != "cpu" &&
           o.device != "cuda")
         error = "--device '" + o.device + "' is not one of auto, cpu, cuda";
-    } else if (a == "--bundle")
-      error = value(o.bundle);
+    } else if (a == "--bundle") {
+      if ((error = value(o.bundle)).empty() && o.bundle.empty())
+        error = "--bundle needs a file, not an empty name";
+    }
     else if (a == "--attention") {
       if ((error = value(o.attention)).empty() && o.attention != "auto" &&
           o.attention != "kernels" && o.attention != "cudnn")

@@ -40,12 +40,12 @@ commands:
   train MODEL.json --data DATA [options]
                                train any of the four architectures on its data
                                (text or token files, parallel text, images)
-                               with the CPU reference backend (see ls2c train
-                               --help)
+                               on the GPU when there is one, else with the
+                               CPU reference backend (see ls2c train --help)
   step MODEL.json --params FILE --batch FILE -o FILE [options]
                                run train steps on given parameters and one
-                               batch; write losses, gradients and updated
-                               parameters (see ls2c step --help)
+                               batch (GPU or CPU); write losses, gradients and
+                               updated parameters (see ls2c step --help)
   tokenize CORPUS... -o TOKENS (--model MODEL | --train bpe|unigram|char)
                                train or load a tokenizer and encode text into
                                a token file (see ls2c tokenize --help)
@@ -59,14 +59,19 @@ commands:
   generate MODEL.json --checkpoint FILE (--tokenizer MODEL | --text CORPUS)
                  (--prompt TEXT | --input FILE) [--beam K] [--reference REF]
                                greedy or beam search with a decoder or
-                               translation model over a KV cache, on the CPU
-                               (see ls2c generate --help)
+                               translation model over a KV cache, on the GPU
+                               or the CPU (see ls2c generate --help)
 
 options:
   -h, --help                   show this help
   --version                    print the ls2c version
 
-Exit status: 0 success, 1 internal error or out of host memory, 2 bad input or usage.
+train, step and generate take --device auto|cpu|cuda: auto (the default) runs
+on the GPU when ls2c-cuda.so (beside ls2c, or in <prefix>/lib/ls2c;
+$LS2C_CUDA_MODULE names another) loads and sees a CUDA device.
+
+Exit status: 0 success, 1 internal error, out of host memory or a GPU failure,
+2 bad input or usage (--device cuda without a usable GPU included).
 )";
 
 } // namespace
