@@ -4,7 +4,7 @@
 # it finds one (ls2c-cuda.so loads and sees a CUDA device) and on the CPU
 # reference backend otherwise.
 #  - With an NVIDIA GPU: examples/gpt-shakespeare.json (6 layers, 384 hidden,
-#    bf16), 2000 steps: on an H200 about 30 s, validation loss 4.2 -> 1.45,
+#    bf16), 2000 steps: on an H200 about 25 s, validation loss 4.2 -> 1.45,
 #    in runs/gpt-shakespeare/.
 #  - Otherwise: examples/tiny-gpt.json, 1000 steps: on 2 cores about 2
 #    minutes (after the first build), validation loss from ln 65 = 4.17 to
