@@ -103,9 +103,9 @@ nlohmann::json comparable(ModelDescription d) {
 runtime::Program compileFor(mlir::OwningOpRef<mlir::ModuleOp> module, const char *what,
                             const ModelDescription &desc, const ProgramOptions &po,
                             CompileReport &report) {
-  if (!module)
-    throw TrainError(std::string("internal error: the ") + what +
-                     " module does not verify (diagnostics above)");
+  if (!module) // a bug, not bad input: ls2c reports it as an internal error
+    throw ProgramError(std::string("the ") + what + " module of '" + desc.name +
+                       "' does not verify (diagnostics above)");
   CompileReport one;
   runtime::Program p =
       compileModule(*module, desc, toJson(desc).dump(1) + "\n", po, &one);
