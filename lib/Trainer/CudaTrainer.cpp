@@ -116,6 +116,12 @@ runtime::Program compileFor(mlir::OwningOpRef<mlir::ModuleOp> module, const char
   return p;
 }
 
+/// The module and its device, or null with `why`.
+cuda::CudaModule *openDevice(cuda::DeviceInfo &device, std::string &why) {
+  cuda::CudaModule *module = openModule(why);
+  return module && module->probe(device, why) ? module : nullptr;
+}
+
 } // namespace
 
 std::unique_ptr<TrainEngine> openCudaEngine(const TrainOptions &o, const ModelDescription &desc,
@@ -128,11 +134,9 @@ std::unique_ptr<TrainEngine> openCudaEngine(const TrainOptions &o, const ModelDe
   else
     throw TrainError("--attention '" + o.attention + "' is not one of auto, kernels, cudnn");
   options.graphs = o.graphs;
-  cuda::CudaModule *module = openModule(why);
-  if (!module)
-    return nullptr;
   cuda::DeviceInfo device;
-  if (!module->probe(device, why))
+  cuda::CudaModule *module = openDevice(device, why);
+  if (!module)
     return nullptr;
 
   auto started = std::chrono::steady_clock::now();
@@ -179,11 +183,9 @@ std::unique_ptr<generation::IncrementalDecoder>
 openCudaDecoder(const ModelDescription &desc,
                 const std::map<std::string, reference::HostTensor> &parameters, bool graphs,
                 std::string &why) {
-  cuda::CudaModule *module = openModule(why);
-  if (!module)
-    return nullptr;
   cuda::DeviceInfo device;
-  if (!module->probe(device, why))
+  cuda::CudaModule *module = openDevice(device, why);
+  if (!module)
     return nullptr;
   auto started = std::chrono::steady_clock::now();
   ProgramOptions po;

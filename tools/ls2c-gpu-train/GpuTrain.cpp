@@ -37,6 +37,7 @@
 #include "Bundles.h"
 #include "DeviceTensors.h"
 #include "GpuTrainOptions.h"
+#include "ProgramRunner.h"
 
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Model/ParameterLayout.h"
@@ -70,51 +71,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-/// Runs the functions of one program, binding arguments and results by name.
-struct Runner {
-  Executor executor;
-  /// Per function, persistent buffers for results that are not state.
-  std::map<std::string, std::map<std::string, DeviceTensor>> outputs;
-  /// Spare buffers for state results (swapped with the state after a call).
-  std::map<std::string, DeviceTensor> spare;
-
-  explicit Runner(Program p) : executor(std::move(p)) {}
-
-  /// Calls `name`: arguments from `state` then `inputs`; results named like
-  /// state replace it (in place, or their old buffers become the spares:
-  /// adoptResults); other results
-  /// land in outputs[name]. Synchronizes.
-  std::map<std::string, DeviceTensor> &call(const std::string &name,
-                                            std::map<std::string, DeviceTensor> &state,
-                                            std::map<std::string, DeviceTensor> &inputs) {
-    const Function &f = executor.function(name);
-    Executor::Call c = bindArguments(f, state, inputs);
-    std::map<std::string, DeviceTensor> &out = outputs[name];
-    bindResults(f, c, state, spare, out);
-    executor.run(f.name, c);
-    if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
-      throw RuntimeError("@" + f.name + ": " + cudaGetErrorString(e));
-    adoptResults(f, state, spare);
-    return out;
-  }
-};
-
-/// Sinusoidal tables for Buffer arguments (none for GPT-2's learned
-/// positions, kept for generality).
-void uploadBuffers(const Function &f, std::map<std::string, DeviceTensor> &inputs) {
-  for (const TensorSpec &spec : f.arguments) {
-    if (spec.kind != ArgumentKind::Buffer || inputs.count(spec.name))
-      continue;
-    if (spec.maxShape.size() != 2)
-      throw RuntimeError("buffer '" + spec.name + "' is not a 2-d table");
-    // Rounded to fp32 first, as the CPU reference does.
-    std::vector<double> table = ls2c::sinusoidalTable(spec.maxShape[0], spec.maxShape[1]);
-    for (double &x : table)
-      x = static_cast<float>(x);
-    inputs[spec.name] = uploadTensor(table, spec.maxShape, spec.dtype, 0, spec.name);
-  }
-}
-
 class Metrics {
 public:
   explicit Metrics(const std::string &path) {
@@ -132,29 +88,6 @@ public:
 private:
   std::ofstream file;
 };
-
-/// Scores the rows of `logits` [N, C] whose label is not `ignored`, decoding
-/// only those rows (most of a masked LM's are not scored).
-void scoreLogits(const DeviceTensor &logits, const std::vector<int64_t> &labels, int64_t ignored,
-                 ls2c::PredictionScore &out) {
-  if (logits.shape.size() != 2 || logits.shape[0] != static_cast<int64_t>(labels.size()))
-    throw RuntimeError("@forward's logits are not one row per label");
-  const int64_t classes = logits.shape[1];
-  const size_t rowBytes = static_cast<size_t>(classes) * dtypeBytes(logits.dtype);
-  std::vector<uint8_t> all(rowBytes * labels.size());
-  logits.buffer.download(all.data(), all.size());
-  std::vector<uint8_t> row(rowBytes);
-  for (size_t r = 0; r < labels.size(); ++r) {
-    if (labels[r] == ignored)
-      continue;
-    if (labels[r] < 0 || labels[r] >= classes)
-      throw RuntimeError("label " + std::to_string(labels[r]) + " is not one of the " +
-                         std::to_string(classes) + " classes of the logits");
-    std::memcpy(row.data(), all.data() + r * rowBytes, rowBytes);
-    std::vector<double> values = decodeValues(row, logits.dtype);
-    out.add(values.data(), classes, labels[r]);
-  }
-}
 
 /// What one evaluation measured (as the CPU trainer's Evaluation).
 struct Evaluation {
@@ -209,8 +142,8 @@ int run(const Options &o) {
   }
   std::vector<float> master = ls2c::initializeWorkspace(ws, o.data.seed);
 
-  Runner train(std::move(bundles.train));
-  Runner eval(std::move(bundles.eval));
+  ProgramRunner train(std::move(bundles.train));
+  ProgramRunner eval(std::move(bundles.eval));
   train.executor.setGraphs(o.graphs);
   eval.executor.setGraphs(o.graphs);
   train.executor.setAttentionBackend(o.attention);
@@ -251,26 +184,12 @@ int run(const Options &o) {
 
   // Validation: the master weights cast to the compute dtype on the host,
   // @forward over the validation batches, the mean loss per scored label.
-  std::vector<uint8_t> bytes;
   auto evaluate = [&]() {
     std::vector<float> current(program.workspaceElements);
     state.at("master_weights").buffer.download(current.data(), wsBytes);
-    for (const TensorSpec &spec : forward.arguments) {
-      if (spec.kind != ArgumentKind::Parameter)
-        continue;
-      const ls2c::WorkspaceSlot *slot = ws.find(spec.name);
-      if (!slot || slot->spec->shape != spec.maxShape)
-        throw InputError(o.evalBundle + ": @forward parameter '" + spec.name +
-                         "' is not a parameter of " + o.bundle + " with its shape");
-      bytes = encodeFloats(current.data() + slot->offset, static_cast<size_t>(slot->numel),
-                           spec.dtype);
-      DeviceTensor &t = evalInputs[spec.name];
-      if (t.buffer.size() < bytes.size())
-        t.buffer = DeviceBuffer(bytes.size(), spec.name);
-      t.buffer.upload(bytes.data(), bytes.size());
-      t.shape = spec.maxShape;
-      t.dtype = spec.dtype;
-    }
+    if (std::string bad = uploadWeights(forward, ws, current, evalInputs); !bad.empty())
+      throw InputError(o.evalBundle + ": @forward parameter '" + bad +
+                       "' is not a parameter of " + o.bundle + " with its shape");
     Evaluation e;
     double sum = 0;
     ls2c::InputBatch b;

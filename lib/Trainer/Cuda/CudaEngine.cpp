@@ -14,6 +14,7 @@
 #include "Batches.h"
 #include "DeviceTensors.h"
 #include "GpuDecoder.h"
+#include "ProgramRunner.h"
 
 #include "ls2c/Runtime/CudnnAttention.h"
 #include "ls2c/Runtime/Executor.h"
@@ -34,37 +35,14 @@ namespace {
 using namespace ls2c::runtime;
 using ls2c::gputrain::EncodedBatch;
 using ls2c::gputrain::encodeBatch;
+using ls2c::gputrain::ProgramRunner;
+using ls2c::gputrain::scoreLogits;
+using ls2c::gputrain::uploadBuffers;
+using ls2c::gputrain::uploadWeights;
 using ls2c::gputrain::uploadBatch;
 using ls2c::reference::ElementType;
 using ls2c::reference::HostTensor;
 using ls2c::tools::DeviceTensor;
-
-/// Runs the functions of one program, binding arguments and results by name.
-struct Runner {
-  Executor executor;
-  /// Per function, persistent buffers for results that are not state.
-  std::map<std::string, std::map<std::string, DeviceTensor>> outputs;
-  /// Spare buffers for state results (swapped with the state after a call).
-  std::map<std::string, DeviceTensor> spare;
-
-  explicit Runner(Program p) : executor(std::move(p)) {}
-
-  /// Calls `name`: arguments from `state` then `inputs`; results named like
-  /// state replace it; other results land in outputs[name]. Synchronizes.
-  std::map<std::string, DeviceTensor> &call(const std::string &name,
-                                            std::map<std::string, DeviceTensor> &state,
-                                            std::map<std::string, DeviceTensor> &inputs) {
-    const Function &f = executor.function(name);
-    Executor::Call c = tools::bindArguments(f, state, inputs);
-    std::map<std::string, DeviceTensor> &out = outputs[name];
-    tools::bindResults(f, c, state, spare, out);
-    executor.run(f.name, c);
-    if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
-      throw RuntimeError("@" + f.name + ": " + cudaGetErrorString(e));
-    tools::adoptResults(f, state, spare);
-    return out;
-  }
-};
 
 /// The function `name` of `program`; TrainError when it has none.
 const Function &requireFunction(const Program &program, const std::string &name) {
@@ -95,44 +73,6 @@ void requireDataInputs(const Function &f, const std::vector<std::string> &provid
     if (!seen.count(p))
       throw TrainError("@" + f.name + " lacks the input '" + p + "' of " +
                        std::string(toString(desc.architecture)) + " data (" + list + ")");
-}
-
-/// Sinusoidal tables for Buffer arguments, rounded to fp32 first as the CPU
-/// reference does.
-void uploadBuffers(const Function &f, std::map<std::string, DeviceTensor> &inputs) {
-  for (const TensorSpec &spec : f.arguments) {
-    if (spec.kind != ArgumentKind::Buffer || inputs.count(spec.name))
-      continue;
-    if (spec.maxShape.size() != 2)
-      throw RuntimeError("buffer '" + spec.name + "' is not a 2-d table");
-    std::vector<double> table = sinusoidalTable(spec.maxShape[0], spec.maxShape[1]);
-    for (double &x : table)
-      x = static_cast<float>(x);
-    inputs[spec.name] = tools::uploadTensor(table, spec.maxShape, spec.dtype, 0, spec.name);
-  }
-}
-
-/// Scores the rows of `logits` [N, C] whose label is not `ignored`, decoding
-/// only those rows (most of a masked LM's are not scored).
-void scoreLogits(const DeviceTensor &logits, const std::vector<int64_t> &labels, int64_t ignored,
-                 PredictionScore &out) {
-  if (logits.shape.size() != 2 || logits.shape[0] != static_cast<int64_t>(labels.size()))
-    throw RuntimeError("@forward's logits are not one row per label");
-  const int64_t classes = logits.shape[1];
-  const size_t rowBytes = static_cast<size_t>(classes) * dtypeBytes(logits.dtype);
-  std::vector<uint8_t> all(rowBytes * labels.size());
-  logits.buffer.download(all.data(), all.size());
-  std::vector<uint8_t> row(rowBytes);
-  for (size_t r = 0; r < labels.size(); ++r) {
-    if (labels[r] == ignored)
-      continue;
-    if (labels[r] < 0 || labels[r] >= classes)
-      throw RuntimeError("label " + std::to_string(labels[r]) + " is not one of the " +
-                         std::to_string(classes) + " classes of the logits");
-    std::memcpy(row.data(), all.data() + r * rowBytes, rowBytes);
-    std::vector<double> values = tools::decodeValues(row, logits.dtype);
-    out.add(values.data(), classes, labels[r]);
-  }
 }
 
 /// Runs `f`, turning a failure of the device (runtime errors of the
@@ -177,7 +117,7 @@ public:
         throw TrainError("parameter '" + slot.name +
                          "' is not where the description places it in the program");
     }
-    for (Runner *r : {&train, &eval}) {
+    for (ProgramRunner *r : {&train, &eval}) {
       r->executor.setGraphs(options.graphs);
       r->executor.setAttentionBackend(options.attention);
     }
@@ -297,22 +237,9 @@ public:
     return guarded([&] {
       std::vector<float> current(static_cast<size_t>(ws.totalElements));
       state.at("master_weights").buffer.download(current.data(), current.size() * 4);
-      for (const TensorSpec &spec : forwardSpec.arguments) {
-        if (spec.kind != ArgumentKind::Parameter)
-          continue;
-        const WorkspaceSlot *slot = ws.find(spec.name);
-        if (!slot || slot->spec->shape != spec.maxShape)
-          throw TrainError("@forward's parameter '" + spec.name +
-                           "' is not a parameter of the description with its shape");
-        std::vector<uint8_t> bytes = tools::encodeFloats(
-            current.data() + slot->offset, static_cast<size_t>(slot->numel), spec.dtype);
-        DeviceTensor &t = evalInputs[spec.name];
-        if (t.buffer.size() < bytes.size())
-          t.buffer = DeviceBuffer(bytes.size(), spec.name);
-        t.buffer.upload(bytes.data(), bytes.size());
-        t.shape = spec.maxShape;
-        t.dtype = spec.dtype;
-      }
+      if (std::string bad = uploadWeights(forwardSpec, ws, current, evalInputs); !bad.empty())
+        throw TrainError("@forward's parameter '" + bad +
+                         "' is not a parameter of the description with its shape");
     });
   }
 
@@ -339,7 +266,7 @@ private:
   std::string name;
   std::vector<std::string> dataInputs;
   bool forwardChecked = false;
-  Runner train, eval;
+  ProgramRunner train, eval;
   const Function &accumulateSpec, &forwardSpec;
   std::map<std::string, DeviceTensor> state, trainInputs, evalInputs;
   int64_t step = 0; ///< as setState gave it (the loop counts steps)
