@@ -51,6 +51,7 @@ SmallVector<FunctionArgument> dataInputs(Builder &b, const ModelDescription &d,
       add(n, ids);
     break;
   case Architecture::Decoder:
+  case Architecture::Llama:
     for (StringRef n : {"input_ids", "position_ids", "cu_seqlens", "labels"})
       add(n, ids);
     break;
@@ -182,6 +183,9 @@ OwningOpRef<ModuleOp> buildForwardModule(MLIRContext &context,
     break;
   case Architecture::ViT:
     loss = buildViT(g);
+    break;
+  case Architecture::Llama:
+    loss = buildLlama(g);
     break;
   }
   b.create<func::ReturnOp>(loc, loss);

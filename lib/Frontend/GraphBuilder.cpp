@@ -113,6 +113,72 @@ Value GraphBuilder::layerNorm(Value x, StringRef prefix) {
   return op.getResult();
 }
 
+Value GraphBuilder::rmsNorm(Value x, StringRef weight) {
+  Type f32 = b.getF32Type();
+  RankedTensorType type = tensorType(x);
+  const int64_t last = type.getRank() - 1;
+  Value xf = castTo(x, f32);
+  Value sum = b.create<ReduceSumOp>(location, b.create<MulOp>(location, xf, xf),
+                                    ArrayRef<int64_t>{last});
+  Value meanSquare = b.create<DivOp>(
+      location, sum, scalar(static_cast<double>(type.getDimSize(last)), f32));
+  Value inverse = b.create<RsqrtOp>(
+      location, b.create<AddOp>(location, meanSquare, scalar(d.rms_norm_eps, f32)));
+  SmallVector<int64_t> rows;
+  for (int64_t i = 0; i < last; ++i)
+    rows.push_back(i);
+  Value normed = castTo(
+      b.create<MulOp>(location, xf, broadcastLike(inverse, xf, rows)), elementType);
+  return b.create<MulOp>(location, normed, broadcastLike(param(weight), normed, {last}));
+}
+
+Value GraphBuilder::rotary(Value x3, Value positions) {
+  Type f32 = b.getF32Type();
+  RankedTensorType type = tensorType(x3);
+  const int64_t heads = type.getDimSize(1), headDim = type.getDimSize(2),
+                half = headDim / 2;
+  // theta^(-2j / head_dim) = exp(j * (-2 ln theta / head_dim)), j < half.
+  Value j = b.create<IotaOp>(location, RankedTensorType::get({half}, f32),
+                             ValueRange{}, /*dimension=*/0);
+  Value inverseFrequency = b.create<ExpOp>(
+      location,
+      b.create<MulOp>(location, j,
+                      scalar(-2.0 * std::log(d.rope_theta) / static_cast<double>(headDim),
+                             f32)));
+  // Angles, cos and sin per token and frequency [T, half], then spread over
+  // the heads: one table for q and k of every layer (HF's position_embeddings).
+  Value tokens = dim(x3, 0);
+  auto spread = [&](Value v, RankedTensorType type, ArrayRef<int64_t> dims) -> Value {
+    return b.create<BroadcastOp>(location, type, v, ValueRange{tokens},
+                                 b.getDenseI64ArrayAttr(dims));
+  };
+  auto tableType = RankedTensorType::get({ShapedType::kDynamic, half}, f32);
+  auto halfType = RankedTensorType::get({ShapedType::kDynamic, heads, half}, f32);
+  Value angle = b.create<MulOp>(location, spread(castTo(positions, f32), tableType, {0}),
+                                spread(inverseFrequency, tableType, {1}));
+  Value cos = spread(b.create<CosOp>(location, angle), halfType, {0, 2});
+  Value sin = spread(b.create<SinOp>(location, angle), halfType, {0, 2});
+  auto part = [&](int64_t start) {
+    return castTo(b.create<SliceOp>(location, x3, /*axis=*/2, start, start + half)
+                      .getResult(),
+                  f32);
+  };
+  Value x1 = part(0), x2 = part(half);
+  Value first = b.create<SubOp>(location, b.create<MulOp>(location, x1, cos),
+                                b.create<MulOp>(location, x2, sin));
+  Value second = b.create<AddOp>(location, b.create<MulOp>(location, x2, cos),
+                                 b.create<MulOp>(location, x1, sin));
+  Value joined = b.create<ConcatOp>(location, ValueRange{first, second}, /*axis=*/2);
+  return castTo(joined, elementType);
+}
+
+Value GraphBuilder::castTo(Value x, Type element) {
+  RankedTensorType type = tensorType(x);
+  if (type.getElementType() == element)
+    return x;
+  return b.create<CastOp>(location, type.clone(element), x);
+}
+
 Value GraphBuilder::dropout(Value x, double rate) {
   if (rate == 0.0)
     return x;
@@ -134,6 +200,16 @@ Value GraphBuilder::activation(Value x) {
     return b.create<GeluOp>(location, x, GeluApproximation::None);
   case Activation::GELUTanh:
     return b.create<GeluOp>(location, x, GeluApproximation::Tanh);
+  case Activation::SiLU: {
+    // x sigmoid(x) = x / (1 + exp(-x)) in f32, rounded once as torch's
+    // silu: exp(-x) overflows to inf for very negative x, giving -0, the
+    // limit.
+    Type f32 = b.getF32Type();
+    Value xf = castTo(x, f32);
+    Value denominator = b.create<AddOp>(
+        location, scalar(1.0, f32), b.create<ExpOp>(location, b.create<NegOp>(location, xf)));
+    return castTo(b.create<DivOp>(location, xf, denominator), elementType);
+  }
   }
   llvm_unreachable("unknown activation");
 }
@@ -175,6 +251,15 @@ Value GraphBuilder::feedForward(Value x, StringRef fc1, StringRef fc2,
   Value h = linear(x, join(fc1, "weight"), join(fc1, "bias"), layout);
   h = dropout(activation(h), d.activation_dropout);
   return linear(h, join(fc2, "weight"), join(fc2, "bias"), layout);
+}
+
+Value GraphBuilder::gatedFeedForward(Value x, StringRef prefix) {
+  // Gate before up: their weights sit next to each other in that order, so
+  // ls2-merge-gemms makes the two projections one GEMM.
+  Value gate = linear(x, join(prefix, "gate_proj.weight"), "", WeightLayout::OutIn);
+  Value up = linear(x, join(prefix, "up_proj.weight"), "", WeightLayout::OutIn);
+  Value h = b.create<MulOp>(location, activation(gate), up);
+  return linear(h, join(prefix, "down_proj.weight"), "", WeightLayout::OutIn);
 }
 
 Value GraphBuilder::loss(Value logits, Value labels, int64_t ignoreIndex) {

@@ -62,6 +62,8 @@ public:
                             llvm::ArrayRef<int64_t> dims);
   mlir::Value reshape(mlir::Value value, llvm::ArrayRef<int64_t> shape);
   mlir::Value add(mlir::Value a, mlir::Value b);
+  /// `x` converted to `element` (itself when it has that type).
+  mlir::Value castTo(mlir::Value x, mlir::Type element);
 
   // --- layers ---
   /// x [T, in] @ W (+ bias): [T, out].
@@ -71,6 +73,17 @@ public:
   /// x [T, H] -> logits [T, V].
   mlir::Value projectToVocab(mlir::Value x, llvm::StringRef table);
   mlir::Value layerNorm(mlir::Value x, llvm::StringRef prefix);
+  /// RMSNorm (Zhang and Sennrich 2019, arXiv 1910.07467) over the last dim
+  /// of x [T, H] as Hugging Face's LlamaRMSNorm: statistics in f32, x
+  /// rsqrt(mean(x^2) + rms_norm_eps) rounded to the compute dtype, times
+  /// `weight` [H]. Primitives only, so autodiff and fusion see through it.
+  mlir::Value rmsNorm(mlir::Value x, llvm::StringRef weight);
+  /// Rotary position embedding (Su et al. 2021, arXiv 2104.09864, eq. 34)
+  /// of x3 [T, heads, head_dim] at `positions` (i32 [T]), in Hugging Face's
+  /// rotate-half layout: with x = [x1 x2] split at head_dim / 2 and angles
+  /// a_j = position theta^(-2j / head_dim), [x1 cos a - x2 sin a,
+  /// x2 cos a + x1 sin a]. Angles and products in f32.
+  mlir::Value rotary(mlir::Value x3, mlir::Value positions);
   /// Inverted dropout with its own Philox stream; identity when rate is 0.
   mlir::Value dropout(mlir::Value x, double rate);
   mlir::Value activation(mlir::Value x);
@@ -100,6 +113,11 @@ public:
   /// fc1 -> activation -> activation dropout -> fc2 on x [T, H].
   mlir::Value feedForward(mlir::Value x, llvm::StringRef fc1,
                           llvm::StringRef fc2, WeightLayout layout);
+
+  /// The gated feed-forward of Llama (Shazeer 2020, arXiv 2002.05202):
+  /// down(act(gate(x)) * up(x)) on x [T, H], nn.Linear weights without
+  /// biases named `prefix`.{gate,up,down}_proj.weight.
+  mlir::Value gatedFeedForward(mlir::Value x, llvm::StringRef prefix);
 
   /// Mean cross-entropy of logits [T, V] against labels [T] (i32).
   mlir::Value loss(mlir::Value logits, mlir::Value labels, int64_t ignoreIndex);
@@ -145,6 +163,7 @@ mlir::Value buildEncoder(GraphBuilder &g);        // BERT masked LM
 mlir::Value buildDecoder(GraphBuilder &g);        // GPT-2 causal LM
 mlir::Value buildEncoderDecoder(GraphBuilder &g); // fairseq Transformer
 mlir::Value buildViT(GraphBuilder &g);            // timm ViT classifier
+mlir::Value buildLlama(GraphBuilder &g);          // Llama causal LM
 
 // Pieces of the fairseq Transformer that decoding (BuildDecoding.cpp) shares.
 /// The encoder's output [Ts, H] over the bound src_ids, src_position_ids.

@@ -20,6 +20,7 @@ std::map<std::string, BatchIdRange> batchIdRanges(const ModelDescription &d) {
     r["labels"] = {d.vocab, -100, "the classes (vocab " + std::to_string(d.vocab) + ")"};
     break;
   case Architecture::Decoder:
+  case Architecture::Llama:
     r["input_ids"] = vocab;
     r["position_ids"] = positions;
     r["labels"] = {d.vocab, -100, "the classes (vocab " + std::to_string(d.vocab) + ")"};

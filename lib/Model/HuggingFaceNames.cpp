@@ -1,8 +1,9 @@
-//===- HuggingFaceNames.cpp - transformers state dicts of BERT and GPT-2 --===//
+//===- HuggingFaceNames.cpp - transformers state dicts of BERT, GPT-2, Llama ===//
 //
 // The state dicts are written module by module as transformers registers
 // them (modeling_bert.py: BertEmbeddings, BertLayer, BertLMPredictionHead;
-// modeling_gpt2.py: GPT2Model, GPT2Block, Conv1D), independently of
+// modeling_gpt2.py: GPT2Model, GPT2Block, Conv1D; modeling_llama.py:
+// LlamaModel, LlamaDecoderLayer), independently of
 // ParameterLayout, then checked against it: a difference is an ls2c bug.
 //
 //===----------------------------------------------------------------------===//
@@ -66,6 +67,8 @@ std::string_view hfActivation(Activation a) {
     return "gelu"; // erf, ACT2FN["gelu"]
   case Activation::GELUTanh:
     return "gelu_new"; // tanh approximation, GPT-2's NewGELUActivation
+  case Activation::SiLU:
+    return "silu";
   }
   return "?";
 }
@@ -185,6 +188,75 @@ void gpt2(const ModelDescription &d, HuggingFaceMapping &m) {
       {"reorder_and_upcast_attn", false},
       {"add_cross_attention", false},
       {"tie_word_embeddings", d.tie_embeddings},
+      // GPT2Config's defaults (50256) lie outside a smaller vocabulary.
+      {"bos_token_id", V - 1},
+      {"eos_token_id", V - 1},
+      {"torch_dtype", "float32"},
+  };
+}
+
+void llama(const ModelDescription &d, HuggingFaceMapping &m) {
+  const int64_t H = d.hidden, F = d.ffn, V = d.vocab, KV = d.kv_heads * d.headDim();
+  m.modelClass = "LlamaForCausalLM";
+  m.modelType = "llama";
+  m.basePrefix = "model.";
+  StateDict s(m.tensors);
+  auto linear = [&](const std::string &name, int64_t out, const std::string &outRule,
+                    int64_t in, const std::string &inRule) {
+    s.add(name, {out, in}, "[" + outRule + ", " + inRule + "]"); // bias=False
+  };
+  // LlamaModel: embed_tokens, layers (LlamaDecoderLayer), norm; the rotary
+  // embedding's inv_freq is a non-persistent buffer.
+  s.add("model.embed_tokens.weight", {V, H}, "[vocab, hidden]");
+  for (int64_t i = 0; i < d.decoder_layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    // LlamaAttention: q, k, v, o projections; LlamaMLP: gate, up, down.
+    linear(p + "self_attn.q_proj.weight", H, "hidden", H, "hidden");
+    linear(p + "self_attn.k_proj.weight", KV, "kv_heads * head_dim", H, "hidden");
+    linear(p + "self_attn.v_proj.weight", KV, "kv_heads * head_dim", H, "hidden");
+    linear(p + "self_attn.o_proj.weight", H, "hidden", H, "hidden");
+    linear(p + "mlp.gate_proj.weight", F, "ffn", H, "hidden");
+    linear(p + "mlp.up_proj.weight", F, "ffn", H, "hidden");
+    linear(p + "mlp.down_proj.weight", H, "hidden", F, "ffn");
+    s.add(p + "input_layernorm.weight", {H}, "[hidden]");
+    s.add(p + "post_attention_layernorm.weight", {H}, "[hidden]");
+  }
+  s.add("model.norm.weight", {H}, "[hidden]");
+  if (d.tie_embeddings)
+    s.tied("lm_head.weight", "model.embed_tokens.weight");
+  else
+    s.add("lm_head.weight", {V, H}, "[vocab, hidden]");
+
+  // LlamaConfig's defaults put bos at 1 and eos at 2: ids only a vocabulary
+  // of at least 3 holds.
+  const nlohmann::json bos = V > 2 ? nlohmann::json(1) : nlohmann::json(nullptr),
+                       eos = V > 2 ? nlohmann::json(2) : nlohmann::json(nullptr);
+  m.config = {
+      {"architectures", {"LlamaForCausalLM"}},
+      {"model_type", "llama"},
+      {"vocab_size", V},
+      {"hidden_size", H},
+      {"intermediate_size", F},
+      {"num_hidden_layers", d.decoder_layers},
+      {"num_attention_heads", d.heads},
+      {"num_key_value_heads", d.kv_heads},
+      {"head_dim", d.headDim()},
+      {"hidden_act", std::string(hfActivation(d.activation))},
+      {"max_position_embeddings", d.max_seq_len},
+      {"initializer_range", 0.02},
+      {"rms_norm_eps", d.rms_norm_eps},
+      {"rope_theta", d.rope_theta},
+      {"rope_scaling", nullptr},
+      {"attention_bias", false},
+      {"attention_dropout", d.attention_dropout},
+      {"mlp_bias", false},
+      {"pretraining_tp", 1},
+      {"use_cache", true},
+      {"bos_token_id", bos},
+      {"eos_token_id", eos},
+      {"pad_token_id", d.padding_idx >= 0 ? nlohmann::json(d.padding_idx)
+                                          : nlohmann::json(nullptr)},
+      {"tie_word_embeddings", d.tie_embeddings},
       {"torch_dtype", "float32"},
   };
 }
@@ -213,6 +285,8 @@ void checkAgainstLayout(const ModelDescription &d, const HuggingFaceMapping &m) 
                              "' is not one Hugging Face tensor");
 }
 
+HuggingFaceMapping finish(const ModelDescription &d, HuggingFaceMapping &m);
+
 } // namespace
 
 const HuggingFaceTensor *HuggingFaceMapping::find(const std::string &name) const {
@@ -229,12 +303,18 @@ HuggingFaceMapping huggingFaceMapping(const ModelDescription &d,
   m.modelName = d.name;
   m.layers = d.architecture == Architecture::Encoder ? d.encoder_layers
                                                      : d.decoder_layers;
+  if (d.architecture == Architecture::Llama) {
+    // Pre-norm and no residual dropout are description rules for llama.
+    llama(d, m);
+    return finish(d, m);
+  }
   if (d.architecture != Architecture::Encoder &&
       d.architecture != Architecture::Decoder)
     refuse(source, "$.architecture",
            fmt::format("'{}'", toString(d.architecture)),
            "Hugging Face checkpoints are defined for 'encoder' "
-           "(BertForMaskedLM) and 'decoder' (GPT2LMHeadModel) models only");
+           "(BertForMaskedLM), 'decoder' (GPT2LMHeadModel) and 'llama' "
+           "(LlamaForCausalLM) models only");
   const bool encoder = d.architecture == Architecture::Encoder;
   if (encoder && d.norm != NormPlacement::Post)
     refuse(source, "$.norm", "'pre'",
@@ -253,6 +333,11 @@ HuggingFaceMapping huggingFaceMapping(const ModelDescription &d,
     bert(d, m);
   else
     gpt2(d, m);
+  return finish(d, m);
+}
+
+namespace {
+HuggingFaceMapping finish(const ModelDescription &d, HuggingFaceMapping &m) {
   if (d.activation_dropout != 0)
     m.notes.push_back(fmt::format(
         "activation_dropout {} has no {} equivalent (it only changes training)",
@@ -262,7 +347,8 @@ HuggingFaceMapping huggingFaceMapping(const ModelDescription &d,
         "label_smoothing {} is a loss setting, not part of {}'s config",
         d.label_smoothing, m.modelClass));
   checkAgainstLayout(d, m);
-  return m;
+  return std::move(m);
 }
+} // namespace
 
 } // namespace ls2c

@@ -34,13 +34,15 @@ constexpr Spelling<Architecture> kArchitectures[] = {
     {Architecture::Encoder, "encoder"},
     {Architecture::Decoder, "decoder"},
     {Architecture::EncoderDecoder, "encoder_decoder"},
-    {Architecture::ViT, "vit"}};
+    {Architecture::ViT, "vit"},
+    {Architecture::Llama, "llama"}};
 constexpr Spelling<NormPlacement> kNorms[] = {{NormPlacement::Post, "post"},
                                               {NormPlacement::Pre, "pre"}};
 constexpr Spelling<Activation> kActivations[] = {
     {Activation::ReLU, "relu"},
     {Activation::GELU, "gelu"},
-    {Activation::GELUTanh, "gelu_tanh"}};
+    {Activation::GELUTanh, "gelu_tanh"},
+    {Activation::SiLU, "silu"}};
 constexpr Spelling<DType> kDTypes[] = {
     {DType::F32, "fp32"}, {DType::F16, "fp16"}, {DType::BF16, "bf16"}};
 constexpr Spelling<OptimizerType> kOptimizers[] = {
@@ -94,8 +96,8 @@ namespace {
 
 using MD = ModelDescription;
 
-enum ArchBit : unsigned { kE = 1, kD = 2, kED = 4, kV = 8 };
-constexpr unsigned kText = kE | kD | kED, kAll = kText | kV;
+enum ArchBit : unsigned { kE = 1, kD = 2, kED = 4, kV = 8, kL = 16 };
+constexpr unsigned kText = kE | kD | kED | kL, kAll = kText | kV;
 
 unsigned bit(Architecture a) {
   switch (a) {
@@ -107,6 +109,8 @@ unsigned bit(Architecture a) {
     return kED;
   case Architecture::ViT:
     return kV;
+  case Architecture::Llama:
+    return kL;
   }
   return 0;
 }
@@ -125,7 +129,8 @@ struct IntField {
 const IntField kIntFields[] = {
     {"encoder_layers", &MD::encoder_layers, kE | kED | kV, kE | kED | kV, 0,
      true},
-    {"decoder_layers", &MD::decoder_layers, kD | kED, kD | kED, 0, true},
+    {"decoder_layers", &MD::decoder_layers, kD | kED | kL, kD | kED | kL, 0,
+     true},
     {"hidden", &MD::hidden, kAll, kAll, 0, true},
     {"heads", &MD::heads, kAll, kAll, 0, true},
     {"kv_heads", &MD::kv_heads, kAll, 0, 0, true},
@@ -163,6 +168,8 @@ ArchDefaults defaultsFor(Architecture a) {
     return {NormPlacement::Post, Activation::ReLU, 0.1, 0.0, 1e-5, false, 1};
   case Architecture::ViT:
     return {NormPlacement::Pre, Activation::GELU, 0.0, 0.0, 1e-6, false, -1};
+  case Architecture::Llama: // eps: rms_norm_eps
+    return {NormPlacement::Pre, Activation::SiLU, 0.0, 0.0, 1e-6, false, -1};
   }
   return {};
 }
@@ -176,7 +183,7 @@ const std::vector<std::string_view> kTopKeys = {
     "tie_embeddings", "share_embeddings", "dtype", "label_smoothing",
     "padding_idx", "image_size", "patch_size", "channels", "num_classes",
     "activation_checkpointing", "sequence_parallel_size", "max_predictions",
-    "optimizer"};
+    "rms_norm_eps", "rope_theta", "optimizer"};
 // clang-format on
 const std::vector<std::string_view> kOptimizerKeys = {
     "type", "lr", "betas", "eps", "weight_decay", "clip_norm", "bucket_cap_mb",
@@ -337,8 +344,15 @@ private:
         checked("activation_dropout", 0.0, detail::probabilityRule);
     d_.label_smoothing =
         checked("label_smoothing", 0.0, detail::probabilityRule);
-    d_.layer_norm_eps =
-        checked("layer_norm_eps", def.layer_norm_eps, detail::positiveF32Rule);
+    if (applies(kL)) {
+      readLlamaFlags(def);
+    } else {
+      for (const char *key : {"rms_norm_eps", "rope_theta"})
+        if (root_.contains(key))
+          failAt(key, notApplicable());
+      d_.layer_norm_eps =
+          checked("layer_norm_eps", def.layer_norm_eps, detail::positiveF32Rule);
+    }
 
     std::optional<bool> tie = r_.boolean(root_, "$", "tie_embeddings");
     if (tie && *tie && !applies(kText))
@@ -350,6 +364,33 @@ private:
     d_.share_embeddings = share.value_or(false);
     d_.activation_checkpointing =
         r_.boolean(root_, "$", "activation_checkpointing").value_or(false);
+  }
+
+  // LlamaForCausalLM: pre-norm RMSNorm blocks, no residual or activation
+  // dropout (only attention_dropout), rotary positions.
+  void readLlamaFlags(const ArchDefaults &def) {
+    if (d_.norm != NormPlacement::Pre)
+      failAt("norm", "must be 'pre' for architecture 'llama' (its RMSNorms sit "
+                     "before each branch and after the last layer)");
+    const std::pair<const char *, double> dropouts[] = {
+        {"hidden_dropout", d_.hidden_dropout},
+        {"activation_dropout", d_.activation_dropout}};
+    for (const auto &[key, rate] : dropouts)
+      if (rate != 0.0)
+        failAt(key, "must be 0 for architecture 'llama' (LlamaForCausalLM has "
+                    "only attention_dropout)");
+    if (root_.contains("layer_norm_eps"))
+      failAt("layer_norm_eps", "does not apply to architecture 'llama' (its "
+                               "norms are RMSNorm: rms_norm_eps)");
+    d_.layer_norm_eps = 0.0;
+    d_.rms_norm_eps =
+        checked("rms_norm_eps", def.layer_norm_eps, detail::positiveF32Rule);
+    d_.rope_theta = checked("rope_theta", 10000.0, [](double v) -> std::string {
+      // Below 1 the frequencies theta^(-2i/d) grow with i instead of falling.
+      if (!(v > 1.0) || v > 3.4e38)
+        return "must be a finite number greater than 1";
+      return "";
+    });
   }
 
   void checkSizes() {
@@ -672,7 +713,12 @@ nlohmann::json toJson(const ModelDescription &d) {
   j["hidden_dropout"] = d.hidden_dropout;
   j["attention_dropout"] = d.attention_dropout;
   j["activation_dropout"] = d.activation_dropout;
-  j["layer_norm_eps"] = d.layer_norm_eps;
+  if (a == kL) {
+    j["rms_norm_eps"] = d.rms_norm_eps;
+    j["rope_theta"] = d.rope_theta;
+  } else {
+    j["layer_norm_eps"] = d.layer_norm_eps;
+  }
   if (a & kText)
     j["tie_embeddings"] = d.tie_embeddings;
   if (a == kED)

@@ -217,6 +217,33 @@ void buildVit(const ModelDescription &d, Builder &b) {
   b.linear("head", d.num_classes, x.H, normal, 0.02);
 }
 
+// Hugging Face LlamaForCausalLM's state dict, in its order: nn.Linear
+// without biases, every weight N(0, initializer_range 0.02) (its
+// _init_weights), RMSNorm weights at 1 and exempt from weight decay.
+void buildLlama(const ModelDescription &d, Builder &b) {
+  const Dims x = dims(d);
+  const auto normal = ParameterInit::Normal;
+  auto rmsNorm = [&](const std::string &name) {
+    b.add(name, {x.H}, ParameterInit::Ones, 0.0, /*decay=*/false);
+  };
+  b.add("model.embed_tokens.weight", {d.vocab, x.H}, normal, 0.02);
+  for (int64_t i = 0; i < d.decoder_layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    b.add(p + "self_attn.q_proj.weight", {x.H, x.H}, normal, 0.02);
+    b.add(p + "self_attn.k_proj.weight", {x.kvDim, x.H}, normal, 0.02);
+    b.add(p + "self_attn.v_proj.weight", {x.kvDim, x.H}, normal, 0.02);
+    b.add(p + "self_attn.o_proj.weight", {x.H, x.H}, normal, 0.02);
+    b.add(p + "mlp.gate_proj.weight", {x.F, x.H}, normal, 0.02);
+    b.add(p + "mlp.up_proj.weight", {x.F, x.H}, normal, 0.02);
+    b.add(p + "mlp.down_proj.weight", {x.H, x.F}, normal, 0.02);
+    rmsNorm(p + "input_layernorm.weight");
+    rmsNorm(p + "post_attention_layernorm.weight");
+  }
+  rmsNorm("model.norm.weight");
+  if (!d.tie_embeddings)
+    b.add("lm_head.weight", {d.vocab, x.H}, normal, 0.02);
+}
+
 } // namespace
 
 std::string_view toString(ParameterInit init) {
@@ -313,6 +340,9 @@ ParameterLayout buildParameterLayout(const ModelDescription &desc) {
     break;
   case Architecture::ViT:
     buildVit(desc, b);
+    break;
+  case Architecture::Llama:
+    buildLlama(desc, b);
     break;
   }
   return layout;

@@ -138,7 +138,7 @@ TrainResult train(const TrainOptions &o) {
                  which.c_str(), desc.optimizer.lr * schedule.min_lr_ratio);
   }
   std::unique_ptr<TrainingData> data = loadTrainingData(o, desc);
-  const bool classifies = desc.architecture != Architecture::Decoder;
+  const bool classifies = !isCausalLM(desc.architecture);
 
   ParameterLayout layout = buildParameterLayout(desc);
   WorkspaceLayout ws = planWorkspace(layout);

@@ -77,6 +77,7 @@ std::unique_ptr<TrainingData> loadTrainingData(const TrainOptions &o,
                        std::string(toString(desc.architecture)) + "'");
   switch (desc.architecture) {
   case Architecture::Decoder:
+  case Architecture::Llama:
     return loadLMData(o, desc);
   case Architecture::Encoder:
     return loadMaskedLMData(o, desc);

@@ -100,7 +100,8 @@ private:
   static bool isCheapForRecompute(Operation *def) {
     return isa<ls2::AddOp, ls2::SubOp, ls2::MulOp, ls2::DivOp, ls2::MaxOp,
                ls2::MinOp, ls2::NegOp, ls2::ExpOp, ls2::ErfOp, ls2::TanhOp,
-               ls2::RsqrtOp, ls2::SqrtOp, ls2::CastOp, ls2::BroadcastOp,
+               ls2::RsqrtOp, ls2::SqrtOp, ls2::SinOp, ls2::CosOp, ls2::CastOp,
+               ls2::BroadcastOp,
                ls2::SelectOp, ls2::CompareOp, ls2::ReshapeOp, ls2::SliceOp>(def) &&
            def->getNumResults() == 1;
   }

@@ -57,7 +57,7 @@ std::vector<HostTensor> modelArguments(const ls2c::ModelDescription &d,
   // Lq != Lk), plus a length-1 sequence for the decoder-only model.
   std::vector<int64_t> srcLengths = {5, 3};
   std::vector<int64_t> tgtLengths =
-      d.architecture == ls2c::Architecture::Decoder
+      ls2c::isCausalLM(d.architecture)
           ? std::vector<int64_t>{5, 3, 1}
           : std::vector<int64_t>{3, 5};
   Batch src = tokens(rng, srcLengths, d.src_vocab ? d.src_vocab : d.vocab);
@@ -72,7 +72,9 @@ std::vector<HostTensor> modelArguments(const ls2c::ModelDescription &d,
     if (kind == "parameter" || kind == "buffer") {
       std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
       std::vector<double> w = normal(rng, count(shape), 0.1);
-      if (lnScales.contains(forward.getArgument(i)))
+      // Layer norms' and RMSNorms' scales (llama's "...norm.weight").
+      if (lnScales.contains(forward.getArgument(i)) ||
+          llvm::StringRef(name).ends_with("norm.weight"))
         for (double &x : w)
           x += 1.0;
       for (double &x : w)
@@ -116,6 +118,7 @@ std::vector<HostTensor> modelArguments(const ls2c::ModelDescription &d,
           labels.push_back(t % 2 == 0 ? vocab(rng) : -100);
         break;
       case ls2c::Architecture::Decoder: // next tokens, -100 at each end
+      case ls2c::Architecture::Llama:
         for (size_t s = 0; s + 1 < tgt.cu.size(); ++s)
           for (int64_t t = tgt.cu[s]; t < tgt.cu[s + 1]; ++t)
             labels.push_back(t + 1 < tgt.cu[s + 1] ? tgt.ids[t + 1] : -100);

@@ -52,16 +52,23 @@ inline constexpr size_t kMaxDescriptionBytes = size_t(16) << 20;
 
 /// Which reference model the parameter names and the graph follow.
 /// JSON: "encoder" (BERT) | "decoder" (GPT-2) | "encoder_decoder" (fairseq
-/// Transformer) | "vit" (timm VisionTransformer).
-enum class Architecture { Encoder, Decoder, EncoderDecoder, ViT };
+/// Transformer) | "vit" (timm VisionTransformer) | "llama" (Hugging Face
+/// LlamaForCausalLM: RMSNorm, rotary positions, gated feed-forward, no biases).
+enum class Architecture { Encoder, Decoder, EncoderDecoder, ViT, Llama };
+
+/// Decoder-only causal language models (next-token labels, one token
+/// stream): "decoder" and "llama".
+inline bool isCausalLM(Architecture a) {
+  return a == Architecture::Decoder || a == Architecture::Llama;
+}
 
 /// Where layer norm sits relative to each residual branch. JSON: "post" |
 /// "pre".
 enum class NormPlacement { Post, Pre };
 
 /// FFN activation. JSON: "relu" | "gelu" (erf) | "gelu_tanh" (GPT-2's
-/// gelu_new).
-enum class Activation { ReLU, GELU, GELUTanh };
+/// gelu_new) | "silu" (x sigmoid(x)). Llama gates with it: act(gate) * up.
+enum class Activation { ReLU, GELU, GELUTanh, SiLU };
 
 /// Compute dtype of weights, activations and gradients. JSON: "fp32" | "fp16" |
 /// "bf16". Master weights and optimizer states are always fp32.
@@ -101,7 +108,7 @@ struct OptimizerConfig {
 struct ModelDescription {
   std::string name;
   Architecture architecture = Architecture::Encoder;
-  int64_t encoder_layers = 0, decoder_layers = 0; ///< ViT uses encoder_layers
+  int64_t encoder_layers = 0, decoder_layers = 0; ///< ViT: encoder_layers; llama: decoder_layers
   int64_t hidden = 0, heads = 0;
   int64_t kv_heads = 0; ///< key/value heads; divides heads (== heads: MHA)
   int64_t ffn = 0;
@@ -114,7 +121,11 @@ struct ModelDescription {
   Activation activation = Activation::GELU;
   double hidden_dropout = 0.0, attention_dropout = 0.0,
          activation_dropout = 0.0;
-  double layer_norm_eps = 1e-5;
+  double layer_norm_eps = 1e-5; ///< LayerNorm's; 0 for llama
+  double rms_norm_eps = 0.0;    ///< llama's RMSNorm (default 1e-6); else 0
+  /// llama: base of the rotary frequencies theta^(-2i / head_dim) (default
+  /// 10000, Su et al. 2021, arXiv 2104.09864 section 3.2.2); else 0.
+  double rope_theta = 0.0;
   bool tie_embeddings = false;   ///< output projection is the input embedding
   bool share_embeddings = false; ///< encoder_decoder: one table for both sides
   DType dtype = DType::F32;

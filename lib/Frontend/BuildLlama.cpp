@@ -1,0 +1,58 @@
+//===- BuildLlama.cpp - Llama causal language model -----------------------===//
+//
+// Hugging Face LlamaForCausalLM (Touvron et al. 2023, arXiv 2302.13971):
+// token embeddings; pre-norm blocks of RMSNorm, causal grouped-query
+// attention with rotary positions on q and k (no biases), RMSNorm and the
+// gated feed-forward; a final RMSNorm and the LM head (tied to the
+// embeddings when tie_embeddings). Weights are nn.Linear's [out, in].
+// Positions come from position_ids, so packed sequences each start at 0.
+// Labels are the next tokens, -100 where no loss is wanted.
+//
+//===----------------------------------------------------------------------===//
+#include "GraphBuilder.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace ls2c::ls2;
+
+namespace ls2c {
+
+Value buildLlama(GraphBuilder &g) {
+  const ModelDescription &d = g.desc();
+  Sequences seq{g.param("cu_seqlens")};
+  Value positions = g.param("position_ids");
+  const int64_t headDim = d.headDim();
+
+  g.setScope("model");
+  Value x = g.embed("model.embed_tokens.weight", g.param("input_ids"));
+
+  for (int64_t i = 0; i < d.decoder_layers; ++i) {
+    std::string p = llvm::formatv("model.layers.{0}", i).str();
+    g.setScope(p);
+    Value h = g.rmsNorm(x, join(p, "input_layernorm.weight"));
+    // Sequenced: argument evaluation order would make the IR compiler-dependent.
+    Value q = g.linear(h, join(p, "self_attn.q_proj.weight"), "", WeightLayout::OutIn);
+    Value k = g.linear(h, join(p, "self_attn.k_proj.weight"), "", WeightLayout::OutIn);
+    Value v = g.linear(h, join(p, "self_attn.v_proj.weight"), "", WeightLayout::OutIn);
+    Value q3 = g.rotary(g.reshape(q, {ShapedType::kDynamic, d.heads, headDim}), positions);
+    Value k3 = g.rotary(g.reshape(k, {ShapedType::kDynamic, d.kv_heads, headDim}), positions);
+    Value v3 = g.reshape(v, {ShapedType::kDynamic, d.kv_heads, headDim});
+    Value a = g.attentionHeads(q3, k3, v3, seq.cuSeqlens, seq.cuSeqlens,
+                               /*keyLengths=*/Value(), /*causal=*/true)
+                  .first;
+    a = g.reshape(a, {ShapedType::kDynamic, d.hidden});
+    x = g.add(x, g.linear(a, join(p, "self_attn.o_proj.weight"), "", WeightLayout::OutIn));
+    h = g.rmsNorm(x, join(p, "post_attention_layernorm.weight"));
+    x = g.add(x, g.gatedFeedForward(h, join(p, "mlp")));
+  }
+  g.setScope("model");
+  x = g.rmsNorm(x, "model.norm.weight");
+
+  g.setScope("lm_head");
+  Value logits =
+      g.projectToVocab(x, d.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
+  return g.loss(logits, g.param("labels"), /*ignoreIndex=*/-100);
+}
+
+} // namespace ls2c
