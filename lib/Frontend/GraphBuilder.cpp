@@ -137,27 +137,35 @@ Value GraphBuilder::rotary(Value x3, Value positions) {
   RankedTensorType type = tensorType(x3);
   const int64_t heads = type.getDimSize(1), headDim = type.getDimSize(2),
                 half = headDim / 2;
-  // theta^(-2j / head_dim) = exp(j * (-2 ln theta / head_dim)), j < half.
+  // theta^(-2j / head_dim) = exp(j * (-2 ln theta) / head_dim), j < half,
+  // from constants exact in f32 (theta, -2, head_dim): a product folded on
+  // the host would be rounded to f32 even where ls2c computes in f64.
   Value j = b.create<IotaOp>(location, RankedTensorType::get({half}, f32),
                              ValueRange{}, /*dimension=*/0);
-  Value inverseFrequency = b.create<ExpOp>(
+  Value exponent = b.create<DivOp>(
       location,
-      b.create<MulOp>(location, j,
-                      scalar(-2.0 * std::log(d.rope_theta) / static_cast<double>(headDim),
-                             f32)));
-  // Angles, cos and sin per token and frequency [T, half], then spread over
-  // the heads: one table for q and k of every layer (HF's position_embeddings).
-  Value tokens = dim(x3, 0);
-  auto spread = [&](Value v, RankedTensorType type, ArrayRef<int64_t> dims) -> Value {
+      b.create<MulOp>(location, b.create<LogOp>(location, scalar(d.rope_theta, f32)),
+                      scalar(-2.0, f32)),
+      scalar(static_cast<double>(headDim), f32));
+  Value inverseFrequency =
+      b.create<ExpOp>(location, b.create<MulOp>(location, j, exponent));
+  // Angles, cos and sin per token and frequency [T, half], sized by the
+  // positions: after CSE one table for q and k of every layer (HF's
+  // position_embeddings). Each rotary spreads it over its heads sized by its
+  // own input, so no layer's kernel writes the spread table for another.
+  auto spread = [&](Value v, RankedTensorType type, Value tokens,
+                    ArrayRef<int64_t> dims) -> Value {
     return b.create<BroadcastOp>(location, type, v, ValueRange{tokens},
                                  b.getDenseI64ArrayAttr(dims));
   };
   auto tableType = RankedTensorType::get({ShapedType::kDynamic, half}, f32);
   auto halfType = RankedTensorType::get({ShapedType::kDynamic, heads, half}, f32);
-  Value angle = b.create<MulOp>(location, spread(castTo(positions, f32), tableType, {0}),
-                                spread(inverseFrequency, tableType, {1}));
-  Value cos = spread(b.create<CosOp>(location, angle), halfType, {0, 2});
-  Value sin = spread(b.create<SinOp>(location, angle), halfType, {0, 2});
+  Value positionCount = dim(positions, 0), tokens = dim(x3, 0);
+  Value angle = b.create<MulOp>(
+      location, spread(castTo(positions, f32), tableType, positionCount, {0}),
+      spread(inverseFrequency, tableType, positionCount, {1}));
+  Value cos = spread(b.create<CosOp>(location, angle), halfType, tokens, {0, 2});
+  Value sin = spread(b.create<SinOp>(location, angle), halfType, tokens, {0, 2});
   auto part = [&](int64_t start) {
     return castTo(b.create<SliceOp>(location, x3, /*axis=*/2, start, start + half)
                       .getResult(),

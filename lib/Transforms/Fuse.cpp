@@ -732,6 +732,17 @@ private:
     groups[from].alive = false;
   }
 
+  /// Whether an op outside groups `a` and `b` reads a value of group `a`.
+  bool readOutside(int a, int b) {
+    for (Operation *op : groups[a].ops)
+      for (Operation *user : op->getUsers()) {
+        auto it = groupOf.find(user);
+        if (it == groupOf.end() || (it->second != a && it->second != b))
+          return true;
+      }
+    return false;
+  }
+
   void tryMerge(int a, int b, Operation *p, Operation *c, Value edge) {
     if (a == b)
       return;
@@ -754,6 +765,18 @@ private:
     }
     if (createsCycle(a, b)) {
       refuse(p, c, "another kernel on a path between them would have to run inside the fused kernel");
+      return;
+    }
+    // A smaller loop recomputed inside a larger one (per-row statistics, a
+    // rotary frequency table) yields nothing: it visits each of its elements
+    // many times, and a loop writes values of its own element count. (A
+    // concat's operand is visited once, and written there.)
+    if (m->kind == ls2::FusionKind::Loop && groups[a].outer > 1 &&
+        groups[a].outer != groups[b].outer && !(c && isa<ls2::ConcatOp>(c)) &&
+        readOutside(a, b)) {
+      refuse(p, c, "a loop over " + std::to_string(groups[a].outer) +
+                       " elements recomputed in a loop over " + std::to_string(groups[b].outer) +
+                       " would also have to write its values for another kernel");
       return;
     }
     Group &into = groups[a];

@@ -125,8 +125,11 @@ private:
     if (def->hasAttr("ls2.saved"))
       return true;
     auto type = dyn_cast<RankedTensorType>(v.getType());
+    // One element (a constant computed from constants: a rotary exponent)
+    // costs nothing to keep.
     if (!type || (isa<FloatType>(type.getElementType()) &&
-                  type.getElementType().getIntOrFloatBitWidth() < 32))
+                  type.getElementType().getIntOrFloatBitWidth() < 32) ||
+        isSingleElement(type))
       return true;
     return keptForBackward(v);
   }

@@ -1,16 +1,17 @@
-"""Float64 JAX models of ls2c's four architectures: an oracle independent of ls2c's frontend.
+"""Float64 JAX models of ls2c's five architectures: an oracle independent of ls2c's frontend.
 
 Each model is written from its public reference implementation, with ls2c's documented
 conventions (docs/model-description.md, docs/numerics.md): parameter names and shapes of
 the reference, sequences packed without padding (`cu_seqlens`), attention only within a
 sequence, 0-based positions, PyTorch's cross-entropy. Every number that ls2c keeps as a
-32-bit float (dropout rates, label_smoothing, layer_norm_eps, every optimizer number) is
-rounded to f32 here as well, then used in float64.
+32-bit float (dropout rates, label_smoothing, layer_norm_eps, rms_norm_eps, rope_theta, every
+optimizer number) is rounded to f32 here as well, then used in float64.
 
     bert_loss                 Hugging Face BertForMaskedLM
     gpt_loss                  Hugging Face GPT2LMHeadModel
     transformer_loss          fairseq TransformerModel (sinusoidal positions, embeddings x sqrt(H))
     vit_loss                  timm VisionTransformer (class-token pooling)
+    llama_loss                Hugging Face LlamaForCausalLM (RMSNorm, rotary positions, gated FFN)
     train                     K steps of Adam/AdamW with clipping and the lr schedule
 """
 import math
@@ -29,6 +30,8 @@ _DEFAULTS = {
     "encoder_decoder": dict(norm="post", activation="relu", layer_norm_eps=1e-5, tie_embeddings=False,
                             padding_idx=1),
     "vit": dict(norm="pre", activation="gelu", layer_norm_eps=1e-6),
+    "llama": dict(norm="pre", activation="silu", rms_norm_eps=1e-6, rope_theta=10000.0, tie_embeddings=False,
+                  padding_idx=-1),
 }
 _OPT_DEFAULTS = dict(type="adamw", lr=1e-4, betas=[0.9, 0.999], eps=1e-8, weight_decay=0.01, clip_norm=0.0)
 _SCHED_DEFAULTS = dict(type="constant", warmup_steps=0, total_steps=0, min_lr_ratio=0.0)
@@ -46,7 +49,10 @@ def config(desc):
     c.update(desc)
     c.setdefault("kv_heads", c["heads"])
     c.setdefault("src_vocab", c.get("vocab"))
-    c["layer_norm_eps"] = f32(c["layer_norm_eps"])
+    # llama has rms_norm_eps and rope_theta, the others layer_norm_eps.
+    for k in ("layer_norm_eps", "rms_norm_eps", "rope_theta"):
+        if k in c:
+            c[k] = f32(c[k])
     c["label_smoothing"] = f32(c["label_smoothing"])
     opt = dict(_OPT_DEFAULTS, **desc.get("optimizer", {}))
     opt["schedule"] = dict(_SCHED_DEFAULTS, **opt.get("schedule", {}))
@@ -156,10 +162,27 @@ def parameter_shapes(c):
         if pre:
             ln("norm")
         lin("head", c["num_classes"], H)
+    elif arch == "llama":  # nn.Linear without biases, [out, in]; RMSNorm weights only
+        V = c["vocab"]
+        s["model.embed_tokens.weight"] = (V, H)
+        for i in range(c["decoder_layers"]):
+            p = f"model.layers.{i}."
+            s[p + "self_attn.q_proj.weight"] = (H, H)
+            s[p + "self_attn.k_proj.weight"] = (KV, H)
+            s[p + "self_attn.v_proj.weight"] = (KV, H)
+            s[p + "self_attn.o_proj.weight"] = (H, H)
+            s[p + "mlp.gate_proj.weight"] = (F, H)
+            s[p + "mlp.up_proj.weight"] = (F, H)
+            s[p + "mlp.down_proj.weight"] = (H, F)
+            s[p + "input_layernorm.weight"] = (H,)
+            s[p + "post_attention_layernorm.weight"] = (H,)
+        s["model.norm.weight"] = (H,)
+        if not c["tie_embeddings"]:
+            s["lm_head.weight"] = (V, H)
     return s
 
 
-_NORM = re.compile(r"(^|\.)(LayerNorm|\w*layer_norm|ln_\w+|norm\d?)\.(weight|bias)$")
+_NORM = re.compile(r"(^|\.)(LayerNorm|\w*layer_?norm|ln_\w+|norm\d?)\.(weight|bias)$")
 
 
 def is_norm(name):
@@ -180,6 +203,11 @@ def layer_norm(x, p, name, eps):
     return (x - mu) / jnp.sqrt(var + eps) * p[name + ".weight"] + p[name + ".bias"]
 
 
+def rms_norm(x, p, name, eps):
+    """Llama's RMSNorm (T5's LayerNorm): no mean subtracted, no bias."""
+    return x / jnp.sqrt((x * x).mean(-1, keepdims=True) + eps) * p[name + ".weight"]
+
+
 def linear(x, p, name):  # torch.nn.Linear, weight [out, in]
     return x @ p[name + ".weight"].T + p[name + ".bias"]
 
@@ -195,6 +223,8 @@ def activation(kind, x):
         return 0.5 * x * (1.0 + jax.scipy.special.erf(x / math.sqrt(2.0)))
     if kind == "gelu_tanh":
         return 0.5 * x * (1.0 + jnp.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    if kind == "silu":
+        return x * jax.nn.sigmoid(x)
     raise ValueError(kind)
 
 
@@ -230,6 +260,18 @@ def attention(q, k, v, heads, kv_heads, mask):
     s = jnp.where(mask[None], s, -jnp.inf)
     a = jax.nn.softmax(s, axis=-1)
     return jnp.einsum("hqk,khd->qhd", a, v).reshape(q.shape[0], heads * D)
+
+
+def rotary(x, positions, theta):
+    """Rotary position embedding (Su et al. 2021) in Hugging Face Llama's rotate-half layout:
+    x [T, n, D]; pair (i, i + D/2) of each head is rotated by position * theta^(-2i/D)."""
+    D = x.shape[-1]
+    inv_freq = 1.0 / theta ** (np.arange(0, D, 2) / D)
+    ang = np.asarray(positions, dtype=np.float64)[:, None] * inv_freq[None, :]
+    emb = np.concatenate([ang, ang], axis=-1)[:, None, :]  # [T, 1, D]
+    cos, sin = jnp.asarray(np.cos(emb)), jnp.asarray(np.sin(emb))
+    rotated = jnp.concatenate([-x[..., D // 2:], x[..., :D // 2]], axis=-1)
+    return x * cos + rotated * sin
 
 
 def residual(x, branch, norm, pre):
@@ -401,7 +443,37 @@ def vit_loss(c, p, b):
     return cross_entropy(logits, b["labels"], -100, c["label_smoothing"])
 
 
-LOSSES = {"encoder": bert_loss, "decoder": gpt_loss, "encoder_decoder": transformer_loss, "vit": vit_loss}
+def llama_loss(c, p, b):
+    """Hugging Face LlamaForCausalLM: token embeddings (no position table), pre-RMSNorm layers of
+    causal grouped-query attention with rotary q and k (no biases) and the gated feed-forward
+    down(act(gate(h)) * up(h)), a final RMSNorm, the LM head (or the tied embeddings); labels
+    are the already-shifted next tokens."""
+    eps, H, heads, kv_heads = c["rms_norm_eps"], c["hidden"], c["heads"], c["kv_heads"]
+    D = H // heads
+    T = len(b["input_ids"])
+    x = p["model.embed_tokens.weight"][b["input_ids"]]
+    mask = attention_mask(b["cu_seqlens"], b["cu_seqlens"], causal=True)
+
+    def rope(y, n):
+        return rotary(y.reshape(T, n, D), b["position_ids"], c["rope_theta"]).reshape(T, n * D)
+
+    for i in range(c["decoder_layers"]):
+        n = f"model.layers.{i}."
+        h = rms_norm(x, p, n + "input_layernorm", eps)
+        q = rope(h @ p[n + "self_attn.q_proj.weight"].T, heads)
+        k = rope(h @ p[n + "self_attn.k_proj.weight"].T, kv_heads)
+        v = h @ p[n + "self_attn.v_proj.weight"].T
+        x = x + attention(q, k, v, heads, kv_heads, mask) @ p[n + "self_attn.o_proj.weight"].T
+        h = rms_norm(x, p, n + "post_attention_layernorm", eps)
+        gate, up = h @ p[n + "mlp.gate_proj.weight"].T, h @ p[n + "mlp.up_proj.weight"].T
+        x = x + (activation(c["activation"], gate) * up) @ p[n + "mlp.down_proj.weight"].T
+    x = rms_norm(x, p, "model.norm", eps)
+    logits = x @ p["model.embed_tokens.weight" if c["tie_embeddings"] else "lm_head.weight"].T
+    return cross_entropy(logits, b["labels"], -100, c["label_smoothing"])
+
+
+LOSSES = {"encoder": bert_loss, "decoder": gpt_loss, "encoder_decoder": transformer_loss, "vit": vit_loss,
+          "llama": llama_loss}
 
 
 def loss_fn(c, batch):

@@ -21,7 +21,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import jax_models as jm  # noqa: E402
 
-PRESETS = ["tiny-bert", "tiny-gpt", "tiny-transformer", "tiny-vit"]
+PRESETS = ["tiny-bert", "tiny-gpt", "tiny-transformer", "tiny-vit", "llama-tiny"]
 STEPS = 3
 TOL = 1e-8
 # ls2c builds the schedule from f32 constants (lr, min_lr_ratio, pi, ...): its learning rates
@@ -76,7 +76,7 @@ def batch(c, rng):
         tt = rng.integers(0, c["type_vocab_size"], ids.size)
         return dict(input_ids=ids, token_type_ids=tt.astype(np.int32), position_ids=pos, cu_seqlens=cu,
                     labels=labels.astype(np.int32))
-    if arch == "decoder":  # next tokens within each sequence; the last and a few others ignored
+    if arch in ("decoder", "llama"):  # next tokens within each sequence; the last and a few others ignored
         ids, pos, cu = packed([9, 14, 6], rng, 0, c["vocab"])
         labels = np.append(ids[1:], -100)
         labels[cu[1:] - 1] = -100

@@ -119,11 +119,11 @@ INSTANTIATE_TEST_SUITE_P(Presets, EveryPreset,
                                            "tiny-vit", "bert-base", "bert-large",
                                            "gpt2-small", "gpt2-medium",
                                            "transformer-base", "transformer-big",
-                                           "vit-b16"));
+                                           "vit-b16", "llama-tiny", "llama-125m"));
 
 TEST(TinyPresets, CompileForSm80) {
   for (const char *preset : {"tiny-bert", "tiny-bert-max-predictions", "tiny-gpt",
-                             "tiny-transformer", "tiny-vit"})
+                             "tiny-transformer", "tiny-vit", "llama-tiny"})
     compileAll(preset, "sm_80");
 }
 

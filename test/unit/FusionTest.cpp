@@ -541,5 +541,7 @@ TEST(MergedGemms, TinyTransformerAgreesWithTheUnmergedProgram) {
 }
 TEST(MergedGemms, TinyGptAgreesWithTheUnmergedProgram) { checkMerged("tiny-gpt", false); }
 TEST(MergedGemms, TinyVitAgreesWithTheUnmergedProgram) { checkMerged("tiny-vit", false); }
+// Llama's q, k, v and its gate and up projections each become one GEMM.
+TEST(MergedGemms, LlamaTinyAgreesWithTheUnmergedProgram) { checkMerged("llama-tiny", true); }
 
 } // namespace

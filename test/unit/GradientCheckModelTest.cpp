@@ -251,3 +251,4 @@ TEST(GradientCheckModel, TinyBert) { checkModel("tiny-bert"); }
 TEST(GradientCheckModel, TinyGpt) { checkModel("tiny-gpt"); }
 TEST(GradientCheckModel, TinyTransformer) { checkModel("tiny-transformer"); }
 TEST(GradientCheckModel, TinyVit) { checkModel("tiny-vit"); }
+TEST(GradientCheckModel, LlamaTiny) { checkModel("llama-tiny"); }

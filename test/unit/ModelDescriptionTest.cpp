@@ -78,6 +78,13 @@ json tinyVit() {
           {"max_batch_tokens", 272}};
 }
 
+json tinyLlama() {
+  json j = tinyDecoder();
+  j["architecture"] = "llama";
+  j["kv_heads"] = 2;
+  return j;
+}
+
 ModelDescription parse(const json &j) {
   return ls2c::parseModelDescription(j.dump(), "t.json");
 }
@@ -384,9 +391,78 @@ TEST(ModelPresets, VitB16MatchesTimm) {
   EXPECT_EQ(d.max_seq_len, 197);
 }
 
+// Hugging Face's Llama-2-7b and TinyLlama-1.1B counts.
+TEST(ModelPresets, LlamaPresetsMatchHuggingFace) {
+  EXPECT_EQ(presetParameters("llama-7b"), 6738415616);
+  EXPECT_EQ(presetParameters("tinyllama-1.1b"), 1100048384);
+  EXPECT_EQ(presetParameters("llama-125m"), 124668672);
+}
+
+TEST(Llama, DefaultsFollowLlamaConfig) {
+  ModelDescription d = parse(tinyLlama());
+  EXPECT_EQ(d.norm, ls2c::NormPlacement::Pre);
+  EXPECT_EQ(d.activation, ls2c::Activation::SiLU);
+  EXPECT_EQ(d.rms_norm_eps, 1e-6);
+  EXPECT_EQ(d.rope_theta, 10000.0);
+  EXPECT_EQ(d.layer_norm_eps, 0.0);
+  EXPECT_EQ(d.hidden_dropout, 0.0);
+  EXPECT_EQ(d.attention_dropout, 0.0);
+  EXPECT_FALSE(d.tie_embeddings);
+  EXPECT_EQ(d.padding_idx, -1);
+  EXPECT_EQ(d.kv_heads, 2);
+  // toJson writes rms_norm_eps and rope_theta, not layer_norm_eps, and reads back.
+  json j = ls2c::toJson(d);
+  EXPECT_FALSE(j.contains("layer_norm_eps"));
+  EXPECT_EQ(j.at("rope_theta"), 10000.0);
+  ModelDescription again = parse(j);
+  EXPECT_EQ(again.rms_norm_eps, d.rms_norm_eps);
+  EXPECT_EQ(again.rope_theta, d.rope_theta);
+}
+
+TEST(Llama, RefusesWhatLlamaForCausalLMLacks) {
+  std::string path;
+  EXPECT_NE(errorOf(patched(tinyLlama(), {{"norm", "post"}}), &path).find("must be 'pre'"),
+            std::string::npos);
+  EXPECT_EQ(path, "$.norm");
+  EXPECT_NE(errorOf(patched(tinyLlama(), {{"hidden_dropout", 0.1}}), &path)
+                .find("only attention_dropout"),
+            std::string::npos);
+  EXPECT_EQ(path, "$.hidden_dropout");
+  EXPECT_NE(errorOf(patched(tinyLlama(), {{"activation_dropout", 0.1}}), &path)
+                .find("only attention_dropout"),
+            std::string::npos);
+  EXPECT_NE(errorOf(patched(tinyLlama(), {{"layer_norm_eps", 1e-5}}), &path)
+                .find("rms_norm_eps"),
+            std::string::npos);
+  EXPECT_EQ(path, "$.layer_norm_eps");
+  for (double theta : {1.0, 0.5, -3.0}) {
+    EXPECT_NE(errorOf(patched(tinyLlama(), {{"rope_theta", theta}}), &path)
+                  .find("greater than 1"),
+              std::string::npos)
+        << theta;
+    EXPECT_EQ(path, "$.rope_theta");
+  }
+  EXPECT_NE(errorOf(patched(tinyLlama(), {{"rms_norm_eps", 0.0}}), &path), "");
+  EXPECT_EQ(path, "$.rms_norm_eps");
+  EXPECT_NE(errorOf(patched(tinyLlama(), {{"sequence_parallel_size", 2}}), &path)
+                .find("does not apply"),
+            std::string::npos);
+  // Llama's own fields on other architectures.
+  for (const char *key : {"rms_norm_eps", "rope_theta"}) {
+    EXPECT_NE(errorOf(patched(tinyDecoder(), {{key, 1e-5}}), &path).find("does not apply"),
+              std::string::npos)
+        << key;
+    EXPECT_EQ(path, std::string("$.") + key);
+  }
+  // Attention dropout and the gated activations are LlamaConfig's.
+  EXPECT_EQ(errorOf(patched(tinyLlama(), {{"attention_dropout", 0.1},
+                                          {"activation", "gelu_tanh"}})),
+            "");
+}
+
 TEST(ModelPresets, TinyVariantsAreSmallAndFp32) {
   for (const char *name :
-       {"tiny-bert", "tiny-gpt", "tiny-transformer", "tiny-vit"}) {
+       {"tiny-bert", "tiny-gpt", "tiny-transformer", "tiny-vit", "llama-tiny"}) {
     SCOPED_TRACE(name);
     ModelDescription d = ls2c::loadModelDescription(example(name));
     EXPECT_EQ(d.dtype, ls2c::DType::F32);

@@ -52,7 +52,7 @@ Shape shapeOf(const ParameterLayout &l, const std::string &name) {
 }
 
 const char *const kTiny[] = {"tiny-bert", "tiny-gpt", "tiny-transformer",
-                             "tiny-vit"};
+                             "tiny-vit", "llama-tiny"};
 
 } // namespace
 
