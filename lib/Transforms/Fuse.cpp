@@ -176,6 +176,7 @@ public:
     mergeLoopSiblings();
     mergeColumnNeighbours();
     mergeColumnSumsIntoRows();
+    splitMixedLoops();
     materializeAll();
     return success();
   }
@@ -732,17 +733,6 @@ private:
     groups[from].alive = false;
   }
 
-  /// Whether an op outside groups `a` and `b` reads a value of group `a`.
-  bool readOutside(int a, int b) {
-    for (Operation *op : groups[a].ops)
-      for (Operation *user : op->getUsers()) {
-        auto it = groupOf.find(user);
-        if (it == groupOf.end() || (it->second != a && it->second != b))
-          return true;
-      }
-    return false;
-  }
-
   void tryMerge(int a, int b, Operation *p, Operation *c, Value edge) {
     if (a == b)
       return;
@@ -765,18 +755,6 @@ private:
     }
     if (createsCycle(a, b)) {
       refuse(p, c, "another kernel on a path between them would have to run inside the fused kernel");
-      return;
-    }
-    // A smaller loop recomputed inside a larger one (per-row statistics, a
-    // rotary frequency table) yields nothing: it visits each of its elements
-    // many times, and a loop writes values of its own element count. (A
-    // concat's operand is visited once, and written there.)
-    if (m->kind == ls2::FusionKind::Loop && groups[a].outer > 1 &&
-        groups[a].outer != groups[b].outer && !(c && isa<ls2::ConcatOp>(c)) &&
-        readOutside(a, b)) {
-      refuse(p, c, "a loop over " + std::to_string(groups[a].outer) +
-                       " elements recomputed in a loop over " + std::to_string(groups[b].outer) +
-                       " would also have to write its values for another kernel");
       return;
     }
     Group &into = groups[a];
@@ -1173,6 +1151,76 @@ private:
     real->setAttr("ls2.bytes_saved",
                   IntegerAttr::get(IntegerType::get(real.getContext(), 64), savedBytes));
     return real;
+  }
+
+  /// Whether an op outside group `g` (or the return) reads `v`, directly or
+  /// through views.
+  bool readOutsideGroup(Value v, int g) {
+    for (Operation *u : v.getUsers()) {
+      if (isView(u)) {
+        if (readOutsideGroup(u->getResult(0), g))
+          return true;
+        continue;
+      }
+      auto it = groupOf.find(u);
+      if (it == groupOf.end() || it->second != g)
+        return true;
+    }
+    return false;
+  }
+
+  /// A loop kernel writes values of one element count (LoopKernel.cpp). A
+  /// loop that recomputes a smaller one inside (a rotary cos/sin table over
+  /// [T, D/2] in the loop over [T, heads, D/2]) cannot also write that
+  /// smaller value for another kernel: the ops computing such a value move
+  /// to a loop of their own, which the larger loop then reads. Repeated
+  /// until every loop writes one count (each round moves ops out).
+  void splitMixedLoops() {
+    for (bool changed = true; changed;) {
+      changed = false;
+      const int count = static_cast<int>(groups.size());
+      for (int gi = 0; gi < count; ++gi) {
+        if (!groups[gi].alive || groups[gi].kind != ls2::FusionKind::Loop ||
+            groups[gi].ops.empty())
+          continue;
+        const int64_t outer = groups[gi].outer;
+        // The values of the first other count read outside, and what they
+        // are computed from within the group.
+        llvm::SetVector<Operation *> moved;
+        std::function<void(Operation *)> pull = [&](Operation *op) {
+          if (!moved.insert(op))
+            return;
+          for (Value o : op->getOperands())
+            if (Operation *d = definingOpThroughViews(o);
+                d && groupOf.count(d) && groupOf[d] == gi)
+              pull(d);
+        };
+        Value root;
+        for (Operation *op : groups[gi].ops)
+          for (Value r : op->getResults())
+            if (isa<RankedTensorType>(r.getType()) && numel(r) != outer &&
+                (!root || numel(r) == numel(root)) && readOutsideGroup(r, gi)) {
+              root = r;
+              pull(op);
+            }
+        if (moved.empty() || moved.size() == groups[gi].ops.size())
+          continue;
+        Group split;
+        split.kind = ls2::FusionKind::Loop;
+        split.outer = numel(root);
+        split.space = countOf(root);
+        split.minPos = split.maxPos = pos[moved.front()];
+        for (Operation *op : moved) {
+          split.ops.push_back(op);
+          split.minPos = std::min(split.minPos, pos[op]);
+          split.maxPos = std::max(split.maxPos, pos[op]);
+          groupOf[op] = static_cast<int>(groups.size());
+        }
+        llvm::erase_if(groups[gi].ops, [&](Operation *op) { return moved.contains(op); });
+        groups.push_back(std::move(split));
+        changed = true;
+      }
+    }
   }
 
   void materializeAll() {

@@ -14,10 +14,10 @@ import random
 import subprocess
 import sys
 
-ARCHITECTURES = ["encoder", "decoder", "encoder_decoder", "vit"]
+ARCHITECTURES = ["encoder", "decoder", "encoder_decoder", "vit", "llama"]
 DTYPES = ["fp32", "fp16", "bf16"]
 NORMS = ["pre", "post", None]
-ACTIVATIONS = ["relu", "gelu", "gelu_tanh", None]
+ACTIVATIONS = ["relu", "gelu", "gelu_tanh", "silu", None]
 SCHEDULES = [None, "constant", "linear", "cosine", "inverse_sqrt"]
 OPTIMIZERS = [None, "adamw", "adam", "defaults"]
 # (hidden, heads, kv_heads): head dims 4-32 and odd ones (12, 20, 6).
@@ -68,7 +68,7 @@ def description(i, rng):
     layers = rng.choice([1, 2])
     if arch in ("encoder", "encoder_decoder", "vit"):
         d["encoder_layers"] = layers
-    if arch in ("decoder", "encoder_decoder"):
+    if arch in ("decoder", "encoder_decoder", "llama"):
         d["decoder_layers"] = rng.choice([1, 2])
     if arch == "vit":
         patch = rng.choice([4, 7])
@@ -100,18 +100,21 @@ def description(i, rng):
     if dtype != "fp32" or rng.random() < 0.5:
         d["dtype"] = dtype
     norm = NORMS[(i // 3) % len(NORMS)]
-    if norm:
+    if norm and not (arch == "llama" and norm == "post"):  # llama is pre-norm only
         d["norm"] = norm
     act = ACTIVATIONS[(i // 5) % len(ACTIVATIONS)]
     if act:
         d["activation"] = act
+    # Llama has attention dropout only, and RMSNorm's rms_norm_eps.
     for field in ("hidden_dropout", "attention_dropout", "activation_dropout"):
         if rng.random() < 0.5:
-            d[field] = rng.choice([0.0, 0.1])
+            d[field] = rng.choice([0.0, 0.1]) if arch != "llama" or field == "attention_dropout" else 0.0
     if rng.random() < 0.3:
         d["label_smoothing"] = rng.choice([0.0, 0.1])
     if rng.random() < 0.3:
-        d["layer_norm_eps"] = rng.choice([1e-5, 1e-12])
+        d["rms_norm_eps" if arch == "llama" else "layer_norm_eps"] = rng.choice([1e-5, 1e-12])
+    if arch == "llama" and rng.random() < 0.5:
+        d["rope_theta"] = rng.choice([10000.0, 500000.0])
     if rng.random() < 0.25:
         d["activation_checkpointing"] = True
     opt = optimizer(OPTIMIZERS[(i // 7) % len(OPTIMIZERS)],
