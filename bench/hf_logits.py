@@ -1,15 +1,24 @@
 #!/usr/bin/env python3
 """Checks a checkpoint converted by `ls2c convert --to-hf` against Hugging Face transformers.
 
-Builds BertForMaskedLM ("encoder" descriptions) or GPT2LMHeadModel ("decoder") from the
-config equivalent to MODEL.json, loads the converted state dict into it, runs it on a packed
-batch (unpacked to a padded batch with an attention mask), and compares with ls2c's CPU
-reference backend on the same weights and batch (`ls2c step --steps 1 --precision f32` on a
-dropout-free fp32 copy of the description, with the parameters converted back by
+Builds BertForMaskedLM ("encoder" descriptions), GPT2LMHeadModel ("decoder") or
+LlamaForCausalLM ("llama") from the config equivalent to MODEL.json, loads the converted
+state dict into it, runs it on a packed batch (unpacked to a padded batch with an attention
+mask, each sequence's position_ids starting at 0), and compares with ls2c's CPU reference
+backend on the same weights and batch (`ls2c step --steps 1 --precision P` on a dropout-free
+fp32 copy of the description, with the parameters converted back by
 `ls2c convert --from-hf`): the loss (mean cross-entropy over labelled tokens, ls2c's labels:
-GPT-2 labels are the next tokens, not shifted inside the model as transformers' own loss
-does) and the gradient of every parameter. transformers' model.state_dict() names and shapes
-are also checked against the ones this script derives from the config (and ls2c lists).
+GPT-2 and Llama labels are the next tokens, not shifted inside the model as transformers'
+own loss does) and the gradient of every parameter. transformers' model.state_dict() names
+and shapes are also checked against the ones this script derives from the config (and ls2c
+lists).
+
+Precision (--precision, recorded by prepare in DIR/check.json): BERT and GPT-2 run in f32
+on both sides (transformers in float32, `ls2c step --precision f32`; tolerances 1e-4 for the
+loss and gradients, 1e-5 for the logits); Llama runs in f64 on both sides (transformers'
+model in float64, `ls2c step --precision f64`; 1e-6 for all), with the float32 islands of
+transformers' Llama (the rotary cos/sin, RMSNorm's statistics, the eager softmax) moved to
+float64 as compare() says.
 
 Logits: prepare has `ls2c step --logits` write what ls2c's dropout-free forward scores at the
 converted parameters (DIR/ls2c-logits.safetensors, "logits" [T, vocab] in packed order);
@@ -20,6 +29,7 @@ ls2c needs MLIR, which the GPU machine lacks, and transformers needs torch, whic
 development machines lack; so the work is split in two phases that share a directory:
 
   hf_logits.py prepare MODEL.json HF.safetensors --ls2c LS2C --out DIR   # numpy, safetensors
+                  [--precision f32|f64]
   hf_logits.py compare DIR [--device cuda]                              # torch, transformers
   hf_logits.py run MODEL.json HF.safetensors --ls2c LS2C [--out DIR]    # both, one machine
   hf_logits.py config MODEL.json                                        # the config.json
@@ -40,14 +50,19 @@ _BUILT_LS2C = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
                            "build", "tools", "ls2c", "ls2c")
 DEFAULT_LS2C = _BUILT_LS2C if os.path.isfile(_BUILT_LS2C) else "ls2c"
 
-# Defaults of docs/model-description.md for the two architectures transformers has here.
+# Defaults of docs/model-description.md (lib/Model/ModelDescription.cpp's defaultsFor) for
+# the architectures transformers has here.
 _DEFAULTS = {
     "encoder": dict(norm="post", activation="gelu", hidden_dropout=0.1, attention_dropout=0.1,
                     layer_norm_eps=1e-12, tie_embeddings=True, padding_idx=0, type_vocab_size=2),
     "decoder": dict(norm="pre", activation="gelu_tanh", hidden_dropout=0.1, attention_dropout=0.1,
                     layer_norm_eps=1e-5, tie_embeddings=True, padding_idx=-1),
+    "llama": dict(norm="pre", activation="silu", hidden_dropout=0.0, attention_dropout=0.0,
+                  rms_norm_eps=1e-6, rope_theta=10000.0, tie_embeddings=False, padding_idx=-1),
 }
-_HF_ACTIVATION = {"relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_new"}
+_HF_ACTIVATION = {"relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_new", "silu": "silu"}
+_MODEL_CLASS = {"encoder": "BertForMaskedLM", "decoder": "GPT2LMHeadModel",
+                "llama": "LlamaForCausalLM"}
 
 
 class Refused(Exception):
@@ -60,24 +75,27 @@ def description(path):
     arch = d.get("architecture")
     if arch not in _DEFAULTS:
         raise Refused(f"{path}: $.architecture: {arch!r}: Hugging Face checkpoints are defined "
-                      "for 'encoder' (BertForMaskedLM) and 'decoder' (GPT2LMHeadModel) only")
+                      "for 'encoder' (BertForMaskedLM), 'decoder' (GPT2LMHeadModel) and "
+                      "'llama' (LlamaForCausalLM) only")
     c = dict(_DEFAULTS[arch], activation_dropout=0.0, label_smoothing=0.0)
     c.update(d)
     c.setdefault("kv_heads", c["heads"])
     if arch == "encoder" and c["norm"] != "post":
         raise Refused(f"{path}: $.norm: 'pre': BertForMaskedLM is post-LN")
-    if arch == "decoder" and c["norm"] != "pre":
-        raise Refused(f"{path}: $.norm: 'post': GPT2LMHeadModel is pre-LN with a final ln_f")
-    if c["kv_heads"] != c["heads"]:
+    if arch != "encoder" and c["norm"] != "pre":
+        raise Refused(f"{path}: $.norm: 'post': {_MODEL_CLASS[arch]} is pre-norm with a final "
+                      "norm")
+    if arch != "llama" and c["kv_heads"] != c["heads"]:
         raise Refused(f"{path}: $.kv_heads: {c['kv_heads']}: no grouped-query attention in "
                       "BERT / GPT-2")
     return c
 
 
 def hf_config(c):
-    """config.json of the equivalent BertConfig / GPT2Config (what `ls2c convert --hf-config`
-    writes)."""
+    """config.json of the equivalent BertConfig / GPT2Config / LlamaConfig (what
+    `ls2c convert --hf-config` writes)."""
     act = _HF_ACTIVATION[c["activation"]]
+    V = c["vocab"]
     if c["architecture"] == "encoder":
         return {
             "architectures": ["BertForMaskedLM"], "model_type": "bert",
@@ -92,6 +110,24 @@ def hf_config(c):
             "position_embedding_type": "absolute", "is_decoder": False,
             "tie_word_embeddings": c["tie_embeddings"], "torch_dtype": "float32",
         }
+    if c["architecture"] == "llama":
+        # configuration_llama.py's fields; LlamaConfig's bos 1 / eos 2 only where the
+        # vocabulary holds them. rope_theta and rope_scaling: the names before
+        # transformers 5 (which reads them into rope_parameters).
+        return {
+            "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+            "vocab_size": V, "hidden_size": c["hidden"], "intermediate_size": c["ffn"],
+            "num_hidden_layers": c["decoder_layers"], "num_attention_heads": c["heads"],
+            "num_key_value_heads": c["kv_heads"], "head_dim": c["hidden"] // c["heads"],
+            "hidden_act": act, "max_position_embeddings": c["max_seq_len"],
+            "initializer_range": 0.02, "rms_norm_eps": c["rms_norm_eps"],
+            "rope_theta": c["rope_theta"], "rope_scaling": None, "attention_bias": False,
+            "attention_dropout": c["attention_dropout"], "mlp_bias": False,
+            "pretraining_tp": 1, "use_cache": True,
+            "bos_token_id": 1 if V > 2 else None, "eos_token_id": 2 if V > 2 else None,
+            "pad_token_id": c["padding_idx"] if c["padding_idx"] >= 0 else None,
+            "tie_word_embeddings": c["tie_embeddings"], "torch_dtype": "float32",
+        }
     return {
         "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
         "vocab_size": c["vocab"], "n_positions": c["max_seq_len"], "n_embd": c["hidden"],
@@ -101,15 +137,42 @@ def hf_config(c):
         "layer_norm_epsilon": c["layer_norm_eps"], "initializer_range": 0.02,
         "scale_attn_weights": True, "scale_attn_by_inverse_layer_idx": False,
         "reorder_and_upcast_attn": False, "add_cross_attention": False,
-        "tie_word_embeddings": c["tie_embeddings"], "torch_dtype": "float32",
+        "tie_word_embeddings": c["tie_embeddings"],
+        # GPT2Config's default 50256 lies outside a smaller vocabulary: its last id.
+        "bos_token_id": V - 1, "eos_token_id": V - 1, "torch_dtype": "float32",
     }
 
 
 def hf_state_dict(cfg):
     """[(name, shape)] of model.state_dict() as transformers' modules allocate them
-    (modeling_bert.py / modeling_gpt2.py; non-persistent buffers excluded, tied names
-    included)."""
+    (modeling_bert.py / modeling_gpt2.py / modeling_llama.py; non-persistent buffers
+    excluded, tied names included)."""
     s = []
+    if cfg["model_type"] == "llama":
+        V, H, I = cfg["vocab_size"], cfg["hidden_size"], cfg["intermediate_size"]
+        D = cfg.get("head_dim") or H // cfg["num_attention_heads"]
+        Q, KV = cfg["num_attention_heads"] * D, cfg["num_key_value_heads"] * D
+
+        def linear(p, i, o):  # nn.Linear(i, o, bias=False): attention_bias, mlp_bias false
+            s.append((p + ".weight", [o, i]))
+
+        # LlamaModel: embed_tokens, layers (LlamaDecoderLayer: self_attn, mlp, the two
+        # RMSNorms), norm; rotary_emb's inv_freq is a non-persistent buffer.
+        s.append(("model.embed_tokens.weight", [V, H]))
+        for i in range(cfg["num_hidden_layers"]):
+            p = f"model.layers.{i}."
+            linear(p + "self_attn.q_proj", H, Q)
+            linear(p + "self_attn.k_proj", H, KV)
+            linear(p + "self_attn.v_proj", H, KV)
+            linear(p + "self_attn.o_proj", Q, H)
+            linear(p + "mlp.gate_proj", H, I)
+            linear(p + "mlp.up_proj", H, I)
+            linear(p + "mlp.down_proj", I, H)
+            s.append((p + "input_layernorm.weight", [H]))
+            s.append((p + "post_attention_layernorm.weight", [H]))
+        s.append(("model.norm.weight", [H]))
+        s.append(("lm_head.weight", [V, H]))
+        return s
     if cfg["model_type"] == "bert":
         V, H, I = cfg["vocab_size"], cfg["hidden_size"], cfg["intermediate_size"]
 
@@ -167,7 +230,9 @@ def tied_names(cfg):
         if cfg["tie_word_embeddings"]:
             t["cls.predictions.decoder.weight"] = "bert.embeddings.word_embeddings.weight"
         return t
-    return {"lm_head.weight": "transformer.wte.weight"} if cfg["tie_word_embeddings"] else {}
+    embeddings = ("model.embed_tokens.weight" if cfg["model_type"] == "llama"
+                  else "transformer.wte.weight")
+    return {"lm_head.weight": embeddings} if cfg["tie_word_embeddings"] else {}
 
 
 # ------------------------------------------------------------------------------ batches
@@ -243,12 +308,23 @@ def ls2c_run(ls2c, *args):
     return r.stdout
 
 
-def prepare(model, hf_file, ls2c, out, seed):
+def default_precision(c):
+    """Llama in f64 (its comparison is a float64 one, see compare()), BERT and GPT-2 in f32."""
+    return "f64" if c["architecture"] == "llama" else "f32"
+
+
+# Relative tolerances of the loss and each gradient, and of the logits, per precision.
+_TOLERANCES = {"f32": (1e-4, 1e-5), "f64": (1e-6, 1e-6)}
+
+
+def prepare(model, hf_file, ls2c, out, seed, precision=None):
     """Phase 1 (numpy, safetensors, ls2c): everything compare() needs, in `out`."""
     from safetensors.numpy import save_file
     c = description(model)
     cfg = hf_config(c)
+    precision = precision or default_precision(c)
     os.makedirs(out, exist_ok=True)
+    json.dump({"precision": precision}, open(os.path.join(out, "check.json"), "w"))
     # The same model without dropout, in fp32 (the parameters are the same).
     d = json.load(open(model))
     for k in ("hidden_dropout", "attention_dropout", "activation_dropout"):
@@ -269,10 +345,10 @@ def prepare(model, hf_file, ls2c, out, seed):
     save_file(batch, os.path.join(out, "batch.safetensors"))
     ls2c_run(ls2c, "step", os.path.join(out, "model.json"), "--params", params, "--batch",
              os.path.join(out, "batch.safetensors"), "-o", os.path.join(out, "ls2c-step.safetensors"),
-             "--steps", "1", "--precision", "f32",
+             "--steps", "1", "--precision", precision,
              "--logits", os.path.join(out, "ls2c-logits.safetensors"))
     print(f"prepared {out}: {cfg['architectures'][0]}, batch of {len(batch['cu_seqlens']) - 1} "
-          f"sequences, {len(batch['input_ids'])} tokens")
+          f"sequences, {len(batch['input_ids'])} tokens, {precision}")
 
 
 # ------------------------------------------------------------------------------ transformers
@@ -291,6 +367,63 @@ def rel(a, b):
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
 
 
+def llama_in_float64(model, cfg, torch):
+    """Makes transformers' Llama compute in float64 the parts it keeps in float32 on purpose.
+
+    For bf16/fp16 training, modeling_llama.py computes three things in float32 whatever the
+    model's dtype: LlamaRotaryEmbedding.forward casts inv_freq (itself computed in float32)
+    and the positions with .float() and disables autocast, so cos and sin carry float32
+    rounding (inv_freq to 6e-8 relative, angles near max_seq_len to about 2e-6 absolute: the
+    size of the 1e-6 tolerance); LlamaRMSNorm casts its input to float32 for the statistics;
+    and eager attention takes its softmax in float32 (the caller picks SDPA instead, whose
+    math kernel keeps float64). In a float64 model these are downcasts, while
+    `ls2c step --precision f64` computes every op in double; so for a float64 comparison the
+    rotary embedding and the RMSNorms are replaced, per module, by the same formulas in the
+    model's dtype: modeling_llama.py's default rope type (inv_freq = 1 / theta^(2j /
+    head_dim), angles = position * inv_freq, cat(angles, angles), cos and sin) and
+    weight * (x * rsqrt(mean(x^2) + eps)). Nothing else changes, and the tolerance is not
+    loosened. (llama-tiny, transformers 5.17: with SDPA but without these replacements the
+    logits differed by 4e-7 and the gradients by up to 3.6e-6, over the tolerance; with
+    them, by 1e-12 and 3e-12.) Returns the number of modules replaced."""
+    import inspect
+    theta, dim = float(cfg["rope_theta"]), int(cfg["head_dim"])
+
+    def rotary(module):
+        if "position_ids" not in inspect.signature(module.forward).parameters:
+            raise Refused(f"{type(module).__name__}.forward takes no position_ids: compare needs "
+                          "transformers 4.38 or later for Llama")
+        if getattr(module, "attention_scaling", 1.0) != 1.0:
+            raise Refused(f"{type(module).__name__}: a rope type other than the default")
+
+        @torch.no_grad()
+        def forward(x, position_ids, *args, **kwargs):
+            j = torch.arange(0, dim, 2, dtype=torch.float64, device=x.device)
+            inv_freq = 1.0 / (theta ** (j / dim))
+            angles = position_ids.to(torch.float64)[..., None] * inv_freq  # [B, L, dim / 2]
+            emb = torch.cat((angles, angles), dim=-1)
+            return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+        return forward
+
+    def rms_norm(module):
+        def forward(x):
+            variance = x.pow(2).mean(-1, keepdim=True)
+            return module.weight * (x * torch.rsqrt(variance + module.variance_epsilon))
+        return forward
+
+    replaced = {"RotaryEmbedding": 0, "RMSNorm": 0}
+    for m in model.modules():
+        name = type(m).__name__
+        if name.startswith("Llama") and name.endswith("RotaryEmbedding"):
+            m.forward = rotary(m)
+            replaced["RotaryEmbedding"] += 1
+        elif name == "LlamaRMSNorm":
+            m.forward = rms_norm(m)
+            replaced["RMSNorm"] += 1
+    if not replaced["RotaryEmbedding"] or replaced["RMSNorm"] != 2 * cfg["num_hidden_layers"] + 1:
+        raise Refused(f"transformers' Llama modules are not the ones expected: replaced {replaced}")
+    return sum(replaced.values())
+
+
 def compare(out, device, tol, logits_tol):
     """Phase 2 (torch, transformers): runs the transformers model and compares."""
     import numpy as np
@@ -298,18 +431,36 @@ def compare(out, device, tol, logits_tol):
     torch, transformers = import_torch_transformers()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    check = os.path.join(out, "check.json")
+    precision = json.load(open(check))["precision"] if os.path.exists(check) else "f32"
+    dtype = torch.float64 if precision == "f64" else torch.float32
+    tol = _TOLERANCES[precision][0] if tol is None else tol
+    logits_tol = _TOLERANCES[precision][1] if logits_tol is None else logits_tol
     cfg = json.load(open(os.path.join(out, "config.json")))
-    cfg.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, resid_pdrop=0.0,
-               embd_pdrop=0.0, attn_pdrop=0.0)
+    for k in ("hidden_dropout_prob", "attention_probs_dropout_prob", "resid_pdrop",
+              "embd_pdrop", "attn_pdrop", "attention_dropout"):
+        if k in cfg:
+            cfg[k] = 0.0
     fields = {k: v for k, v in cfg.items() if k not in ("architectures", "model_type", "torch_dtype")}
-    bert = cfg["model_type"] == "bert"
-    Config = transformers.BertConfig if bert else transformers.GPT2Config
-    Model = transformers.BertForMaskedLM if bert else transformers.GPT2LMHeadModel
+    Config, Model = {
+        "bert": (transformers.BertConfig, transformers.BertForMaskedLM),
+        "gpt2": (transformers.GPT2Config, transformers.GPT2LMHeadModel),
+        "llama": (getattr(transformers, "LlamaConfig", None),
+                  getattr(transformers, "LlamaForCausalLM", None)),
+    }[cfg["model_type"]]
+    if Model is None:
+        raise Refused(f"transformers {transformers.__version__} has no LlamaForCausalLM")
+    llama = cfg["model_type"] == "llama"
+    # Eager attention as written in each modeling file; for Llama in float64, SDPA (its
+    # eager softmax is float32, see llama_in_float64).
+    attention = "sdpa" if llama and dtype == torch.float64 else "eager"
     try:
-        config = Config(**fields, attn_implementation="eager")
+        config = Config(**fields, attn_implementation=attention)
     except TypeError:
         config = Config(**fields)
-    model = Model(config).to(device=device, dtype=torch.float32).eval()
+    model = Model(config).to(device=device, dtype=dtype).eval()
+    if llama and dtype == torch.float64:
+        llama_in_float64(model, cfg, torch)
 
     problems = []
     # Parameters under every name (tied ones twice), in state_dict() order; buffers left out
@@ -332,6 +483,8 @@ def compare(out, device, tol, logits_tol):
     pad = cfg.get("pad_token_id") or 0
     padded, coords = unpack(batch, pad)
     inputs = {k: torch.from_numpy(v).to(device) for k, v in padded.items()}
+    if llama:
+        inputs["use_cache"] = False
     logits = model(**inputs).logits  # [B, Lmax, V]
     index = torch.tensor(coords, device=device)
     packed = logits[index[:, 0], index[:, 1]]  # [T, V]
@@ -363,7 +516,7 @@ def compare(out, device, tol, logits_tol):
         worst = max(worst, (err, name))
         if not err <= tol:
             problems.append(f"gradient of {name}: rel L2 error {err:.2e} > {tol:g}")
-    save_file({"logits": packed.detach().float().cpu().numpy()}, os.path.join(out, "hf-logits.safetensors"))
+    save_file({"logits": packed.detach().cpu().numpy()}, os.path.join(out, "hf-logits.safetensors"))
     logits_line = ("logits: not compared (no ls2c-logits.safetensors: prepare with an ls2c "
                    "whose step has --logits)")
     theirs = os.path.join(out, "ls2c-logits.safetensors")
@@ -372,7 +525,8 @@ def compare(out, device, tol, logits_tol):
         logits_line = f"logits: rel L2 error {err:.2e}"
         if not err <= logits_tol:
             problems.append(f"logits: rel L2 error {err:.2e} > {logits_tol:g}")
-    print(f"{cfg['architectures'][0]} on {device}: loss transformers {hf_loss:.7f}, ls2c {ls2c_loss:.7f} "
+    print(f"{cfg['architectures'][0]} on {device} in {precision}: loss transformers "
+          f"{hf_loss:.7f}, ls2c {ls2c_loss:.7f} "
           f"(rel {loss_err:.1e}); worst gradient rel L2 error {worst[0]:.1e} ({worst[1]}); {logits_line}")
     for p in problems:
         print("DIFFERS:", p)
@@ -438,16 +592,20 @@ def main():
         p.add_argument("--ls2c", default=DEFAULT_LS2C)
         p.add_argument("--out", required=name == "prepare")
         p.add_argument("--seed", type=int, default=1)
+        p.add_argument("--precision", choices=("f32", "f64"), default=None,
+                       help="both sides' precision (default: f64 for llama, else f32)")
         if name == "run":
             p.add_argument("--device", default=None)
-            p.add_argument("--tol", type=float, default=1e-4)
-            p.add_argument("--logits-tol", type=float, default=1e-5)
+            p.add_argument("--tol", type=float, default=None)
+            p.add_argument("--logits-tol", type=float, default=None)
     p = sub.add_parser("compare")
     p.add_argument("dir")
     p.add_argument("--device", default=None)
-    p.add_argument("--tol", type=float, default=1e-4,
-                   help="relative error of the loss and each gradient (fp32, whole step)")
-    p.add_argument("--logits-tol", type=float, default=1e-5)
+    p.add_argument("--tol", type=float, default=None,
+                   help="relative error of the loss and each gradient (whole step; default "
+                   "1e-4 in f32, 1e-6 in f64)")
+    p.add_argument("--logits-tol", type=float, default=None,
+                   help="relative L2 error of the logits (default 1e-5 in f32, 1e-6 in f64)")
     a = ap.parse_args()
     try:
         if a.cmd == "config":
@@ -456,12 +614,12 @@ def main():
         if a.cmd == "self-check":
             return 1 if self_check(a.models, a.ls2c) else 0
         if a.cmd == "prepare":
-            prepare(a.model, a.hf_checkpoint, a.ls2c, a.out, a.seed)
+            prepare(a.model, a.hf_checkpoint, a.ls2c, a.out, a.seed, a.precision)
             return 0
         if a.cmd == "run":
             import_torch_transformers()
             out = a.out or tempfile.mkdtemp(prefix="hf-logits-")
-            prepare(a.model, a.hf_checkpoint, a.ls2c, out, a.seed)
+            prepare(a.model, a.hf_checkpoint, a.ls2c, out, a.seed, a.precision)
             a.dir = out
         torch, _ = import_torch_transformers()
         device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -105,10 +105,11 @@ bool endsWith(const std::string &s, std::string_view suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-/// The layer index of "bert.encoder.layer.N." / "transformer.h.N." names, or -1.
+/// The layer index of "bert.encoder.layer.N." / "transformer.h.N." /
+/// "model.layers.N." names, or -1.
 int64_t layerIndex(const std::string &name, const HuggingFaceMapping &m) {
-  std::string prefix = m.modelType == "bert" ? "bert.encoder.layer." : "transformer.h.";
-  if (!startsWith(name, prefix))
+  const std::string &prefix = m.layerPrefix;
+  if (prefix.empty() || !startsWith(name, prefix))
     return -1;
   size_t i = prefix.size(), j = i;
   while (j < name.size() && j - i < 9 && name[j] >= '0' && name[j] <= '9')
@@ -131,6 +132,20 @@ std::string ignoredBecause(const std::string &name, const HuggingFaceMapping &m)
              "has none";
     if (startsWith(name, "cls.seq_relationship."))
       return "the next-sentence head of BertForPreTraining";
+    return "";
+  }
+  if (m.modelType == "llama") {
+    // LlamaRotaryEmbedding's inv_freq: a persistent buffer of each layer's
+    // self_attn.rotary_emb in the first Llama releases, non-persistent (and
+    // one in LlamaModel, model.rotary_emb) since; transformers recomputes it
+    // from the config either way.
+    const int64_t layer = layerIndex(name, m);
+    if (name == "model.rotary_emb.inv_freq" ||
+        (layer >= 0 && layer < m.layers &&
+         name == fmt::format("{}{}.self_attn.rotary_emb.inv_freq",
+                             m.layerPrefix, layer)))
+      return "rotary-frequency buffers older transformers saved; ls2c "
+             "computes them from rope_theta";
     return "";
   }
   if (layerIndex(name, m) >= 0 &&
@@ -226,7 +241,8 @@ SafetensorsFile fromHuggingFace(const HuggingFaceMapping &m,
   for (const auto &[original, tensor] : hf.tensors) {
     std::string name = original;
     if (!anyPrefixed && !startsWith(name, head)) {
-      name = m.basePrefix + name; // a base-model (BertModel / GPT2Model) checkpoint
+      // A base-model (BertModel / GPT2Model / LlamaModel) checkpoint.
+      name = m.basePrefix + name;
       ++prefixed;
     }
     if (endsWith(name, ".gamma")) {

@@ -83,6 +83,7 @@ void bert(const ModelDescription &d, HuggingFaceMapping &m) {
   m.modelClass = "BertForMaskedLM";
   m.modelType = "bert";
   m.basePrefix = "bert.";
+  m.layerPrefix = "bert.encoder.layer.";
   StateDict s(m.tensors);
   // BertEmbeddings (position_ids and token_type_ids: non-persistent buffers).
   s.add("bert.embeddings.word_embeddings.weight", {V, H}, "[vocab, hidden]");
@@ -146,6 +147,7 @@ void gpt2(const ModelDescription &d, HuggingFaceMapping &m) {
   m.modelClass = "GPT2LMHeadModel";
   m.modelType = "gpt2";
   m.basePrefix = "transformer.";
+  m.layerPrefix = "transformer.h.";
   StateDict s(m.tensors);
   // GPT2Model: wte, wpe, h (GPT2Block), ln_f.
   s.add("transformer.wte.weight", {V, H}, "[vocab, hidden]");
@@ -200,6 +202,7 @@ void llama(const ModelDescription &d, HuggingFaceMapping &m) {
   m.modelClass = "LlamaForCausalLM";
   m.modelType = "llama";
   m.basePrefix = "model.";
+  m.layerPrefix = "model.layers.";
   StateDict s(m.tensors);
   auto linear = [&](const std::string &name, int64_t out, const std::string &outRule,
                     int64_t in, const std::string &inRule) {

@@ -24,11 +24,12 @@ constexpr const char *kConvertUsage =
 
 constexpr const char *kConvertHelp = R"(
 Converts checkpoints between ls2c's parameters and the state dicts of Hugging
-Face transformers' BertForMaskedLM ("encoder" descriptions) and
-GPT2LMHeadModel ("decoder" descriptions, pre-LN). The tensors are the same
-bytes under the same names (ls2c's layout uses transformers' names and
-orientations: nn.Linear [out, in] for BERT, Conv1D [in, out] with q|k|v fused
-in c_attn for GPT-2); what changes is which names exist.
+Face transformers' BertForMaskedLM ("encoder" descriptions),
+GPT2LMHeadModel ("decoder" descriptions, pre-LN) and LlamaForCausalLM ("llama"
+descriptions). The tensors are the same bytes under the same names (ls2c's
+layout uses transformers' names and orientations: nn.Linear [out, in] for
+BERT and Llama, Conv1D [in, out] with q|k|v fused in c_attn for GPT-2); what
+changes is which names exist.
 
   --to-hf MODEL.json OURS   OURS is a `ls2c step --params` file or a
                             `ls2c train` checkpoint (its optimizer state is

@@ -51,7 +51,8 @@ commands:
                                a token file (see ls2c tokenize --help)
   convert --to-hf|--from-hf MODEL.json IN -o OUT
                                convert checkpoints to and from Hugging Face
-                               BertForMaskedLM / GPT2LMHeadModel state dicts
+                               BertForMaskedLM / GPT2LMHeadModel /
+                               LlamaForCausalLM state dicts
                                (see ls2c convert --help)
   bleu HYPOTHESES REFERENCES... [--json]
                                corpus BLEU as sacreBLEU computes it by default
