@@ -3,7 +3,8 @@
 # ls2c-kernel-check, writes a case (cubin, random inputs, the reference
 # interpreter's outputs) for every distinct kernel of the tiny presets and
 # of the size variants in test/gpu/Inputs (hidden 20 with 70,000 rows, 100
-# in bf16 with a 50,257 vocabulary, 384 in fp16, 767, 1024 in bf16, the
+# in bf16 with a 50,257 vocabulary, 384 in fp16, 767, 1024 in bf16, a 512-wide
+# llama's loops, the
 # masked-LM head's gather kernels at 12,000 tokens) and, for the
 # tensor-core attention kernels, of test/gpu/Inputs/attention-*.json (head
 # dims 16 to 128 and 256, f16 and bf16, causal, cross, GQA/MQA, dropout) at 400
@@ -38,7 +39,7 @@ grep -qx '/.gpu-run/' "$(git rev-parse --git-path info/exclude)" 2>/dev/null ||
 for SET in "${SETS[@]}"; do
 case "$SET" in
 tiny)
-  for m in tiny-bert tiny-bert-max-predictions tiny-gpt tiny-transformer tiny-vit; do
+  for m in tiny-bert tiny-bert-max-predictions tiny-gpt tiny-transformer tiny-vit llama-tiny; do
     "$CASES" "examples/$m.json" ".gpu-run/$m" --tokens 19
   done ;;
 sizes)
@@ -50,6 +51,10 @@ sizes)
     --max-case-bytes 3000000
   "$CASES" test/gpu/Inputs/sizes-h1024-bf16.json .gpu-run/sizes-h1024-bf16 --tokens 96 \
     --max-case-bytes 2500000
+  # Llama's loops (rotary embeddings at positions up to 4,095 with theta 500,000, SiLU and
+  # its gradient) at 200 tokens.
+  "$CASES" test/gpu/Inputs/llama-h512-bf16.json .gpu-run/llama-h512-loops --tokens 200 \
+    --only loop --max-case-bytes 4000000
   "$CASES" test/gpu/Inputs/sizes-h20-rows70000.json .gpu-run/rows70000 --tokens 70000 \
     --only forward_embedding_layer_norm
   # The masked-LM head's labelled rows at BERT-base's bounds (max_predictions 3,072 of

@@ -38,7 +38,8 @@ sys.path.insert(0, os.path.join(ROOT, "test", "oracle"))
 import jax_models as jm  # noqa: E402
 import run_oracle as ro  # noqa: E402
 
-PRESETS = ["tiny-bert", "tiny-bert-max-predictions", "tiny-gpt", "tiny-transformer", "tiny-vit"]
+PRESETS = ["tiny-bert", "tiny-bert-max-predictions", "tiny-gpt", "tiny-transformer", "tiny-vit",
+           "llama-tiny"]
 # name: (preset, overrides, sequences, length)
 PROBES = {
     "probe-gpt-fp32": ("tiny-gpt", {"dtype": "fp32"}, 4, 4096),
@@ -66,6 +67,13 @@ PROBES = {
     # norm after it are one row kernel, the QKV bias a GEMM epilogue): 128 images of 17 tokens.
     "probe-vit-bf16": ("tiny-vit", {"dtype": "bf16", "hidden": 256, "heads": 4, "ffn": 512},
                        128, None),
+    # Llama at head dim 64 (the wgmma attention), grouped-query, rotary angles at positions up
+    # to 1,023; and with activation checkpointing (its rotary table in a loop of its own).
+    "probe-llama-bf16-gqa-ragged": ("llama-tiny", {"dtype": "bf16", "hidden": 256, "ffn": 688,
+                                                   "heads": 4, "kv_heads": 2}, 8, 1024),
+    "probe-llama-bf16-checkpointed": ("llama-tiny", {"dtype": "bf16", "hidden": 256, "ffn": 688,
+                                                     "heads": 4, "kv_heads": 1,
+                                                     "activation_checkpointing": True}, 4, 512),
 }
 # Probes whose sequences have random lengths in [1, length] (the rest equal lengths).
 RAGGED = {name for name in PROBES if name.endswith("-ragged")}
