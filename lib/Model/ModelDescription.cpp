@@ -413,6 +413,10 @@ private:
                          d_.hidden, d_.heads, d_.headDim(), kMaxHeadDim));
     if (d_.kv_heads > d_.heads || d_.heads % d_.kv_heads != 0)
       failAt("kv_heads", fmt::format("must divide heads ({})", d_.heads));
+    if (applies(kL) && d_.headDim() % 2 != 0)
+      failAt("heads", fmt::format("head dim hidden / heads = {} / {} = {} must be even for "
+                                  "architecture 'llama' (rotary embeddings turn pairs of dims)",
+                                  d_.hidden, d_.heads, d_.headDim()));
     if (applies(kText) && d_.vocab < 2)
       failAt("vocab", "must be at least 2");
     // An absent src_vocab defaults to vocab, which passed the check above.

@@ -442,6 +442,10 @@ TEST(Llama, RefusesWhatLlamaForCausalLMLacks) {
         << theta;
     EXPECT_EQ(path, "$.rope_theta");
   }
+  EXPECT_NE(errorOf(patched(tinyLlama(), {{"hidden", 36}, {"heads", 4}, {"kv_heads", 4}}), &path)
+                .find("must be even"),
+            std::string::npos);
+  EXPECT_EQ(path, "$.heads");
   EXPECT_NE(errorOf(patched(tinyLlama(), {{"rms_norm_eps", 0.0}}), &path), "");
   EXPECT_EQ(path, "$.rms_norm_eps");
   EXPECT_NE(errorOf(patched(tinyLlama(), {{"sequence_parallel_size", 2}}), &path)
