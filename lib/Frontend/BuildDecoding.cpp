@@ -1,8 +1,9 @@
 //===- BuildDecoding.cpp - @encode and @decode over a KV cache ------------===//
 //
-// The layers are those of BuildDecoder.cpp (GPT-2) and
-// BuildEncoderDecoder.cpp (fairseq), built with dropout off; only the
-// attention differs: it reads the cache (include/ls2c/Frontend/Decoding.h).
+// The layers are those of BuildDecoder.cpp (GPT-2), BuildLlama.cpp (its
+// llamaLayer) and BuildEncoderDecoder.cpp (fairseq), built with dropout off;
+// only the attention differs: it reads the cache
+// (include/ls2c/Frontend/Decoding.h). Llama caches its keys rotated.
 //
 //===----------------------------------------------------------------------===//
 #include "ls2c/Frontend/Decoding.h"
@@ -96,9 +97,15 @@ public:
   /// `present`.
   Value cachedSelfAttention(int64_t layer, Value q, Value k, Value v, Value cuSeqlens,
                             SmallVectorImpl<Value> &present) {
-    Value q3 = g.reshape(q, {kDyn, d.heads, d.headDim()});
-    Value k3 = g.reshape(k, {kDyn, d.kv_heads, d.headDim()});
-    Value v3 = g.reshape(v, {kDyn, d.kv_heads, d.headDim()});
+    return cachedSelfAttention3(layer, g.reshape(q, {kDyn, d.heads, d.headDim()}),
+                                g.reshape(k, {kDyn, d.kv_heads, d.headDim()}),
+                                g.reshape(v, {kDyn, d.kv_heads, d.headDim()}), cuSeqlens,
+                                present);
+  }
+  /// The same of q3 [T, heads, head_dim], k3 and v3 [T, kv_heads, head_dim]
+  /// (Llama's, rotated at their positions before they are cached).
+  Value cachedSelfAttention3(int64_t layer, Value q3, Value k3, Value v3, Value cuSeqlens,
+                             SmallVectorImpl<Value> &present) {
     present.push_back(k3);
     present.push_back(v3);
     auto [past, pastLse] = g.attentionHeads(
@@ -190,6 +197,30 @@ void buildDecoderDecode(GraphBuilder &g, Location loc) {
   g.builder().create<func::ReturnOp>(loc, results);
 }
 
+void buildLlamaDecode(GraphBuilder &g, Location loc) {
+  const ModelDescription &d = g.desc();
+  DecodingBuilder db(g);
+  Signature s;
+  db.tokenInputs(s, "", "input_ids");
+  db.decodeResults(s);
+  db.declare(loc, "decode", s);
+
+  Value cu = g.param("cu_seqlens"), positions = g.param("position_ids");
+  SmallVector<Value> results = {Value()};
+  g.setScope("model");
+  Value x = g.embed("model.embed_tokens.weight", g.param("input_ids"));
+  for (int64_t i = 0; i < d.decoder_layers; ++i)
+    x = llamaLayer(g, i, x, positions, [&](Value q3, Value k3, Value v3) {
+      return db.cachedSelfAttention3(i, q3, k3, v3, cu, results);
+    });
+  g.setScope("model");
+  x = g.rmsNorm(x, "model.norm.weight");
+  g.setScope("lm_head");
+  results[0] =
+      g.projectToVocab(x, d.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
+  g.builder().create<func::ReturnOp>(loc, results);
+}
+
 void buildTransformerEncode(GraphBuilder &g, Location loc) {
   const ModelDescription &d = g.desc();
   DecodingBuilder db(g);
@@ -262,8 +293,7 @@ void buildTransformerDecode(GraphBuilder &g, Location loc) {
 } // namespace
 
 bool canGenerate(const ModelDescription &desc) {
-  return desc.architecture == Architecture::Decoder ||
-         desc.architecture == Architecture::EncoderDecoder;
+  return isCausalLM(desc.architecture) || desc.architecture == Architecture::EncoderDecoder;
 }
 
 OwningOpRef<ModuleOp> buildDecodingModule(MLIRContext &context,
@@ -273,7 +303,7 @@ OwningOpRef<ModuleOp> buildDecodingModule(MLIRContext &context,
   Location loc = NameLoc::get(
       b.getStringAttr(description.name.empty() ? "model" : description.name));
   if (!canGenerate(description)) {
-    emitError(loc) << "generation needs a decoder or encoder_decoder model, not "
+    emitError(loc) << "generation needs a decoder, llama or encoder_decoder model, not "
                    << llvm::StringRef(toString(description.architecture));
     return nullptr;
   }
@@ -290,6 +320,10 @@ OwningOpRef<ModuleOp> buildDecodingModule(MLIRContext &context,
     GraphBuilder decode(b, desc);
     b.setInsertionPointToEnd(module->getBody());
     buildTransformerDecode(decode, loc);
+  } else if (desc.architecture == Architecture::Llama) {
+    GraphBuilder decode(b, desc);
+    b.setInsertionPointToEnd(module->getBody());
+    buildLlamaDecode(decode, loc);
   } else {
     GraphBuilder decode(b, desc);
     b.setInsertionPointToEnd(module->getBody());

@@ -165,6 +165,14 @@ mlir::Value buildEncoderDecoder(GraphBuilder &g); // fairseq Transformer
 mlir::Value buildViT(GraphBuilder &g);            // timm ViT classifier
 mlir::Value buildLlama(GraphBuilder &g);          // Llama causal LM
 
+/// Attention of one Llama layer: rotated q3 [T, heads, head_dim], rotated k3
+/// and v3 [T, kv_heads, head_dim] -> [T, hidden] before o_proj.
+using LlamaAttention = llvm::function_ref<mlir::Value(mlir::Value, mlir::Value, mlir::Value)>;
+/// Llama decoder layer `layer` (model.layers.`layer`) on the residual stream
+/// x [T, H] at `positions` (i32 [T]), training and decoding alike.
+mlir::Value llamaLayer(GraphBuilder &g, int64_t layer, mlir::Value x, mlir::Value positions,
+                       LlamaAttention attend);
+
 // Pieces of the fairseq Transformer that decoding (BuildDecoding.cpp) shares.
 /// The encoder's output [Ts, H] over the bound src_ids, src_position_ids.
 mlir::Value buildTransformerEncoder(GraphBuilder &g, Sequences src);

@@ -212,9 +212,8 @@ int runGeneration(const GenerateOptions &o, const ModelDescription &desc,
     std::fprintf(stderr, "%s: error: %s\n", tool.c_str(), message.c_str());
     return 2;
   };
-  if (desc.architecture != Architecture::Decoder &&
-      desc.architecture != Architecture::EncoderDecoder)
-    return bad(o.model + ": generation needs a decoder or encoder_decoder model, not " +
+  if (!isCausalLM(desc.architecture) && desc.architecture != Architecture::EncoderDecoder)
+    return bad(o.model + ": generation needs a decoder, llama or encoder_decoder model, not " +
                std::string(toString(desc.architecture)));
   try {
     std::vector<std::string> inputs =

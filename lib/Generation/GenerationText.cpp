@@ -19,8 +19,8 @@ constexpr int32_t kPad = 1, kEos = 2, kSpecials = 4;
 GenerationText::GenerationText(const ModelDescription &d, std::unique_ptr<Tokenizer> tokenizer,
                                std::unique_ptr<Tokenizer> target)
     : desc(d), encoder(std::move(tokenizer)), decoder(std::move(target)) {
-  if (d.architecture != Architecture::Decoder && d.architecture != Architecture::EncoderDecoder)
-    throw GenerationError(d.name + ": generation needs a decoder or encoder_decoder model");
+  if (!isCausalLM(d.architecture) && d.architecture != Architecture::EncoderDecoder)
+    throw GenerationError(d.name + ": generation needs a decoder, llama or encoder_decoder model");
   const Tokenizer &out = decoder ? *decoder : *encoder;
   if (d.architecture == Architecture::EncoderDecoder) {
     if (static_cast<int64_t>(encoder->vocabSize()) + kSpecials > d.src_vocab)
@@ -37,7 +37,7 @@ GenerationText::GenerationText(const ModelDescription &d, std::unique_ptr<Tokeni
 }
 
 GenerationText GenerationText::fromCharCorpus(const ModelDescription &d, const std::string &path) {
-  if (d.architecture != Architecture::Decoder)
+  if (!isCausalLM(d.architecture))
     throw GenerationError(path + ": a text file's characters are a decoder's vocabulary; " +
                           d.name + " is " + std::string(toString(d.architecture)));
   CharCorpus corpus;

@@ -191,6 +191,25 @@ TEST(Decoding, DecoderStepsMatchWholeSequences) {
              kModelTolerance);
 }
 
+// Llama caches its keys rotated at their positions: a prompt decoded in
+// chunks and single tokens gives the whole sequences' logits.
+TEST(Decoding, LlamaStepsMatchWholeSequences) {
+  ModelDescription d = preset("llama-tiny");
+  Forward fw(d);
+  std::mt19937 rng(19);
+  auto params = randomParameters(d, fw, rng);
+  // The hypotheses swap after the first step (select): sequence 0 is then
+  // fed 10 tokens in all, sequence 1 12.
+  std::vector<std::vector<int64_t>> seq = {randomIds(rng, 10, d.vocab),
+                                           randomIds(rng, 13, d.vocab)};
+  auto want = decoderLogits(fw, d, params, seq);
+  ReferenceDecoder dec(d, params);
+  EXPECT_FALSE(dec.hasSource());
+  dec.start({0, 0});
+  checkSteps(dec, seq, {0, 10}, {{2, 5}, {3, 1}, {1, 4}, {1, 1}, {1, 1}, {1, 1}}, want,
+             {{1, 0}}, kModelTolerance);
+}
+
 TEST(Decoding, DecoderSelectKeepsEachParentsCache) {
   ModelDescription d = preset("tiny-gpt");
   Forward fw(d);
@@ -261,7 +280,7 @@ TEST(Decoding, CompiledProgramMatchesTheModule) {
   // computes the logits of the module as built, for both architectures: the
   // composites round once where their decomposition rounds each step, so
   // they agree to fp32's 1e-5, not bit for bit.
-  for (const char *name : {"tiny-gpt", "tiny-transformer"}) {
+  for (const char *name : {"tiny-gpt", "tiny-transformer", "llama-tiny"}) {
     ModelDescription d = preset(name);
     Forward fw(d);
     std::mt19937 rng(13);

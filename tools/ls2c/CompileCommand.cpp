@@ -454,7 +454,7 @@ int runCompile(const std::vector<std::string> &args) {
   auto start = std::chrono::steady_clock::now();
   mlir::MLIRContext context;
   if (options.program == "decode" && !canGenerate(desc))
-    return usageError(options.model + ": --program=decode needs a decoder or encoder_decoder "
+    return usageError(options.model + ": --program=decode needs a decoder, llama or encoder_decoder "
                       "model, not " + std::string(toString(desc.architecture)));
   mlir::OwningOpRef<mlir::ModuleOp> module =
       options.program == "train"    ? buildForwardModule(context, desc)
