@@ -15,7 +15,9 @@
 #       3. a CPU checkpoint resumed on the GPU continues the CPU's curve;
 #       4. `ls2c step` on given parameters and batch, CPU against GPU;
 #       5. `ls2c generate` from 1.'s checkpoint on both devices;
-#       6. a second run of 1. starts from the program cache.
+#       6. a second run of 1. starts from the program cache;
+#       7. llama-tiny (issue 28) the same way: 20 steps on both devices, three
+#          `ls2c step`s on given parameters and batch, greedy `ls2c generate`.
 #     Logs and metrics go to OUT; a table last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +47,22 @@ if [ "$1" = prepare ]; then
   .venv/bin/python test/tools/Inputs/make-step-inputs.py . "$DIR/step" > /dev/null
   find "$DIR/step" -name '*.safetensors' ! -name params.safetensors ! -name batch.safetensors \
     -delete
+  # The same for llama-tiny (run_oracle.py's generators of any preset).
+  mkdir -p "$DIR/step-llama"
+  .venv/bin/python - "$DIR/step-llama" <<'PY'
+import json, os, sys
+import numpy as np
+from safetensors.numpy import save_file
+sys.dont_write_bytecode = True
+sys.path.insert(0, "test/oracle")
+import jax_models as jm, run_oracle as ro
+d = ro.description("examples/llama-tiny.json")
+c = jm.config(d)
+rng = np.random.default_rng(7)
+json.dump(d, open(os.path.join(sys.argv[1], "model.json"), "w"))
+save_file(ro.parameters(c, rng), os.path.join(sys.argv[1], "params.safetensors"))
+save_file(ro.batch(c, rng), os.path.join(sys.argv[1], "batch.safetensors"))
+PY
   # OpenBLAS (36 MB, every CPU's kernels) travels compressed; run unpacks it.
   xz -T0 "$DIR/lib/libopenblas.so.0"
   if ldd "$DIR/bin/ls2c" | grep -q 'libLLVM\|libMLIR'; then
@@ -103,6 +121,23 @@ cmp -s "$OUT/generate-cpu.txt" "$OUT/generate-gpu.txt" && echo "generate: the sa
 "$LS2C" train examples/gpt-shakespeare.json --data "$DATA" --steps 20 --eval-interval 0 \
   --out "$OUT/again" --no-progress > /dev/null 2> "$OUT/again.err"
 grep -h "compiled for" "$OUT/main.err" "$OUT/again.err"
+# 7. llama-tiny: both devices, resumed, `ls2c step`, `ls2c generate`.
+LLAMA=(examples/llama-tiny.json --data "$DATA" --batch-sequences 8 --eval-interval 10
+       --eval-batches 4 --no-progress)
+"$LS2C" train "${LLAMA[@]}" --steps 20 --device cpu --out "$OUT/llama-cpu" 2> "$OUT/llama-cpu.err"
+"$LS2C" train "${LLAMA[@]}" --steps 20 --out "$OUT/llama-gpu" 2> "$OUT/llama-gpu.err"
+grep -h "device:" "$OUT"/llama-*.err
+LSTEP=("$DIR/step-llama/model.json" --params "$DIR/step-llama/params.safetensors"
+       --batch "$DIR/step-llama/batch.safetensors" --steps 3)
+"$LS2C" step "${LSTEP[@]}" --device cpu -o "$OUT/llama-step-cpu.safetensors" > /dev/null
+"$LS2C" step "${LSTEP[@]}" -o "$OUT/llama-step-gpu.safetensors" > /dev/null
+LGEN=(examples/llama-tiny.json --checkpoint "$OUT/llama-cpu/checkpoint.safetensors" --text "$DATA"
+      --prompt "ROMEO:" --max-new-tokens 20)
+"$LS2C" generate "${LGEN[@]}" --device cpu -o "$OUT/llama-generate-cpu.txt" 2> /dev/null
+"$LS2C" generate "${LGEN[@]}" -o "$OUT/llama-generate-gpu.txt" 2> "$OUT/llama-generate-gpu.err"
+cat "$OUT/llama-generate-gpu.err"
+cmp -s "$OUT/llama-generate-cpu.txt" "$OUT/llama-generate-gpu.txt" &&
+  echo "llama generate: the same text on both devices"
 
 python3 - "$OUT" <<'PY'
 import json, sys
@@ -139,4 +174,12 @@ grads = max(rel(k) for k in c if k.startswith('grad/'))
 params = max(rel(k) for k in c if k.startswith('param/'))
 print(f'| ls2c step tiny-gpt, 3 steps, GPU vs CPU: losses, worst gradient, worst parameter (relative L2) | {rel("loss"):.2e}, {grads:.2e}, {params:.2e} |')
 print(f'| GPU losses step 1, 20 | {gpu_t[1]:.5f}, {gpu_t[20]:.5f} |')
+lc_t, lc_v = read(f'{out}/llama-cpu/metrics.jsonl')
+lg_t, lg_v = read(f'{out}/llama-gpu/metrics.jsonl')
+print(f'| llama-tiny fp32, 20 steps: worst relative loss difference GPU vs CPU | {worst(lg_t, lc_t, sorted(lc_t)):.2e} |')
+print(f'| same, validation losses (steps {sorted(lc_v)}) | {worst(lg_v, lc_v, sorted(lc_v)):.2e} |')
+c, g = load_file(f'{out}/llama-step-cpu.safetensors'), load_file(f'{out}/llama-step-gpu.safetensors')
+grads = max(rel(k) for k in c if k.startswith('grad/'))
+params = max(rel(k) for k in c if k.startswith('param/'))
+print(f'| ls2c step llama-tiny, 3 steps, GPU vs CPU: losses, worst gradient, worst parameter (relative L2) | {rel("loss"):.2e}, {grads:.2e}, {params:.2e} |')
 PY

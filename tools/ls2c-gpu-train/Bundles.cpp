@@ -74,7 +74,7 @@ Bundles loadBundles(const std::string &trainPath, const std::string &evalPath) {
   if (forward.results.empty() || !forward.results[0].maxShape.empty())
     throw InputError(evalPath + ": @forward does not return a scalar loss");
   b.evalLogits = forward.results.size() == 2 && forward.results[1].name == "logits";
-  if (b.desc.architecture != Architecture::Decoder && !b.evalLogits)
+  if (!isCausalLM(b.desc.architecture) && !b.evalLogits)
     throw InputError(evalPath + ": @forward returns the loss only, and the validation accuracy "
                                 "of an " + architectureOf(b.desc) +
                      " model needs its logits: compile the evaluation bundle with "

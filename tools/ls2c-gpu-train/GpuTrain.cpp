@@ -104,7 +104,7 @@ int run(const Options &o) {
   // GPU is touched.
   Bundles bundles = loadBundles(o.bundle, o.evalBundle);
   const ls2c::ModelDescription desc = bundles.desc;
-  const bool classifies = desc.architecture != ls2c::Architecture::Decoder;
+  const bool classifies = !ls2c::isCausalLM(desc.architecture);
   if (!std::filesystem::exists(o.data.data))
     throw InputError(o.data.data + ": no such file");
   std::unique_ptr<ls2c::TrainingData> data;
@@ -365,7 +365,7 @@ int run(const Options &o) {
                             {"graph_captures", graphs.captures},
                             {"graph_replays", graphs.replays},
                             {"step_by_step_runs", graphs.eagerRuns}};
-  if (desc.architecture == ls2c::Architecture::Decoder)
+  if (ls2c::isCausalLM(desc.architecture))
     summary["batch_tokens"] = data->batchSequences() * desc.max_seq_len;
   if (classifies)
     summary["valid_accuracy"] = validAccuracy;
