@@ -59,7 +59,7 @@ std::string generateUsage(const std::string &command, const std::string &modelWh
 
 std::string generateHelp(bool gpu) {
   std::string text = R"(
-Generates with a trained decoder (GPT) or encoder_decoder (translation)
+Generates with a trained decoder (GPT), llama or encoder_decoder (translation)
 model, one step at a time over a KV cache (include/ls2c/Frontend/
 Decoding.h), with greedy search (--beam 1, the default) or beam search as
 fairseq does it (include/ls2c/Generation/Search.h).

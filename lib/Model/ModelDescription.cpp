@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <optional>
 #include <utility>
@@ -386,9 +387,13 @@ private:
     d_.rms_norm_eps =
         checked("rms_norm_eps", def.layer_norm_eps, detail::positiveF32Rule);
     d_.rope_theta = checked("rope_theta", 10000.0, [](double v) -> std::string {
-      // Below 1 the frequencies theta^(-2i/d) grow with i instead of falling.
-      if (!(v > 1.0) || v > 3.4e38)
-        return "must be a finite number greater than 1";
+      // Used as an f32. At or below 1 the frequencies theta^(-2i/d) do not
+      // fall with i.
+      const float f = static_cast<float>(v);
+      if (!std::isfinite(f))
+        return "overflows 32-bit float (must be at most 3.4028235e+38)";
+      if (!(f > 1.0f))
+        return "must be greater than 1 as a 32-bit float";
       return "";
     });
   }

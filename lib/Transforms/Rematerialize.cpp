@@ -122,8 +122,10 @@ private:
     // recomputation stops: the backward recomputes the normalized row from
     // it and the row statistics instead of storing that row and a
     // broadcast rstd in f32.
+    // Except an exponential of a narrower stored value (SiLU's exp(-x) of
+    // the bf16 gate): f32 it costs twice the bytes its input does.
     if (def->hasAttr("ls2.saved"))
-      return true;
+      return !isa<ls2::ExpOp>(def) || !fromNarrowValue(def->getOperand(0));
     auto type = dyn_cast<RankedTensorType>(v.getType());
     // One element (a constant computed from constants: a rotary exponent)
     // costs nothing to keep.
@@ -132,6 +134,22 @@ private:
         isSingleElement(type))
       return true;
     return keptForBackward(v);
+  }
+
+  /// Whether `v` is a few casts, negations and constant scalings of an
+  /// fp16/bf16 value.
+  static bool fromNarrowValue(Value v) {
+    for (int depth = 0; depth < 4; ++depth) {
+      auto type = dyn_cast<RankedTensorType>(v.getType());
+      if (type && isa<FloatType>(type.getElementType()) &&
+          type.getElementType().getIntOrFloatBitWidth() < 32)
+        return true;
+      Operation *def = v.getDefiningOp();
+      if (!def || !isa<ls2::CastOp, ls2::NegOp>(def))
+        return false;
+      v = def->getOperand(0);
+    }
+    return false;
   }
 
   /// A value the backward reads is stored anyway, unless the backward

@@ -435,13 +435,16 @@ TEST(Llama, RefusesWhatLlamaForCausalLMLacks) {
                 .find("rms_norm_eps"),
             std::string::npos);
   EXPECT_EQ(path, "$.layer_norm_eps");
-  for (double theta : {1.0, 0.5, -3.0}) {
+  for (double theta : {1.0, 0.5, -3.0, 1.00000001}) {
     EXPECT_NE(errorOf(patched(tinyLlama(), {{"rope_theta", theta}}), &path)
                   .find("greater than 1"),
               std::string::npos)
         << theta;
     EXPECT_EQ(path, "$.rope_theta");
   }
+  EXPECT_EQ(errorOf(patched(tinyLlama(), {{"rope_theta", 3.402e38}})), "");
+  EXPECT_NE(errorOf(patched(tinyLlama(), {{"rope_theta", 1e39}})).find("overflows 32-bit float"),
+            std::string::npos);
   EXPECT_NE(errorOf(patched(tinyLlama(), {{"hidden", 36}, {"heads", 4}, {"kv_heads", 4}}), &path)
                 .find("must be even"),
             std::string::npos);

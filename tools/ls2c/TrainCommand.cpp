@@ -148,7 +148,7 @@ Validation data is a second set of the same kind (--valid-data ...), or else
 the last 10% of the training examples.
 
 data by architecture:
-  decoder          --data TEXT|TOKENS: a text read character by character
+  decoder, llama   --data TEXT|TOKENS: a text read character by character
                    (e.g. examples/data/tinyshakespeare/input.txt) or a token
                    file of `ls2c tokenize` (its vocab_size at most the model's;
                    its sequences read as one stream: tokenize with --concat);

@@ -38,7 +38,7 @@ commands:
                                compile the program's kernels with NVRTC and
                                write a bundle (see ls2c compile --help)
   train MODEL.json --data DATA [options]
-                               train any of the four architectures on its data
+                               train any of the five architectures on its data
                                (text or token files, parallel text, images)
                                on the GPU when there is one, else with the
                                CPU reference backend (see ls2c train --help)
