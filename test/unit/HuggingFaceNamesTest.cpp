@@ -285,8 +285,8 @@ TEST(HuggingFaceNamesTest, Configs) {
 TEST(HuggingFaceNamesTest, DescriptionsWithoutEquivalentAreRefused) {
   EXPECT_EQ(refusal([] { mappingOf(preset("tiny-vit")); }),
             "tiny-vit.json: $.architecture: 'vit': Hugging Face checkpoints "
-            "are defined for 'encoder' (BertForMaskedLM) and 'decoder' "
-            "(GPT2LMHeadModel) models only");
+            "are defined for 'encoder' (BertForMaskedLM), 'decoder' "
+            "(GPT2LMHeadModel) and 'llama' (LlamaForCausalLM) models only");
   EXPECT_NE(refusal([] { mappingOf(preset("tiny-transformer")); })
                 .find("$.architecture: 'encoder_decoder'"),
             std::string::npos);

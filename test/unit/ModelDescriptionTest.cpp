@@ -900,7 +900,7 @@ TEST(ModelDescriptionBadInput, ActivationDropoutOutOfRange) {
 TEST(ModelDescriptionBadInput, UnknownArchitecture) {
   expectBad("unknown-architecture", "$.architecture",
             "\"gpt\": unknown architecture (allowed: \"encoder\", "
-            "\"decoder\", \"encoder_decoder\", \"vit\")");
+            "\"decoder\", \"encoder_decoder\", \"vit\", \"llama\")");
 }
 
 TEST(ModelDescriptionBadInput, UnknownEnumValue) {
