@@ -136,8 +136,8 @@ private:
     return keptForBackward(v);
   }
 
-  /// Whether `v` is a few casts, negations and constant scalings of an
-  /// fp16/bf16 value.
+  /// Whether `v` is an fp16/bf16 value through at most a few casts and
+  /// negations.
   static bool fromNarrowValue(Value v) {
     for (int depth = 0; depth < 4; ++depth) {
       auto type = dyn_cast<RankedTensorType>(v.getType());
