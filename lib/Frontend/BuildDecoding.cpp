@@ -79,6 +79,16 @@ public:
     perLayerResults(s, "present", d.decoder_layers);
   }
 
+  /// Declares a decoder-only model's @decode: the new tokens' input_ids,
+  /// positions and sequences and the cache in, the logits and the new keys
+  /// and values out.
+  void declareTokenDecode(Location loc) {
+    Signature s;
+    tokenInputs(s, "", "input_ids");
+    decodeResults(s);
+    declare(loc, "decode", s);
+  }
+
   RankedTensorType headsType(int64_t heads) {
     return RankedTensorType::get({kDyn, heads, d.headDim()}, g.computeType());
   }
@@ -156,10 +166,7 @@ private:
 void buildDecoderDecode(GraphBuilder &g, Location loc) {
   const ModelDescription &d = g.desc();
   DecodingBuilder db(g);
-  Signature s;
-  db.tokenInputs(s, "", "input_ids");
-  db.decodeResults(s);
-  db.declare(loc, "decode", s);
+  db.declareTokenDecode(loc);
 
   Value cu = g.param("cu_seqlens");
   int64_t kvDim = d.kv_heads * d.headDim();
@@ -200,10 +207,7 @@ void buildDecoderDecode(GraphBuilder &g, Location loc) {
 void buildLlamaDecode(GraphBuilder &g, Location loc) {
   const ModelDescription &d = g.desc();
   DecodingBuilder db(g);
-  Signature s;
-  db.tokenInputs(s, "", "input_ids");
-  db.decodeResults(s);
-  db.declare(loc, "decode", s);
+  db.declareTokenDecode(loc);
 
   Value cu = g.param("cu_seqlens"), positions = g.param("position_ids");
   SmallVector<Value> results = {Value()};
@@ -213,11 +217,7 @@ void buildLlamaDecode(GraphBuilder &g, Location loc) {
     x = llamaLayer(g, i, x, positions, [&](Value q3, Value k3, Value v3) {
       return db.cachedSelfAttention3(i, q3, k3, v3, cu, results);
     });
-  g.setScope("model");
-  x = g.rmsNorm(x, "model.norm.weight");
-  g.setScope("lm_head");
-  results[0] =
-      g.projectToVocab(x, d.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
+  results[0] = llamaLogits(g, x);
   g.builder().create<func::ReturnOp>(loc, results);
 }
 

@@ -38,6 +38,14 @@ Value llamaLayer(GraphBuilder &g, int64_t layer, Value x, Value positions,
   return g.add(x, g.gatedFeedForward(h, join(p, "mlp")));
 }
 
+Value llamaLogits(GraphBuilder &g, Value x) {
+  const ModelDescription &d = g.desc();
+  g.setScope("model");
+  x = g.rmsNorm(x, "model.norm.weight");
+  g.setScope("lm_head");
+  return g.projectToVocab(x, d.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
+}
+
 Value buildLlama(GraphBuilder &g) {
   const ModelDescription &d = g.desc();
   Value cu = g.param("cu_seqlens");
@@ -51,13 +59,7 @@ Value buildLlama(GraphBuilder &g) {
                     .first;
       return g.reshape(a, {ShapedType::kDynamic, d.hidden});
     });
-  g.setScope("model");
-  x = g.rmsNorm(x, "model.norm.weight");
-
-  g.setScope("lm_head");
-  Value logits =
-      g.projectToVocab(x, d.tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
-  return g.loss(logits, g.param("labels"), /*ignoreIndex=*/-100);
+  return g.loss(llamaLogits(g, x), g.param("labels"), /*ignoreIndex=*/-100);
 }
 
 } // namespace ls2c

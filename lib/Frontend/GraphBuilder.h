@@ -172,6 +172,9 @@ using LlamaAttention = llvm::function_ref<mlir::Value(mlir::Value, mlir::Value, 
 /// x [T, H] at `positions` (i32 [T]), training and decoding alike.
 mlir::Value llamaLayer(GraphBuilder &g, int64_t layer, mlir::Value x, mlir::Value positions,
                        LlamaAttention attend);
+/// The final RMSNorm (model.norm) and the LM head of the residual stream x
+/// [T, H]: logits [T, vocab].
+mlir::Value llamaLogits(GraphBuilder &g, mlir::Value x);
 
 // Pieces of the fairseq Transformer that decoding (BuildDecoding.cpp) shares.
 /// The encoder's output [Ts, H] over the bound src_ids, src_position_ids.

@@ -288,29 +288,8 @@ void checkAgainstLayout(const ModelDescription &d, const HuggingFaceMapping &m) 
                              "' is not one Hugging Face tensor");
 }
 
-HuggingFaceMapping finish(const ModelDescription &d, HuggingFaceMapping &m);
-
-} // namespace
-
-const HuggingFaceTensor *HuggingFaceMapping::find(const std::string &name) const {
-  for (const HuggingFaceTensor &t : tensors)
-    if (t.name == name)
-      return &t;
-  return nullptr;
-}
-
-HuggingFaceMapping huggingFaceMapping(const ModelDescription &d,
-                                      const std::string &source) {
-  HuggingFaceMapping m;
-  m.source = source;
-  m.modelName = d.name;
-  m.layers = d.architecture == Architecture::Encoder ? d.encoder_layers
-                                                     : d.decoder_layers;
-  if (d.architecture == Architecture::Llama) {
-    // Pre-norm and no residual dropout are description rules for llama.
-    llama(d, m);
-    return finish(d, m);
-  }
+/// BertForMaskedLM or GPT2LMHeadModel, after the rules only they have.
+void bertOrGpt2(const ModelDescription &d, const std::string &source, HuggingFaceMapping &m) {
   if (d.architecture != Architecture::Encoder &&
       d.architecture != Architecture::Decoder)
     refuse(source, "$.architecture",
@@ -336,11 +315,30 @@ HuggingFaceMapping huggingFaceMapping(const ModelDescription &d,
     bert(d, m);
   else
     gpt2(d, m);
-  return finish(d, m);
 }
 
-namespace {
-HuggingFaceMapping finish(const ModelDescription &d, HuggingFaceMapping &m) {
+} // namespace
+
+const HuggingFaceTensor *HuggingFaceMapping::find(const std::string &name) const {
+  for (const HuggingFaceTensor &t : tensors)
+    if (t.name == name)
+      return &t;
+  return nullptr;
+}
+
+HuggingFaceMapping huggingFaceMapping(const ModelDescription &d,
+                                      const std::string &source) {
+  HuggingFaceMapping m;
+  m.source = source;
+  m.modelName = d.name;
+  m.layers = d.architecture == Architecture::Encoder ? d.encoder_layers
+                                                     : d.decoder_layers;
+  // Llama's pre-norm, kv heads and lack of residual dropout are
+  // description rules; BERT's and GPT-2's are checked by bertOrGpt2.
+  if (d.architecture == Architecture::Llama)
+    llama(d, m);
+  else
+    bertOrGpt2(d, source, m);
   if (d.activation_dropout != 0)
     m.notes.push_back(fmt::format(
         "activation_dropout {} has no {} equivalent (it only changes training)",
@@ -350,8 +348,7 @@ HuggingFaceMapping finish(const ModelDescription &d, HuggingFaceMapping &m) {
         "label_smoothing {} is a loss setting, not part of {}'s config",
         d.label_smoothing, m.modelClass));
   checkAgainstLayout(d, m);
-  return std::move(m);
+  return m;
 }
-} // namespace
 
 } // namespace ls2c
