@@ -69,6 +69,10 @@ prepare() {
     --only scatter_add
   "$cases" test/gpu/Inputs/scatter-h768-fp16.json "$G/cases/scatter-many-h768-fp16" \
     --tokens 1100 --only scatter_add
+  # The sorted-ids path (ScatterAddSorted.cpp) with 34 chunks of ids (two groups of 32) and
+  # about 33 repeats of every id: a 1,024-row position table, padding id 0 dropped (4.4 MB).
+  "$cases" test/gpu/Inputs/scatter-v3000-h64-bf16.json "$G/cases/scatter-sorted-v3000" \
+    --tokens 34000 --only scatter_add_0
   # The column reductions (bias and LayerNorm gradients, the gradient norm) of a tiny BERT
   # and of a 2-layer hidden-1024 bf16 model: 1 to 128 column tiles, so the check's scratch
   # (counters zero, the rest garbage) tests the counters that all kernels share.

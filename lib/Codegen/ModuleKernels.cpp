@@ -53,8 +53,8 @@ FailureOr<ModuleKernels> generateModuleKernels(ModuleOp module) {
         generated = generateFusionKernels(fusion, *dims, *bounds,
                                           prefix + fusion.getGroupName().str());
       } else if (auto scatter = dyn_cast<ls2::ScatterAddOp>(op)) {
-        generated = one(generateScatterAddKernel(
-            scatter, *dims, *bounds, prefix + "scatter_add_" + std::to_string(scatters++)));
+        generated = generateScatterAddKernels(scatter, *dims, *bounds,
+                                              prefix + "scatter_add_" + std::to_string(scatters++));
       } else if (auto nonzero = dyn_cast<ls2::NonzeroOp>(op)) {
         generated = one(generateNonzeroKernel(
             nonzero, *dims, prefix + "nonzero_" + std::to_string(nonzeros++)));

@@ -34,9 +34,13 @@
 // tiles are sized for the bound, counted per call, and never split by
 // tokens (the table is the activation, large at the bound).
 //
+// Tables with enough rows to give every multiprocessor a tile take the
+// sorted-ids kernels instead (ScatterAddSorted.cpp): there each block reads
+// only its own ids rather than all of them.
+//
 //===----------------------------------------------------------------------===//
 
-#include "ls2c/Codegen/KernelGenerator.h"
+#include "ScatterAdd.h"
 
 #include "ElementalEmitter.h"
 #include "Prelude.h"
@@ -50,19 +54,16 @@ using namespace mlir;
 
 namespace ls2c::codegen {
 
-FailureOr<GeneratedKernel> generateScatterAddKernel(ls2::ScatterAddOp op,
-                                                    const SymbolicDims &dims,
-                                                    const ShapeBounds &bounds,
-                                                    const std::string &kernelName) {
+namespace {
+
+/// The scan kernel: every block tests all ids against its K rows.
+FailureOr<GeneratedKernel> scanKernel(ls2::ScatterAddOp op, const std::string &kernelName,
+                                      const ScatterAddShape &shape) {
   auto result = cast<RankedTensorType>(op.getType());
   auto updates = cast<RankedTensorType>(op.getUpdates().getType());
   auto ids = cast<RankedTensorType>(op.getIds().getType());
-  // The verifier allows a dynamic row count only: the row shape is static.
-  const bool dynamicRows = result.isDynamicDim(0);
-  int64_t rows = dynamicRows ? bounds.shape(op.getResult())[0] : result.getDimSize(0);
-  int64_t h = 1;
-  for (int64_t d = 1; d < result.getRank(); ++d)
-    h *= result.getDimSize(d);
+  const bool dynamicRows = shape.dynamicRows;
+  const int64_t rows = shape.rowsBound, h = shape.width;
   constexpr int64_t kBlock = 256;
   constexpr int64_t kChunk = 1024; // ids a block scans between two barriers
   constexpr int64_t kSharedBudget = 96 * 1024;
@@ -117,26 +118,11 @@ FailureOr<GeneratedKernel> generateScatterAddKernel(ls2::ScatterAddOp op,
     kernel.scratchBytes =
         counterBytes + static_cast<uint64_t>(blocks) * static_cast<uint64_t>(k * slice) * 4;
   }
-  // The number of ids: their one dynamic dim times the static ones.
-  runtime::Dim count{1, -1, 0};
-  int64_t staticIds = 1;
-  for (const runtime::Dim &d : dims.shape(op.getIds())) {
-    if (d.isStatic()) {
-      staticIds *= d.size;
-    } else if (!count.isStatic()) {
-      return op.emitError("scatter_add ids with more than one dynamic dim");
-    } else {
-      count = d;
-    }
-  }
-  if (count.isStatic()) {
-    count.size = staticIds;
-    staticIds = 1;
-  }
-  out.bindings[3].size = count;
+  out.bindings[3].size = shape.count;
+  const int64_t staticIds = shape.staticIds;
   if (dynamicRows) {
     kernel.params.push_back(runtime::ParamKind::Int64);
-    out.bindings.push_back({ParamBinding::Kind::Size, 0, dims.shape(op.getResult())[0]});
+    out.bindings.push_back({ParamBinding::Kind::Size, 0, shape.rowsDim});
     // A block per K rows of this call (x SPLITS column slices), at most the
     // bound's tiles; the work dim names the kernel's rows parameter.
     runtime::Dim rowsParam{0, static_cast<int32_t>(kernel.params.size() - 1), 0};
@@ -293,6 +279,48 @@ FailureOr<GeneratedKernel> generateScatterAddKernel(ls2::ScatterAddOp op,
   src = substitute(std::move(src), values);
   kernel.source = std::move(src);
   return out;
+}
+
+} // namespace
+
+FailureOr<std::vector<GeneratedKernel>>
+generateScatterAddKernels(ls2::ScatterAddOp op, const SymbolicDims &dims,
+                          const ShapeBounds &bounds, const std::string &kernelName) {
+  auto result = cast<RankedTensorType>(op.getType());
+  ScatterAddShape shape;
+  // The verifier allows a dynamic row count only: the row shape is static.
+  shape.dynamicRows = result.isDynamicDim(0);
+  shape.rowsBound = shape.dynamicRows ? bounds.shape(op.getResult())[0] : result.getDimSize(0);
+  if (shape.dynamicRows)
+    shape.rowsDim = dims.shape(op.getResult())[0];
+  for (int64_t d = 1; d < result.getRank(); ++d)
+    shape.width *= result.getDimSize(d);
+  // The number of ids: their one dynamic dim times the static ones.
+  shape.count = runtime::Dim{1, -1, 0};
+  shape.idsBound = 1;
+  for (int64_t b : bounds.shape(op.getIds()))
+    shape.idsBound *= b;
+  for (const runtime::Dim &d : dims.shape(op.getIds())) {
+    if (d.isStatic()) {
+      shape.staticIds *= d.size;
+    } else if (!shape.count.isStatic()) {
+      return op.emitError("scatter_add ids with more than one dynamic dim");
+    } else {
+      shape.count = d;
+    }
+  }
+  if (shape.count.isStatic()) {
+    shape.count.size = shape.staticIds;
+    shape.staticIds = 1;
+  }
+  if (auto sorted = generateSortedScatterAdd(op, kernelName, shape))
+    return std::move(*sorted);
+  FailureOr<GeneratedKernel> scan = scanKernel(op, kernelName, shape);
+  if (failed(scan))
+    return failure();
+  std::vector<GeneratedKernel> kernels;
+  kernels.push_back(std::move(*scan));
+  return kernels;
 }
 
 } // namespace ls2c::codegen

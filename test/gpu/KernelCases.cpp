@@ -259,15 +259,16 @@ int run(const Options &o) {
   std::map<std::string, SymbolicDims> dimsOf;
   std::map<std::string, ShapeBounds> boundsOf;
   int written = 0, skipped = 0, tooLarge = 0, notApplicable = 0;
-  // A fusion group's later kernels (a row reduction's column sums) run in
-  // its case, after the first, with the same parameters.
+  // A fusion group's or scatter_add's later kernels (a row reduction's
+  // column sums, the sums after the sorted ids) run in its case, after the
+  // first, with the same parameters.
   std::map<Operation *, std::vector<const codegen::ModuleKernels::Use *>> usesOf;
   for (const codegen::ModuleKernels::Use &use : kernels->uses)
     usesOf[use.op].push_back(&use);
   for (const codegen::ModuleKernels::Use &use : kernels->uses) {
     if (caseUse.at(use.kernel) != &use)
       continue;
-    if (isa<ls2::FusionOp>(use.op) && usesOf.at(use.op).front() != &use)
+    if (isa<ls2::FusionOp, ls2::ScatterAddOp>(use.op) && usesOf.at(use.op).front() != &use)
       continue;
     const runtime::Kernel &kernel = kernels->kernels[use.kernel];
     if (!o.only.empty() && kernel.name.find(o.only) == std::string::npos)
@@ -570,7 +571,7 @@ int run(const Options &o) {
     c["grid"] = gridOf(kernel.launch);
     c["shared_bytes"] = kernel.launch.dynamicSharedBytes;
     uint64_t scratchBytes = kernel.scratchBytes;
-    if (isa<ls2::FusionOp>(op) && usesOf.at(op).size() > 1) {
+    if (isa<ls2::FusionOp, ls2::ScatterAddOp>(op) && usesOf.at(op).size() > 1) {
       nlohmann::json then = nlohmann::json::array();
       for (size_t k = 1; k < usesOf.at(op).size(); ++k) {
         const runtime::Kernel &next = kernels->kernels[usesOf.at(op)[k]->kernel];

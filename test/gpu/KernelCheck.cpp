@@ -17,7 +17,7 @@
 //   {"kind": "int64", "value": V}
 // A case may name kernels to run after its own with the same parameters
 // ("then": [{"kernel", "cubin", "grid", "block", "shared_bytes"}], a row
-// reduction's column sums). Outputs start as 0xFF bytes (NaN) so an element
+// reduction's column sums, a sorted scatter_add's sums). Outputs start as 0xFF bytes (NaN) so an element
 // never written fails. The kernels run twice; the second run must give the
 // same bits (fixed-order reductions). Floats pass with relative L2 error <=
 // T and NaN exactly where the reference has NaN; integers must be equal. No
@@ -195,7 +195,15 @@ Result runCase(const std::filesystem::path &dir) {
     CUfunction f;
     check(cuModuleGetFunction(&f, m, t["kernel"].get<std::string>().c_str()),
           "cuModuleGetFunction");
-    launches.push_back({f, t["grid"], t["block"], t["shared_bytes"]});
+    unsigned thenShared = t["shared_bytes"];
+    int thenStatic = 0;
+    check(cuFuncGetAttribute(&thenStatic, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f),
+          "cuFuncGetAttribute");
+    if (thenShared > 0 && thenShared + static_cast<unsigned>(thenStatic) > 48 * 1024)
+      check(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                               static_cast<int>(thenShared)),
+            "cuFuncSetAttribute");
+    launches.push_back({f, t["grid"], t["block"], thenShared});
   }
   auto launch = [&] {
     for (const Launch &l : launches) {

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ls2c/Codegen/KernelGenerator.h"
 #include "ls2c/Codegen/ModuleKernels.h"
 #include "ls2c/Codegen/ProgramBuilder.h"
 #include "ls2c/Frontend/Frontend.h"
@@ -34,8 +35,24 @@ struct Compiled {
 };
 
 /// The kernel launches an op of a planned module becomes: two for a row
-/// reduction with column sums (their partials added by a second kernel).
+/// reduction with column sums (their partials added by a second kernel);
+/// for an embedding gradient as many as its generator gives (two, a sort
+/// and the sums, for large tables), the first named "_sort" when two.
 size_t launchesOf(mlir::Operation *op) {
+  if (auto scatter = mlir::dyn_cast<ls2c::ls2::ScatterAddOp>(op)) {
+    auto f = op->getParentOfType<mlir::func::FuncOp>();
+    auto dims = ls2c::SymbolicDims::compute(f);
+    auto bounds = ls2c::ShapeBounds::compute(f);
+    EXPECT_TRUE(mlir::succeeded(dims) && mlir::succeeded(bounds));
+    auto kernels = ls2c::codegen::generateScatterAddKernels(scatter, *dims, *bounds, "k");
+    EXPECT_TRUE(mlir::succeeded(kernels));
+    if (mlir::failed(kernels) || kernels->empty() || kernels->size() > 2)
+      return 0;
+    if (kernels->size() == 2) {
+      EXPECT_EQ((*kernels)[0].kernel.name, "k_sort");
+    }
+    return kernels->size();
+  }
   if (auto fusion = mlir::dyn_cast<ls2c::ls2::FusionOp>(op);
       fusion && fusion.getKind() == ls2c::ls2::FusionKind::RowReduction)
     return 1 + fusion.getBody()
@@ -44,8 +61,7 @@ size_t launchesOf(mlir::Operation *op) {
                                                      : mlir::WalkResult::advance();
                    })
                    .wasInterrupted();
-  if (mlir::isa<ls2c::ls2::FusionOp, ls2c::ls2::ScatterAddOp, ls2c::ls2::NonzeroOp,
-                ls2c::ls2::AttentionOp>(op))
+  if (mlir::isa<ls2c::ls2::FusionOp, ls2c::ls2::NonzeroOp, ls2c::ls2::AttentionOp>(op))
     return 1;
   if (mlir::isa<ls2c::ls2::AttentionGradOp>(op))
     return 2;
@@ -74,7 +90,8 @@ void compileAll(const std::string &preset, const std::string &arch) {
   Compiled c = generate(preset);
   ASSERT_FALSE(c.kernels.kernels.empty()) << preset;
   // Every fusion group, embedding gradient and attention has its kernel
-  // uses: one each, two for an attention gradient (dq, then dk and dv).
+  // uses: one each, two for an attention gradient (dq, then dk and dv) and
+  // a large table's embedding gradient (its ids sorted, then the sums).
   size_t expectedUses = 0;
   c.module->walk([&](mlir::Operation *op) { expectedUses += launchesOf(op); });
   EXPECT_EQ(expectedUses, c.kernels.uses.size()) << preset;

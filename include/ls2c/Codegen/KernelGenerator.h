@@ -73,13 +73,17 @@ mlir::FailureOr<std::vector<GeneratedKernel>>
 generateFusionKernels(ls2::FusionOp fusion, const SymbolicDims &dims,
                       const ShapeBounds &bounds, const std::string &kernelName);
 
-/// Generates the kernel of an embedding gradient (ls2.scatter_add): every
-/// sum in token order, without atomics, so results are the same bits run to
-/// run. Operands bind as (updates, ids, result, number of ids), then the
-/// row count when it is dynamic (its tiles sized for its bound in `bounds`).
-mlir::FailureOr<GeneratedKernel>
-generateScatterAddKernel(ls2::ScatterAddOp op, const SymbolicDims &dims,
-                         const ShapeBounds &bounds, const std::string &kernelName);
+/// Generates the kernels of an embedding gradient (ls2.scatter_add), in
+/// launch order, without atomics and with every sum in an order fixed by
+/// the ids, so results are the same bits run to run: for tables of at least
+/// a tile per multiprocessor, "<kernelName>_sort" (the ids sorted per chunk
+/// into scratch) and "<kernelName>" (a block per tile of rows); otherwise
+/// one kernel scanning all ids per tile. Operands bind as (updates, ids,
+/// result, number of ids[, scratch]), then the row count when it is dynamic
+/// (tiles sized for its bound in `bounds`).
+mlir::FailureOr<std::vector<GeneratedKernel>>
+generateScatterAddKernels(ls2::ScatterAddOp op, const SymbolicDims &dims,
+                          const ShapeBounds &bounds, const std::string &kernelName);
 
 /// Generates the kernel of ls2.nonzero: one block scans the mask in order
 /// (a block-wide prefix sum per pass of blockDim x items) and writes the
