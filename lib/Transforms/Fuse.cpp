@@ -701,7 +701,13 @@ private:
     return rowFed[op] = result;
   }
 
-  /// One group holds forward ops and the other such recomputed values.
+  /// One group holds forward ops and the other such recomputed values; or
+  /// one holds forward ops (and recomputed ones) only and the other a
+  /// broadcast recomputed for
+  /// the backward (an RMSNorm's rstd over [T, H]): that forward kernel
+  /// would store the broadcast, in f32, where the backward's own kernels
+  /// broadcast the [T] statistic as they read it. (A cross entropy's
+  /// kernel computes its gradient too, and keeps its broadcasts inside.)
   bool pullsRecomputedForward(int a, int b) {
     auto has = [&](int g, auto pred) {
       return llvm::any_of(groups[g].ops, pred);
@@ -710,8 +716,19 @@ private:
     auto isKeptOut = [&](Operation *op) {
       return recomputed.contains(op) && feedsBackwardRowReduction(op);
     };
+    auto isRecomputedBroadcast = [&](Operation *op) {
+      return recomputed.contains(op) && isa<ls2::BroadcastOp>(op);
+    };
+    // Forward ops, and recomputed ones (row statistics) but no gradient.
+    auto forwardOnly = [&](int g) {
+      return has(g, isForward) && llvm::all_of(groups[g].ops, [&](Operation *op) {
+               return isForward(op) || recomputed.contains(op);
+             });
+    };
     return (has(a, isForward) && has(b, isKeptOut)) ||
-           (has(b, isForward) && has(a, isKeptOut));
+           (has(b, isForward) && has(a, isKeptOut)) ||
+           (forwardOnly(a) && has(b, isRecomputedBroadcast)) ||
+           (forwardOnly(b) && has(a, isRecomputedBroadcast));
   }
 
   bool createsCycle(int a, int b) { return pathOutside(a, b) || pathOutside(b, a); }
