@@ -6,9 +6,10 @@
 # Here (MLIR, no GPU):   scripts/gpu-sp.sh prepare
 #   builds ls2c and ls2c-seq-parallel (LS2C_NO_BUILD=1: as they are) and writes .gpu-sp/
 #   (git-ignored): bin/, lib/ and the --program=sequence-parallel bundles of
-#   bench/models/{gpt-1.3b-sp,gpt-1.3b-sp2,sp-gqa-bf16,sp-f32,sp-encoder-fp16}.json for sm_90,
-#   and the train steps of sp-gqa-bf16 and gpt-1.3b-sp2 (--train; the latter a 1.3B-shaped GPT
-#   with activation checkpointing whose memory plan is one of 2 ranks' share of 262,144 tokens).
+#   bench/models/{gpt-1.3b-sp,gpt-1.3b-sp2,sp-gqa-bf16,sp-f32,sp-encoder-fp16,sp-llama-bf16}.json
+#   for sm_90, and the train steps of sp-gqa-bf16, sp-llama-bf16 (rotary positions: each rank's
+#   at its chunks' global positions) and gpt-1.3b-sp2 (--train; a 1.3B-shaped GPT with
+#   activation checkpointing whose memory plan is one of 2 ranks' share of 262,144 tokens).
 # There (carry [".gpu-sp"]):
 #   scripts/gpu-sp.sh check [nccl] simulated ranks on GPU 0 (P = 1-5 and 8, both schedules, causal
 #                                  and not, GQA, lengths not divisible by P, float64 on small
@@ -23,9 +24,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 G=.gpu-sp
-MODELS=(gpt-1.3b-sp gpt-1.3b-sp2 sp-gqa-bf16 sp-f32 sp-encoder-fp16)
+MODELS=(gpt-1.3b-sp gpt-1.3b-sp2 sp-gqa-bf16 sp-f32 sp-encoder-fp16 sp-llama-bf16)
 # Models whose train step (--train) is compiled too.
-TRAIN_MODELS=(sp-gqa-bf16 gpt-1.3b-sp2)
+TRAIN_MODELS=(sp-gqa-bf16 gpt-1.3b-sp2 sp-llama-bf16)
 
 usage() {
   echo "usage: $0 prepare | check [nccl] | train-time P SEQ [ARGS...] | bench [ARGS...]" >&2
@@ -106,6 +107,8 @@ check() {
   # A decoder's train step with its attentions sequence-parallel, against the whole sequences.
   one "train distattn P=4 gqa-bf16 2x8190" "$sp" "$G/sp-gqa-bf16.ls2b" --train "$G/sp-gqa-bf16-train.ls2b" --simulate-ranks 4 --schedule distattn --batch 2 --seq 8190 --check
   one "train zigzag P=3 gqa-bf16 2x8190" "$sp" "$G/sp-gqa-bf16.ls2b" --train "$G/sp-gqa-bf16-train.ls2b" --simulate-ranks 3 --schedule zigzag --batch 2 --seq 8190 --check
+  one "train distattn P=4 llama-bf16 2x8190" "$sp" "$G/sp-llama-bf16.ls2b" --train "$G/sp-llama-bf16-train.ls2b" --simulate-ranks 4 --schedule distattn --batch 2 --seq 8190 --check
+  one "train zigzag P=3 llama-bf16 2x8190" "$sp" "$G/sp-llama-bf16.ls2b" --train "$G/sp-llama-bf16-train.ls2b" --simulate-ranks 3 --schedule zigzag --batch 2 --seq 8190 --check
   nccl_checks
   grep -h '^  \(ok\|FAIL\)' "$log" | sort | uniq -c | sort -rn | head -n 3 || true
   return $failed
@@ -119,6 +122,7 @@ nccl_checks() {
       one "nccl $s P=2 gqa-bf16 2x9999" ranks 2 "$G/sp-gqa-bf16.ls2b" --schedule $s --batch 2 --seq 9999 --check
       one "nccl $s P=2 f32 3x517" ranks 2 "$G/sp-f32.ls2b" --schedule $s --batch 3 --seq 517 --fp64-reference
       one "nccl train $s P=2 gqa-bf16 2x8190" ranks 2 "$G/sp-gqa-bf16.ls2b" --train "$G/sp-gqa-bf16-train.ls2b" --schedule $s --batch 2 --seq 8190 --check
+      one "nccl train $s P=2 llama-bf16 2x8190" ranks 2 "$G/sp-llama-bf16.ls2b" --train "$G/sp-llama-bf16-train.ls2b" --schedule $s --batch 2 --seq 8190 --check
     done
   else
     echo "skipped: real NCCL ranks (this machine has ${GPUS:-0} GPU)"

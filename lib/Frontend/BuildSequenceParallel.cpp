@@ -50,7 +50,7 @@ mlir::OwningOpRef<mlir::ModuleOp> buildSequenceParallelModule(mlir::MLIRContext 
                                                     : "f32";
   const int64_t h = desc.heads, hkv = desc.kv_heads, d = desc.headDim();
   const int64_t tokens = desc.max_batch_tokens;
-  const bool causal = desc.architecture == Architecture::Decoder;
+  const bool causal = isCausalLM(desc.architecture);
   const std::string q = tensor({h, d}, e), kv = tensor({hkv, d}, e), lse = tensor({h}, "f32");
   const std::string q32 = tensor({h, d}, "f32"), cu = "tensor<?xi32>";
   const std::string flat = tensor({}, "f32"), flatE = tensor({}, e);

@@ -146,7 +146,7 @@ const IntField kIntFields[] = {
     {"patch_size", &MD::patch_size, kV, kV, 0, true},
     {"channels", &MD::channels, kV, 0, 0, true},
     {"num_classes", &MD::num_classes, kV, kV, 0, true, true},
-    {"sequence_parallel_size", &MD::sequence_parallel_size, kD, 0, 1, true},
+    {"sequence_parallel_size", &MD::sequence_parallel_size, kD | kL, 0, 1, true},
     {"max_predictions", &MD::max_predictions, kE, 0, 0, true},
 };
 

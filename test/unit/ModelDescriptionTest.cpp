@@ -451,9 +451,19 @@ TEST(Llama, RefusesWhatLlamaForCausalLMLacks) {
   EXPECT_EQ(path, "$.heads");
   EXPECT_NE(errorOf(patched(tinyLlama(), {{"rms_norm_eps", 0.0}}), &path), "");
   EXPECT_EQ(path, "$.rms_norm_eps");
-  EXPECT_NE(errorOf(patched(tinyLlama(), {{"sequence_parallel_size", 2}}), &path)
-                .find("does not apply"),
+  // Sequence parallelism applies as to GPT's decoder.
+  EXPECT_EQ(parse(patched(tinyLlama(), {{"max_seq_len", 512},
+                                        {"max_batch_tokens", 256},
+                                        {"sequence_parallel_size", 2}}))
+                .sequence_parallel_size,
+            2);
+  EXPECT_NE(errorOf(patched(tinyLlama(), {{"max_seq_len", 1024},
+                                          {"max_batch_tokens", 256},
+                                          {"sequence_parallel_size", 2}}),
+                    &path)
+                .find("a rank's share"),
             std::string::npos);
+  EXPECT_EQ(path, "$.max_seq_len");
   // Llama's own fields on other architectures.
   for (const char *key : {"rms_norm_eps", "rope_theta"}) {
     EXPECT_NE(errorOf(patched(tinyDecoder(), {{key, 1e-5}}), &path).find("does not apply"),

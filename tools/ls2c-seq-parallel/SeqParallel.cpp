@@ -402,7 +402,7 @@ int run(const Options &o) {
   shape.heads = desc.heads;
   shape.kvHeads = desc.kv_heads;
   shape.headDim = desc.headDim();
-  shape.causal = desc.architecture == Architecture::Decoder;
+  shape.causal = isCausalLM(desc.architecture);
   shape.dtype = desc.dtype == DType::F16    ? runtime::DType::F16
                 : desc.dtype == DType::BF16 ? runtime::DType::BF16
                                             : runtime::DType::F32;

@@ -145,8 +145,8 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, runtime::Program 
                                         Transport &transport, const RankSum &rankSum,
                                         const GradientSum &gradientSum) {
   const ModelDescription desc = parseModelDescription(program.description, o.bundle);
-  if (desc.architecture != Architecture::Decoder)
-    throw std::invalid_argument(o.bundle + ": --train takes a decoder (GPT) bundle");
+  if (!isCausalLM(desc.architecture))
+    throw std::invalid_argument(o.bundle + ": --train takes a decoder (GPT or Llama) bundle");
   if (desc.attention_dropout > 0)
     throw std::invalid_argument(o.bundle + ": attention_dropout " +
                                 std::to_string(desc.attention_dropout) +
