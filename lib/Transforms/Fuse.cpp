@@ -703,11 +703,11 @@ private:
 
   /// One group holds forward ops and the other such recomputed values; or
   /// one holds forward ops (and recomputed ones) only and the other a
-  /// broadcast recomputed for
-  /// the backward (an RMSNorm's rstd over [T, H]): that forward kernel
-  /// would store the broadcast, in f32, where the backward's own kernels
-  /// broadcast the [T] statistic as they read it. (A cross entropy's
-  /// kernel computes its gradient too, and keeps its broadcasts inside.)
+  /// broadcast recomputed for the backward (an RMSNorm's rstd over
+  /// [T, H]): that forward kernel would store the broadcast, in f32, where
+  /// the backward's own kernels broadcast the [T] statistic as they read
+  /// it. (A cross entropy's kernel computes its gradient too, and keeps its
+  /// broadcasts inside.)
   bool pullsRecomputedForward(int a, int b) {
     auto has = [&](int g, auto pred) {
       return llvm::any_of(groups[g].ops, pred);
