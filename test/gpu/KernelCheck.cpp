@@ -60,6 +60,18 @@ void check(CUresult r, const char *what) {
   }
 }
 
+/// Lets `fn` launch with `dynamic` bytes of dynamic shared memory: the 48 KiB
+/// limit without the opt-in counts static __shared__ arrays too (Executor.cpp).
+void allowDynamicShared(CUfunction fn, unsigned dynamic) {
+  int staticShared = 0;
+  check(cuFuncGetAttribute(&staticShared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn),
+        "cuFuncGetAttribute");
+  if (dynamic > 0 && dynamic + static_cast<unsigned>(staticShared) > 48 * 1024)
+    check(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             static_cast<int>(dynamic)),
+          "cuFuncSetAttribute");
+}
+
 double f16ToDouble(uint16_t h) {
   int sign = h >> 15, exp = (h >> 10) & 31, man = h & 1023;
   double v;
@@ -123,14 +135,7 @@ Result runCase(const std::filesystem::path &dir) {
   std::string name = c["kernel"];
   check(cuModuleGetFunction(&fn, module, name.c_str()), "cuModuleGetFunction");
   unsigned shared = c["shared_bytes"];
-  // The 48 KiB opt-in limit counts static __shared__ arrays too (Executor.cpp).
-  int staticShared = 0;
-  check(cuFuncGetAttribute(&staticShared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn),
-        "cuFuncGetAttribute");
-  if (shared > 0 && shared + static_cast<unsigned>(staticShared) > 48 * 1024)
-    check(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                             static_cast<int>(shared)),
-          "cuFuncSetAttribute");
+  allowDynamicShared(fn, shared);
 
   struct Param {
     std::string kind, role, file, dtype;
@@ -196,13 +201,7 @@ Result runCase(const std::filesystem::path &dir) {
     check(cuModuleGetFunction(&f, m, t["kernel"].get<std::string>().c_str()),
           "cuModuleGetFunction");
     unsigned thenShared = t["shared_bytes"];
-    int thenStatic = 0;
-    check(cuFuncGetAttribute(&thenStatic, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f),
-          "cuFuncGetAttribute");
-    if (thenShared > 0 && thenShared + static_cast<unsigned>(thenStatic) > 48 * 1024)
-      check(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                               static_cast<int>(thenShared)),
-            "cuFuncSetAttribute");
+    allowDynamicShared(f, thenShared);
     launches.push_back({f, t["grid"], t["block"], thenShared});
   }
   auto launch = [&] {
