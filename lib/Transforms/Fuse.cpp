@@ -1136,8 +1136,20 @@ private:
           yielded.push_back(map.lookup(r));
         }
     b.create<ls2::YieldOp>(loc, yielded);
-    // Rebuild with the real operand and result lists.
-    outer.setInsertionPoint(last);
+    // Rebuild with the real operand and result lists, at the first member's
+    // place or right after the last input defined later. At the last
+    // member's place, a kernel holding a forward op and a backward one (a
+    // layer norm with its rstd^3) would sit in the backward, and schedule()
+    // would run every op not waiting on it (recomputed broadcasts of all
+    // layers) before the forward, storing them across it.
+    Operation *first = members.front();
+    outer.setInsertionPoint(first);
+    for (Value in : inputs)
+      if (Operation *def = in.getDefiningOp();
+          def && def->getBlock() == first->getBlock() && first->isBeforeInBlock(def) &&
+          !(outer.getInsertionPoint() != first->getBlock()->end() &&
+            def->isBeforeInBlock(&*outer.getInsertionPoint())))
+        outer.setInsertionPointAfter(def);
     auto real = outer.create<ls2::FusionOp>(loc, ValueRange(yielded).getTypes(),
                                             "pending", kind, inputs);
     real.getBody().takeBody(fusion.getBody());
