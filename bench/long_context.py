@@ -7,14 +7,17 @@ Hugging Face's LlamaForCausalLM (issue 28, item 5).
         DIR/T/model.ls2b (`ls2c compile --arch=sm_90`), DIR/T/stats.txt (`ls2c compile
         --stats`: the plan's peak and where its memory goes) and DIR/T/batch.safetensors
         (one sequence of T random token ids, next-token labels).
-    run --dir DIR --gpu-step BIN [--skip-ls2c] [--skip-torch] --json OUT   (GPU machine)
+    run --dir DIR --gpu-step BIN [--lengths L,...] [--torch-lengths L,...] [--sdpa B]
+        [--skip-ls2c] [--skip-torch] --json OUT   (GPU machine)
         ls2c: `BIN DIR/T/model.ls2b --batch DIR/T/batch.safetensors --steps 3 --time
         --attention cudnn`, the median of steps 2-3 and the device memory it reports.
-        PyTorch: transformers' LlamaForCausalLM of the same description (SDPA attention,
-        fp32 parameters, bf16 autocast, gradient checkpointing per layer without reentrancy,
+        PyTorch: transformers' LlamaForCausalLM of the same description (SDPA attention
+        pinned to one backend with torch.nn.attention.sdpa_kernel, --sdpa flash (default),
+        cudnn or efficient; fp32 parameters, bf16 autocast, gradient checkpointing per layer without reentrancy,
         torch.compile, fused AdamW), one warm-up step then two timed with CUDA events; peak =
         torch.cuda.max_memory_allocated. A length that runs out of memory is recorded as such.
-        Prints a table (ms a step, tokens/s, GiB) and writes OUT.
+        --lengths and --torch-lengths pick which of DIR's lengths each side runs (default
+        all). Prints a table (ms a step, tokens/s, GiB) and writes OUT.
 """
 import argparse
 import json
@@ -62,9 +65,15 @@ def run_ls2c(args, d):
             "peak_bytes": int(peak.group(1)) if peak else None}
 
 
-def run_torch(desc, t):
+SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION",
+                 "efficient": "EFFICIENT_ATTENTION"}
+
+
+def run_torch(desc, t, sdpa):
     import torch
     import transformers
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    backend = getattr(SDPBackend, SDPA_BACKENDS[sdpa])
     cfg = transformers.LlamaConfig(
         vocab_size=desc["vocab"], hidden_size=desc["hidden"], intermediate_size=desc["ffn"],
         num_hidden_layers=desc["decoder_layers"], num_attention_heads=desc["heads"],
@@ -81,9 +90,12 @@ def run_torch(desc, t):
     torch.cuda.reset_peak_memory_stats()
 
     def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = step_fn(input_ids=ids, labels=ids).loss
-        loss.backward()
+        # The backend pinned for the forward and for the checkpointed
+        # recomputation inside the backward.
+        with sdpa_kernel(backend):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = step_fn(input_ids=ids, labels=ids).loss
+            loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -97,7 +109,8 @@ def run_torch(desc, t):
             b.record()
             torch.cuda.synchronize()
             times.append(a.elapsed_time(b))
-        return {"ms": float(np.median(times)), "peak_bytes": torch.cuda.max_memory_allocated()}
+        return {"ms": float(np.median(times)), "peak_bytes": torch.cuda.max_memory_allocated(),
+                "sdpa": sdpa}
     except torch.cuda.OutOfMemoryError:
         return {"error": "out of memory"}
     finally:
@@ -108,16 +121,20 @@ def run_torch(desc, t):
 
 def run(args):
     lengths = sorted(int(x) for x in os.listdir(args.dir) if x.isdigit())
+    pick = lambda arg: lengths if not arg else [int(x) for x in arg.split(",")]
+    ls2c_lengths, torch_lengths = pick(args.lengths), pick(args.torch_lengths)
+    for t in set(ls2c_lengths + torch_lengths) - set(lengths):
+        sys.exit(f"--lengths/--torch-lengths: {t} is not a prepared length in {args.dir}")
     results = []
-    for t in lengths:
+    for t in sorted(set(ls2c_lengths + torch_lengths)):
         d = os.path.join(args.dir, str(t))
         desc = json.load(open(os.path.join(d, "model.json")))
         r = {"tokens": t}
-        if not args.skip_ls2c:
+        if not args.skip_ls2c and t in ls2c_lengths:
             r["ls2c"] = run_ls2c(args, d)
             print(f"{t}: ls2c {r['ls2c']}", flush=True)
-        if not args.skip_torch:
-            r["torch"] = run_torch(desc, t)
+        if not args.skip_torch and t in torch_lengths:
+            r["torch"] = run_torch(desc, t, args.sdpa)
             print(f"{t}: torch.compile {r['torch']}", flush=True)
         results.append(r)
         json.dump({"model": desc["name"], "results": results}, open(args.json, "w"), indent=1)
@@ -146,6 +163,10 @@ def main():
     r.add_argument("--dir", required=True)
     r.add_argument("--gpu-step", required=True)
     r.add_argument("--json", required=True)
+    r.add_argument("--lengths", help="the prepared lengths ls2c runs (default all)")
+    r.add_argument("--torch-lengths", help="the prepared lengths PyTorch runs (default all)")
+    r.add_argument("--sdpa", choices=sorted(SDPA_BACKENDS), default="flash",
+                   help="PyTorch's scaled_dot_product_attention backend")
     r.add_argument("--skip-ls2c", action="store_true")
     r.add_argument("--skip-torch", action="store_true")
     r.add_argument("--timeout", type=int, default=240)
