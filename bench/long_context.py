@@ -11,8 +11,8 @@ Hugging Face's LlamaForCausalLM (issue 28, item 5).
         [--skip-ls2c] [--skip-torch] --json OUT   (GPU machine)
         ls2c: `BIN DIR/T/model.ls2b --batch DIR/T/batch.safetensors --steps 3 --time
         --attention cudnn`, the median of steps 2-3 and the device memory it reports.
-        PyTorch: transformers' LlamaForCausalLM of the same description (SDPA attention
-        pinned to one backend with torch.nn.attention.sdpa_kernel, --sdpa flash (default),
+        PyTorch: transformers' LlamaForCausalLM of the same description (causal SDPA without a
+        mask, pinned to one backend with torch.nn.attention.sdpa_kernel, --sdpa flash (default),
         cudnn or efficient; fp32 parameters, bf16 autocast, gradient checkpointing per layer without reentrancy,
         torch.compile, fused AdamW), one warm-up step then two timed with CUDA events; peak =
         torch.cuda.max_memory_allocated. A length that runs out of memory is recorded as such.
@@ -69,17 +69,40 @@ SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION",
                  "efficient": "EFFICIENT_ATTENTION"}
 
 
+def register_causal_sdpa():
+    """"ls2c_causal_sdpa": transformers' attention through scaled_dot_product_attention with
+    is_causal=True and no mask. Under torch.compile transformers' own "sdpa" builds the causal
+    mask as a [1, 1, T, T] bool tensor (16 GiB at 128K tokens), which FlashAttention cannot
+    take."""
+    import torch
+    import transformers
+    import transformers.masking_utils as masking
+
+    def attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+        groups = query.shape[1] // key.shape[1]  # [batch, heads, tokens, head_dim]
+        if groups > 1:
+            key = key.repeat_interleave(groups, dim=1)
+            value = value.repeat_interleave(groups, dim=1)
+        out = torch.nn.functional.scaled_dot_product_attention(
+            query, key, value, dropout_p=dropout, scale=scaling, is_causal=True)
+        return out.transpose(1, 2).contiguous(), None
+
+    transformers.AttentionInterface.register("ls2c_causal_sdpa", attention)
+    masking.AttentionMaskInterface.register("ls2c_causal_sdpa", lambda *args, **kwargs: None)
+
+
 def run_torch(desc, t, sdpa):
     import torch
     import transformers
     from torch.nn.attention import SDPBackend, sdpa_kernel
     backend = getattr(SDPBackend, SDPA_BACKENDS[sdpa])
+    register_causal_sdpa()
     cfg = transformers.LlamaConfig(
         vocab_size=desc["vocab"], hidden_size=desc["hidden"], intermediate_size=desc["ffn"],
         num_hidden_layers=desc["decoder_layers"], num_attention_heads=desc["heads"],
         num_key_value_heads=desc.get("kv_heads", desc["heads"]), max_position_embeddings=t,
         rms_norm_eps=desc.get("rms_norm_eps", 1e-6), rope_theta=desc.get("rope_theta", 10000.0),
-        tie_word_embeddings=desc.get("tie_embeddings", False), attn_implementation="sdpa",
+        tie_word_embeddings=desc.get("tie_embeddings", False), attn_implementation="ls2c_causal_sdpa",
         use_cache=False)
     torch.manual_seed(1)
     model = transformers.LlamaForCausalLM(cfg).to("cuda", torch.float32).train()
@@ -113,6 +136,8 @@ def run_torch(desc, t, sdpa):
                 "sdpa": sdpa}
     except torch.cuda.OutOfMemoryError:
         return {"error": "out of memory"}
+    except Exception as e:  # recorded, so the other lengths still run
+        return {"error": f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"}
     finally:
         del model, opt, step_fn
         torch._dynamo.reset()
