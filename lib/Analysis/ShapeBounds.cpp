@@ -233,6 +233,18 @@ ArrayRef<int64_t> ShapeBounds::shape(Value v) const {
   return it->second;
 }
 
+void ShapeBounds::copyBound(Value original, Value copy) {
+  if (auto it = shapes.find(original); it != shapes.end()) {
+    SmallVector<int64_t, 4> shape = it->second; // the insert below may rehash
+    shapes[copy] = std::move(shape);
+  } else if (auto at = indices.find(original); at != indices.end()) {
+    int64_t bound = at->second;
+    indices[copy] = bound;
+  } else {
+    llvm::report_fatal_error("ShapeBounds: copying the bound of a value without one");
+  }
+}
+
 int64_t ShapeBounds::index(Value v) const {
   auto it = indices.find(v);
   if (it == indices.end())

@@ -124,6 +124,8 @@ public:
       rematerializedValues = std::move(split.narrowedCasts);
       recomputedGemms = std::move(split.recomputedGemms);
     }
+    if (checkpointActivations)
+      copyExpansionsForGradients(block);
     if (reluMaskFromOutput)
       reluMasksFromOutputs(block);
     // Bounds of the program as it will be fused (after the copies above).
@@ -299,6 +301,51 @@ private:
     }
   }
 
+  /// Checkpointed, a layer's recomputation and its gradients are different
+  /// kernels (GEMMs lie between them). A recomputed broadcast or widening
+  /// cast read by both (an RMSNorm's rstd over [T, H] and its input cast to
+  /// f32) would be written by the recomputing kernel in f32 for the gradient
+  /// kernel to read: the gradients get a copy of their own, which joins only
+  /// a kernel that reads it (pullsRecomputedForward), so the gradient kernel
+  /// expands the [T] statistic or the bf16 input itself.
+  void copyExpansionsForGradients(Block &block) {
+    auto isGradient = [&](Operation *op) {
+      return backward.contains(op) && !recomputed.contains(op);
+    };
+    for (Operation &op : llvm::make_early_inc_range(block)) {
+      if (!recomputed.contains(&op) || op.getNumResults() != 1 || !isExpansion(&op))
+        continue;
+      Value v = op.getResult(0);
+      bool gradients = llvm::any_of(v.getUsers(), isGradient);
+      bool others =
+          llvm::any_of(v.getUsers(), [&](Operation *u) { return !isGradient(u); });
+      if (!gradients || !others)
+        continue;
+      OpBuilder b(op.getBlock(), std::next(op.getIterator()));
+      Operation *copy = b.clone(op);
+      v.replaceUsesWithIf(copy->getResult(0),
+                          [&](OpOperand &use) { return isGradient(use.getOwner()); });
+      backward.insert(copy);
+      recomputed.insert(copy);
+      gradientCopies.insert(copy);
+      copiedExpansions.insert(&op);
+    }
+  }
+
+  /// A broadcast, or a cast to a wider float: cheaper to redo where it is
+  /// read than to write.
+  static bool isExpansion(Operation *op) {
+    if (isa<ls2::BroadcastOp>(op))
+      return true;
+    auto cast = dyn_cast<ls2::CastOp>(op);
+    if (!cast)
+      return false;
+    Type from = cast.getInput().getType().getElementType();
+    Type to = cast.getResult().getType().getElementType();
+    return isa<FloatType>(from) && isa<FloatType>(to) &&
+           from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth();
+  }
+
   /// A ReLU, y = select(x > 0, x, 0), whose mask x > 0 the backward reads
   /// (the gradient select(mask, dy, 0)) while it reads y anyway (the next
   /// GEMM's weight gradient): the backward compares y > 0 instead, which is
@@ -358,6 +405,9 @@ private:
   llvm::DenseSet<Operation *> backward;
   llvm::DenseSet<Operation *> recomputed; ///< backward copies of forward ops
   llvm::DenseMap<Operation *, bool> rowFed; ///< feedsBackwardRowReduction
+  /// Recomputed expansions copied for the gradients, and the originals the
+  /// recomputation keeps (copyExpansionsForGradients).
+  llvm::DenseSet<Operation *> gradientCopies, copiedExpansions;
   func::FuncOp func;
   ShapeBounds boundsStorage;
   const ShapeBounds &bounds = boundsStorage;
@@ -725,10 +775,22 @@ private:
                return isForward(op) || recomputed.contains(op);
              });
     };
+    // A gradients' copy (copyExpansionsForGradients) joins only a kernel
+    // that reads it, never its producer's or a sibling (a forward layer
+    // norm that also computes the backward's rstd^3 would store it); the
+    // original stays out of forward kernels as the gradients' reads kept it.
+    auto copiesOnly = [&](int g) {
+      return llvm::all_of(groups[g].ops,
+                          [&](Operation *op) { return gradientCopies.contains(op); });
+    };
+    auto isCopied = [&](Operation *op) { return copiedExpansions.contains(op); };
     return (has(a, isForward) && has(b, isKeptOut)) ||
            (has(b, isForward) && has(a, isKeptOut)) ||
+           (has(a, isForward) && has(b, isCopied)) ||
+           (has(b, isForward) && has(a, isCopied)) ||
            (forwardOnly(a) && has(b, isRecomputedBroadcast)) ||
-           (forwardOnly(b) && has(a, isRecomputedBroadcast));
+           (forwardOnly(b) && has(a, isRecomputedBroadcast)) ||
+           (copiesOnly(a) && !readsFrom(b, a)) || (copiesOnly(b) && !readsFrom(a, b));
   }
 
   bool createsCycle(int a, int b) { return pathOutside(a, b) || pathOutside(b, a); }
@@ -1202,8 +1264,10 @@ private:
   /// loop that recomputes a smaller one inside (a rotary cos/sin table over
   /// [T, D/2] in the loop over [T, heads, D/2]) cannot also write that
   /// smaller value for another kernel: the ops computing such a value move
-  /// to a loop of their own, which the larger loop then reads. Repeated
-  /// until every loop writes one count (each round moves ops out).
+  /// to a loop of their own. What the larger loop also reads of them it
+  /// keeps computing from its own copies (keepCopies), so the new loop
+  /// writes only what other kernels read. Repeated until every loop writes
+  /// one count (each round moves ops out).
   void splitMixedLoops() {
     for (bool changed = true; changed;) {
       changed = false;
@@ -1246,10 +1310,66 @@ private:
           groupOf[op] = static_cast<int>(groups.size());
         }
         llvm::erase_if(groups[gi].ops, [&](Operation *op) { return moved.contains(op); });
+        keepCopies(gi, moved);
         groups.push_back(std::move(split));
         changed = true;
       }
     }
+  }
+
+  /// Copies into group `gi` of the moved ops its members read (directly,
+  /// and what those are computed from among the moved ops), its members
+  /// reading the copies: otherwise the split loop would write each such
+  /// value for the larger loop to read back. A checkpointed SwiGLU's
+  /// gradient loop over [T, 2F] (the concat of the gate's and the up
+  /// projection's gradients) read exp(-gate), 1 + exp and silu in f32 and
+  /// two bf16 values, [T, F] each, from the loop recomputing h = silu(gate)
+  /// up for the down projection's weight gradient. Not what the larger loop
+  /// broadcasts: it would compute it once per element of the broadcast (a
+  /// rotary cos/sin table over [T, D/2] once per head), not read it once.
+  void keepCopies(int gi, const llvm::SetVector<Operation *> &moved) {
+    llvm::DenseSet<Operation *> group(groups[gi].ops.begin(), groups[gi].ops.end());
+    llvm::DenseSet<Operation *> broadcastInput; // members a broadcast in gi reads
+    std::function<void(Operation *)> feedsBroadcast = [&](Operation *op) {
+      for (Value o : op->getOperands())
+        if (Operation *d = o.getDefiningOp();
+            d && group.contains(d) && broadcastInput.insert(d).second)
+          feedsBroadcast(d);
+    };
+    for (Operation *op : groups[gi].ops)
+      if (isa<ls2::BroadcastOp>(op))
+        feedsBroadcast(op);
+    llvm::SetVector<Operation *> needed;
+    std::function<void(Operation *)> need = [&](Operation *op) {
+      if (!op || !moved.contains(op) || !needed.insert(op))
+        return;
+      for (Value o : op->getOperands())
+        need(o.getDefiningOp());
+    };
+    for (Operation *op : groups[gi].ops)
+      if (!isa<ls2::BroadcastOp>(op) && !broadcastInput.contains(op))
+        for (Value o : op->getOperands())
+          need(o.getDefiningOp());
+    if (needed.empty())
+      return;
+    SmallVector<Operation *> ordered(needed.begin(), needed.end());
+    llvm::sort(ordered, [&](Operation *x, Operation *y) { return pos[x] < pos[y]; });
+    IRMapping copies;
+    SmallVector<Operation *> members(groups[gi].ops);
+    for (Operation *op : ordered) {
+      OpBuilder b(op->getBlock(), std::next(op->getIterator()));
+      Operation *copy = b.clone(*op, copies);
+      for (auto [result, copied] : llvm::zip(op->getResults(), copy->getResults()))
+        boundsStorage.copyBound(result, copied);
+      pos[copy] = pos[op];
+      cls[copy] = cls[op];
+      groupOf[copy] = gi;
+      groups[gi].ops.push_back(copy);
+    }
+    for (Operation *op : members)
+      for (OpOperand &use : op->getOpOperands())
+        if (Value c = copies.lookupOrNull(use.get()))
+          use.set(c);
   }
 
   void materializeAll() {

@@ -242,6 +242,11 @@ TEST(FusedPlannedProgram, CheckpointedTinyTransformerComputesTheSameBits) {
 TEST(FusedPlannedProgram, CheckpointedTinyVitComputesTheSameBits) {
   checkPreset("tiny-vit", checkpointing);
 }
+// RMSNorm, the rotary embedding and SwiGLU recomputed: the SwiGLU gradient's
+// loop keeps its own copies of exp(-gate) and silu (Fuse.cpp keepCopies).
+TEST(FusedPlannedProgram, CheckpointedLlamaTinyComputesTheSameBits) {
+  checkPreset("llama-tiny", checkpointing);
+}
 
 /// In fp16/bf16 a GEMM epilogue rounds differently from the loop it
 /// replaces, so these compare without epilogues: the checkpointed, fused,
@@ -280,6 +285,9 @@ TEST(FusedPlannedProgram, CheckpointedFp16TinyBertComputesTheSameBits) {
 }
 TEST(FusedPlannedProgram, CheckpointedBf16TinyBertMaxPredictionsComputesTheSameBits) {
   checkLowPrecisionCheckpointed("tiny-bert-max-predictions", ls2c::DType::BF16);
+}
+TEST(FusedPlannedProgram, CheckpointedBf16LlamaTinyComputesTheSameBits) {
+  checkLowPrecisionCheckpointed("llama-tiny", ls2c::DType::BF16);
 }
 
 // With epilogues, a recomputed GEMM and its forward original get none (an

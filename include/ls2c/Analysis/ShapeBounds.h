@@ -33,6 +33,10 @@ public:
   /// Bytes of the bound shape (i1 takes a byte per element).
   int64_t bytes(mlir::Value value) const;
 
+  /// Gives `copy` the bound of `original`: for a pass that clones an op after
+  /// the bounds were computed. `original` must have a bound.
+  void copyBound(mlir::Value original, mlir::Value copy);
+
 private:
   llvm::DenseMap<mlir::Value, llvm::SmallVector<int64_t, 4>> shapes;
   llvm::DenseMap<mlir::Value, int64_t> indices;
