@@ -38,11 +38,13 @@ namespace ls2c::cli {
 namespace {
 
 constexpr const char *kCompileUsage =
-    "usage: ls2c compile MODEL.json [--emit=mlir|cuda] "
+    "usage: ls2c compile MODEL.json --emit=mlir|cuda "
     "[--stage=forward|train-step|fused|planned] [--stats] [--fusion-report] "
     "[-o FILE]\n"
+    "       ls2c compile MODEL.json --stats|--fusion-report\n"
     "       ls2c compile MODEL.json --arch=sm_90[,sm_80...] -o MODEL.ls2b\n"
-    "       (either form takes --program=train|eval|sequence-parallel|decode)";
+    "       (one of --emit, --stats, --fusion-report or --arch is needed; each form "
+    "takes --program=train|eval|sequence-parallel|decode)";
 
 struct CompileOptions {
   std::string model;
