@@ -1193,14 +1193,16 @@ private:
     // layer norm with its rstd^3) would sit in the backward, and schedule()
     // would run every op not waiting on it (recomputed broadcasts of all
     // layers) before the forward, storing them across it.
-    Operation *first = members.front();
-    outer.setInsertionPoint(first);
+    Operation *first = members.front(), *lastInput = nullptr;
     for (Value in : inputs)
       if (Operation *def = in.getDefiningOp();
           def && def->getBlock() == first->getBlock() && first->isBeforeInBlock(def) &&
-          !(outer.getInsertionPoint() != first->getBlock()->end() &&
-            def->isBeforeInBlock(&*outer.getInsertionPoint())))
-        outer.setInsertionPointAfter(def);
+          (!lastInput || lastInput->isBeforeInBlock(def)))
+        lastInput = def;
+    if (lastInput)
+      outer.setInsertionPointAfter(lastInput);
+    else
+      outer.setInsertionPoint(first);
     auto real = outer.create<ls2::FusionOp>(loc, ValueRange(yielded).getTypes(),
                                             "pending", kind, inputs);
     real.getBody().takeBody(fusion.getBody());
