@@ -2,19 +2,23 @@
 """The longest sequence one GPU trains: a Llama description at doubling lengths, ls2c beside
 Hugging Face's LlamaForCausalLM (issue 28, item 5).
 
-    prepare --model M.json --lengths 32768,65536,... --out DIR   (compiler machine)
-        DIR/T/model.json (max_seq_len = max_batch_tokens = T, activation_checkpointing on),
+    prepare --model M.json --lengths 32768,65536,... [--recompute-attention] --out DIR
+        (compiler machine)
+        DIR/T/model.json (max_seq_len = max_batch_tokens = T, activation_checkpointing on,
+        recompute_attention with --recompute-attention: the checkpointed layers keep no
+        attention output either, as PyTorch's checkpointing of a whole layer),
         DIR/T/model.ls2b (`ls2c compile --arch=sm_90`), DIR/T/stats.txt (`ls2c compile
         --stats`: the plan's peak and where its memory goes) and DIR/T/batch.safetensors
         (one sequence of T random token ids, next-token labels).
     run --dir DIR --gpu-step BIN [--lengths L,...] [--torch-lengths L,...] [--sdpa B]
-        [--skip-ls2c] [--skip-torch] --json OUT   (GPU machine)
-        ls2c: `BIN DIR/T/model.ls2b --batch DIR/T/batch.safetensors --steps 3 --time
-        --attention cudnn`, the median of steps 2-3 and the device memory it reports.
+        [--steps N] [--skip-ls2c] [--skip-torch] --json OUT   (GPU machine)
+        ls2c: `BIN DIR/T/model.ls2b --batch DIR/T/batch.safetensors --steps N+1 --time
+        --attention cudnn`, the median of steps 2..N+1 (N = 2 by default) and the device
+        memory it reports; a run past --timeout keeps the steps it finished.
         PyTorch: transformers' LlamaForCausalLM of the same description (causal SDPA without a
         mask, pinned to one backend with torch.nn.attention.sdpa_kernel, --sdpa flash (default),
         cudnn or efficient; fp32 parameters, bf16 autocast, gradient checkpointing per layer without reentrancy,
-        torch.compile, fused AdamW), one warm-up step then two timed with CUDA events; peak =
+        torch.compile, fused AdamW), one warm-up step then N timed with CUDA events; peak =
         torch.cuda.max_memory_allocated. A length that runs out of memory is recorded as such.
         --lengths and --torch-lengths pick which of DIR's lengths each side runs (default
         all). Prints a table (ms a step, tokens/s, GiB) and writes OUT.
@@ -37,6 +41,8 @@ def prepare(args):
         d = os.path.join(args.out, str(t))
         os.makedirs(d, exist_ok=True)
         m = dict(desc, max_seq_len=t, max_batch_tokens=t, activation_checkpointing=True)
+        if args.recompute_attention:
+            m["recompute_attention"] = True
         json.dump(m, open(os.path.join(d, "model.json"), "w"), indent=1)
         subprocess.run([args.ls2c, "compile", os.path.join(d, "model.json"), "--arch=sm_90",
                         "-o", os.path.join(d, "model.ls2b")], check=True)
@@ -54,15 +60,28 @@ def prepare(args):
 
 def run_ls2c(args, d):
     cmd = [args.gpu_step, os.path.join(d, "model.ls2b"), "--init-seed", "1", "--batch",
-           os.path.join(d, "batch.safetensors"), "--steps", "3", "--time", "--attention", "cudnn"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-    out = p.stdout + p.stderr
+           os.path.join(d, "batch.safetensors"), "--steps", str(args.steps + 1), "--time",
+           "--attention", "cudnn"]
+    timed_out = False
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+        out, rc = p.stdout + p.stderr, p.returncode
+    except subprocess.TimeoutExpired as e:
+        decode = lambda b: b.decode() if isinstance(b, bytes) else (b or "")
+        out, rc, timed_out = decode(e.stdout) + decode(e.stderr), None, True
     times = [float(x) for x in re.findall(r"time ([0-9.]+) ms", out)]
-    peak = re.search(r"device memory: peak (\d+) bytes", out)
-    if p.returncode != 0 or len(times) < 3:
-        return {"error": out.strip().splitlines()[-1] if out.strip() else f"exit {p.returncode}"}
-    return {"ms": float(np.median(times[1:])), "first_step_ms": times[0],
-            "peak_bytes": int(peak.group(1)) if peak else None}
+    # The last report: at the end of the run, else the last step's (peak so far).
+    peaks = re.findall(r"device memory(?: so far:|: peak) (\d+) bytes", out)
+    if (rc != 0 and not timed_out) or not times:
+        why = f"timed out after {args.timeout} s" if timed_out else (
+            out.strip().splitlines()[-1] if out.strip() else f"exit {rc}")
+        return {"error": why, "step_ms": times}
+    # Only the first step finished in time: it trained, but includes cuDNN's plans.
+    r = {"ms": float(np.median(times[1:] or times)), "first_step_ms": times[0], "step_ms": times,
+         "peak_bytes": int(peaks[-1]) if peaks else None}
+    if timed_out:
+        r["timed_out_after_s"] = args.timeout
+    return r
 
 
 SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION",
@@ -91,7 +110,7 @@ def register_causal_sdpa():
     masking.AttentionMaskInterface.register("ls2c_causal_sdpa", lambda *args, **kwargs: None)
 
 
-def run_torch(desc, t, sdpa):
+def run_torch(desc, t, sdpa, steps):
     import torch
     import transformers
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -125,7 +144,7 @@ def run_torch(desc, t, sdpa):
     try:
         step()
         times = []
-        for _ in range(2):
+        for _ in range(steps):
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             a.record()
             step()
@@ -154,12 +173,12 @@ def run(args):
     for t in sorted(set(ls2c_lengths + torch_lengths)):
         d = os.path.join(args.dir, str(t))
         desc = json.load(open(os.path.join(d, "model.json")))
-        r = {"tokens": t}
+        r = {"tokens": t, "recompute_attention": bool(desc.get("recompute_attention"))}
         if not args.skip_ls2c and t in ls2c_lengths:
             r["ls2c"] = run_ls2c(args, d)
             print(f"{t}: ls2c {r['ls2c']}", flush=True)
         if not args.skip_torch and t in torch_lengths:
-            r["torch"] = run_torch(desc, t, args.sdpa)
+            r["torch"] = run_torch(desc, t, args.sdpa, args.steps)
             print(f"{t}: torch.compile {r['torch']}", flush=True)
         results.append(r)
         json.dump({"model": desc["name"], "results": results}, open(args.json, "w"), indent=1)
@@ -184,6 +203,8 @@ def main():
     p.add_argument("--lengths", default="32768,65536,131072")
     p.add_argument("--out", required=True)
     p.add_argument("--ls2c", default="build/tools/ls2c/ls2c")
+    p.add_argument("--recompute-attention", action="store_true",
+                   help="recompute_attention in each description (the layers keep no attention output)")
     r = sub.add_parser("run")
     r.add_argument("--dir", required=True)
     r.add_argument("--gpu-step", required=True)
@@ -194,7 +215,8 @@ def main():
                    help="PyTorch's scaled_dot_product_attention backend")
     r.add_argument("--skip-ls2c", action="store_true")
     r.add_argument("--skip-torch", action="store_true")
-    r.add_argument("--timeout", type=int, default=240)
+    r.add_argument("--steps", type=int, default=2, help="timed steps after one warm-up step")
+    r.add_argument("--timeout", type=int, default=240, help="seconds for one ls2c run")
     a = ap.parse_args()
     prepare(a) if a.cmd == "prepare" else run(a)
 

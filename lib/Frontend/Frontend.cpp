@@ -160,6 +160,8 @@ OwningOpRef<ModuleOp> buildForwardModule(MLIRContext &context,
   (*module)->setAttr("ls2.optimizer", optimizerAttr(b, desc));
   if (desc.activation_checkpointing)
     (*module)->setAttr("ls2.activation_checkpointing", b.getUnitAttr());
+  if (desc.recompute_attention)
+    (*module)->setAttr("ls2.recompute_attention", b.getUnitAttr());
   GraphBuilder g(b, desc);
 
   SmallVector<FunctionArgument> args = parameterArguments(desc, g.computeType());

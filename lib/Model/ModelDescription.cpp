@@ -183,8 +183,8 @@ const std::vector<std::string_view> kTopKeys = {
     "attention_dropout", "activation_dropout", "layer_norm_eps",
     "tie_embeddings", "share_embeddings", "dtype", "label_smoothing",
     "padding_idx", "image_size", "patch_size", "channels", "num_classes",
-    "activation_checkpointing", "sequence_parallel_size", "max_predictions",
-    "rms_norm_eps", "rope_theta", "optimizer"};
+    "activation_checkpointing", "recompute_attention", "sequence_parallel_size",
+    "max_predictions", "rms_norm_eps", "rope_theta", "optimizer"};
 // clang-format on
 const std::vector<std::string_view> kOptimizerKeys = {
     "type", "lr", "betas", "eps", "weight_decay", "clip_norm", "bucket_cap_mb",
@@ -365,6 +365,10 @@ private:
     d_.share_embeddings = share.value_or(false);
     d_.activation_checkpointing =
         r_.boolean(root_, "$", "activation_checkpointing").value_or(false);
+    d_.recompute_attention = r_.boolean(root_, "$", "recompute_attention").value_or(false);
+    if (d_.recompute_attention && !d_.activation_checkpointing)
+      failAt("recompute_attention",
+             "needs \"activation_checkpointing\": true (it says what checkpointing keeps)");
   }
 
   // LlamaForCausalLM: pre-norm RMSNorm blocks, no residual or activation
@@ -442,6 +446,10 @@ private:
     // sequence (zigzag; DistAttn one of ceil(max_seq_len / P)):
     // max_batch_tokens bounds one rank's. Positions stay i32.
     if (d_.sequence_parallel_size > 1) {
+      // A rank's attention exchanges keys and values with the others: run
+      // again in the backward it would exchange them again.
+      if (d_.recompute_attention)
+        failAt("recompute_attention", "is not supported with sequence_parallel_size > 1");
       const int64_t share =
           2 * ((d_.max_seq_len + 2 * d_.sequence_parallel_size - 1) /
                (2 * d_.sequence_parallel_size));
@@ -735,6 +743,9 @@ nlohmann::json toJson(const ModelDescription &d) {
   j["dtype"] = toString(d.dtype);
   j["label_smoothing"] = d.label_smoothing;
   j["activation_checkpointing"] = d.activation_checkpointing;
+  // Written only when set: descriptions written before the field read the same.
+  if (d.recompute_attention)
+    j["recompute_attention"] = true;
 
   const OptimizerConfig &o = d.optimizer;
   const ScheduleConfig &s = o.schedule;

@@ -106,17 +106,20 @@ std::string opName(Operation *op) {
 class Fuser {
 public:
   Fuser(func::FuncOp f, bool report, bool rematerialize, bool geluGradEpilogue,
-        bool checkpointActivations, bool epilogues, bool reluMaskFromOutput)
+        bool checkpointActivations, bool recomputeAttention, bool epilogues,
+        bool reluMaskFromOutput)
       : func(f), report(report), rematerialize(rematerialize || checkpointActivations),
         geluGradEpilogue(geluGradEpilogue), checkpointActivations(checkpointActivations),
-        attachGemmEpilogues(epilogues), reluMaskFromOutput(reluMaskFromOutput) {}
+        recomputeAttention(recomputeAttention), attachGemmEpilogues(epilogues),
+        reluMaskFromOutput(reluMaskFromOutput) {}
 
   LogicalResult run() {
     Block &block = func.getBody().front();
     canonicalizeDims(block);
     eraseDeadPureOps(block);
     {
-      PassSplit split = splitPasses(func, rematerialize, checkpointActivations);
+      PassSplit split =
+          splitPasses(func, rematerialize, checkpointActivations, recomputeAttention);
       backward = std::move(split.backward);
       recomputed = std::move(split.recomputed);
       recomputedOps = split.recomputedOps;
@@ -404,6 +407,7 @@ private:
   bool rematerialize;
   bool geluGradEpilogue;
   bool checkpointActivations;
+  bool recomputeAttention; ///< checkpointing keeps no attention results
   bool attachGemmEpilogues;
   bool reluMaskFromOutput;
   std::vector<Operation *> order;
@@ -1523,8 +1527,10 @@ struct FusePass : ls2c::impl::FuseBase<FusePass> {
     auto module = f->getParentOfType<ModuleOp>();
     bool checkpoint = checkpointActivations ||
                       (module && module->hasAttr("ls2.activation_checkpointing"));
-    if (failed(Fuser(f, report, rematerialize, geluGradEpilogue, checkpoint, epilogues,
-                     reluMaskFromOutput)
+    bool attention = recomputeAttention ||
+                     (module && module->hasAttr("ls2.recompute_attention"));
+    if (failed(Fuser(f, report, rematerialize, geluGradEpilogue, checkpoint, attention,
+                     epilogues, reluMaskFromOutput)
                    .run()))
       return signalPassFailure();
   }

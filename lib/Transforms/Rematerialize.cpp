@@ -17,8 +17,9 @@ namespace {
 
 class Splitter {
 public:
-  Splitter(func::FuncOp func, bool rematerialize, bool checkpoint)
-      : func(func), rematerialize(rematerialize || checkpoint), checkpoint(checkpoint) {}
+  Splitter(func::FuncOp func, bool rematerialize, bool checkpoint, bool recomputeAttention)
+      : func(func), rematerialize(rematerialize || checkpoint), checkpoint(checkpoint),
+        recomputeAttention(checkpoint && recomputeAttention) {}
 
   PassSplit run() {
     markBackward(func.getBody().front());
@@ -29,6 +30,7 @@ private:
   func::FuncOp func;
   bool rematerialize;
   bool checkpoint; ///< activation checkpointing (Rematerialize.h)
+  bool recomputeAttention; ///< ... whose attention results are not kept
   PassSplit split;
 
   /// In a function that computes a loss and its gradients: the ops that
@@ -204,7 +206,8 @@ private:
     if (!def || split.backward.contains(def) || def->getNumRegions() > 0 || !type ||
         isSingleElement(type) ||
         isa<ls2::ConstantOp, ls2::IotaOp, ls2::RandomUniformOp, ls2::ReduceSumOp,
-            ls2::ReduceMaxOp, ls2::AttentionOp>(def))
+            ls2::ReduceMaxOp>(def) ||
+        (isa<ls2::AttentionOp>(def) && !recomputeAttention))
       return true;
     std::string scope = layerScope(def->getLoc());
     if (scope.empty())
@@ -221,16 +224,16 @@ private:
     return isCheckpoint(v) || keptForBackward(v);
   }
 
-  /// Whether `v` can be recomputed from checkpoints (never through an
-  /// attention: its results are checkpoints and it is not run again).
+  /// Whether `v` can be recomputed from checkpoints (through an attention
+  /// only with recomputeAttention: else its results are checkpoints).
   bool fromCheckpoints(Value v) {
     auto it = fromCheckpointsMemo.find(v);
     if (it != fromCheckpointsMemo.end())
       return it->second;
     fromCheckpointsMemo[v] = false; // a guard; SSA has no cycles
     Operation *def = v.getDefiningOp();
-    bool yes = def && def->getNumRegions() == 0 &&
-               !isa<ls2::AttentionOp, ls2::AttentionGradOp>(def) &&
+    bool yes = def && def->getNumRegions() == 0 && !isa<ls2::AttentionGradOp>(def) &&
+               (!isa<ls2::AttentionOp>(def) || recomputeAttention) &&
                llvm::all_of(def->getOperands(), [&](Value o) {
                  return stopsRecomputation(o) || fromCheckpoints(o);
                });
@@ -310,8 +313,9 @@ private:
 
 } // namespace
 
-PassSplit splitPasses(func::FuncOp function, bool rematerialize, bool checkpointActivations) {
-  return Splitter(function, rematerialize, checkpointActivations).run();
+PassSplit splitPasses(func::FuncOp function, bool rematerialize, bool checkpointActivations,
+                      bool recomputeAttention) {
+  return Splitter(function, rematerialize, checkpointActivations, recomputeAttention).run();
 }
 
 } // namespace ls2c::fusion

@@ -13,8 +13,9 @@
 //     forward stores the narrow value.
 // With activation checkpointing, every forward value of a transformer layer
 // the backward reads is recomputed there (GEMMs included) from the
-// checkpoints: arguments, attention results, row statistics and the values
-// a layer passes to another scope (ls2-fuse's description).
+// checkpoints: arguments, attention results (unless `recomputeAttention`:
+// then the backward runs the attention forward again), row statistics and
+// the values a layer passes to another scope (ls2-fuse's description).
 // (ls2-fuse then keeps loops from mixing the passes.)
 //
 //===----------------------------------------------------------------------===//
@@ -43,9 +44,10 @@ struct PassSplit {
 };
 
 /// Splits `function`'s block into passes and, with `rematerialize` (and
-/// `checkpointActivations`), edits it as described above.
+/// `checkpointActivations`, `recomputeAttention`), edits it as described
+/// above.
 PassSplit splitPasses(mlir::func::FuncOp function, bool rematerialize,
-                      bool checkpointActivations = false);
+                      bool checkpointActivations = false, bool recomputeAttention = false);
 
 } // namespace ls2c::fusion
 

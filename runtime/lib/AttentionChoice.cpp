@@ -33,6 +33,35 @@ std::optional<AttentionBackend> parseAttentionBackend(const std::string &name) {
   return std::nullopt;
 }
 
+std::vector<int64_t> attentionPartners(const Function &f) {
+  const size_t n = f.steps.size();
+  std::vector<int64_t> partner(n, -1);
+  auto attention = [&](size_t i, bool backward) {
+    return f.steps[i].kind == Step::Kind::Attention && f.steps[i].attention.backward == backward;
+  };
+  for (size_t b = 0; b < n; ++b) {
+    if (!attention(b, true))
+      continue;
+    for (size_t a = b; a-- > 0;)
+      if (attention(a, false) && f.steps[a].attention.lse == f.steps[b].attention.lse) {
+        partner[b] = static_cast<int64_t>(a);
+        partner[a] = static_cast<int64_t>(b);
+        break;
+      }
+  }
+  for (size_t a = n; a-- > 0;) {
+    if (!attention(a, false) || partner[a] >= 0 || f.steps[a].attention.dropoutRate <= 0)
+      continue;
+    for (size_t later = a + 1; later < n; ++later)
+      if (attention(later, false) && partner[later] >= 0 &&
+          f.steps[later].attention.stream == f.steps[a].attention.stream) {
+        partner[a] = partner[later];
+        break;
+      }
+  }
+  return partner;
+}
+
 std::string attentionShapeKey(const Attention &a) {
   std::ostringstream k;
   k << (a.backward ? "backward" : "forward") << ' ' << dtypeName(a.dtype) << " heads "

@@ -327,15 +327,7 @@ Executor::Executor(Program program) : prog(std::move(program)), impl(std::make_u
   checkCuda(cudaStreamCreateWithFlags(&impl->captureStream, cudaStreamNonBlocking),
             "cudaStreamCreateWithFlags (graph capture)");
   for (const Function &f : prog.functions) {
-    std::vector<int64_t> &partner = impl->partners.emplace_back(f.steps.size(), -1);
-    for (size_t b = 0; b < f.steps.size(); ++b)
-      if (f.steps[b].kind == Step::Kind::Attention && f.steps[b].attention.backward)
-        for (size_t a = 0; a < b; ++a)
-          if (f.steps[a].kind == Step::Kind::Attention && !f.steps[a].attention.backward &&
-              f.steps[a].attention.lse == f.steps[b].attention.lse) {
-            partner[a] = static_cast<int64_t>(b);
-            partner[b] = static_cast<int64_t>(a);
-          }
+    impl->partners.push_back(attentionPartners(f));
     std::vector<size_t> &steps = impl->helperSteps.emplace_back();
     for (size_t si = 0; si < f.steps.size(); ++si)
       if (f.steps[si].kind == Step::Kind::Gemm &&

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <unistd.h>
 
 namespace {
@@ -185,6 +186,59 @@ TEST(AttentionChoice, MalformedFilesAreRefusedWhole) {
           "choices[1].cudnn_ms");
   std::remove(path.c_str());
   rmdir(dir.c_str());
+}
+
+/// A function of attention steps (and a GEMM between, which pairing skips):
+/// each {backward, lse offset, stream}.
+Function attentionSteps(const std::vector<std::tuple<bool, uint64_t, uint32_t>> &steps) {
+  Function f;
+  for (auto [backward, lse, stream] : steps) {
+    Step s;
+    s.kind = Step::Kind::Attention;
+    s.attention = attention();
+    s.attention.backward = backward;
+    s.attention.lse.byteOffset = lse;
+    s.attention.lse.maxBytes = 4096;
+    s.attention.stream = stream;
+    s.attention.dropoutRate = 0.1f;
+    f.steps.push_back(s);
+    f.steps.push_back(Step{}); // a launch
+  }
+  return f;
+}
+
+// Each layer's forward pairs with the backward that reads its lse; with
+// activation checkpointing's recomputed attentions the arena gives every
+// layer's recomputed lse one offset, and a backward pairs with the forward
+// that wrote it last (not, as the first version did, every forward with that
+// offset pairing with the last backward). The originals, whose lse no
+// backward reads, take their stream's recomputed partner.
+TEST(AttentionChoice, PartnersAreTheLastWriterOfTheLse) {
+  // Two layers, streams 1 and 2: forwards (lse at 0 and 4096), then per
+  // layer in reverse a recomputed forward (lse at 8192) and its backward.
+  Function f = attentionSteps({{false, 0, 1},
+                               {false, 4096, 2},
+                               {false, 8192, 2},
+                               {true, 8192, 2},
+                               {false, 8192, 1},
+                               {true, 8192, 1}});
+  std::vector<int64_t> p = attentionPartners(f);
+  ASSERT_EQ(p.size(), 12u);
+  EXPECT_EQ(p[4], 6);  // layer 2's recomputed forward and its backward
+  EXPECT_EQ(p[6], 4);
+  EXPECT_EQ(p[8], 10); // layer 1's
+  EXPECT_EQ(p[10], 8);
+  EXPECT_EQ(p[0], 10); // the originals: their stream's backward
+  EXPECT_EQ(p[2], 6);
+  for (size_t i = 1; i < p.size(); i += 2)
+    EXPECT_EQ(p[i], -1);
+  // Without recomputation each forward pairs with its own backward.
+  Function plain = attentionSteps({{false, 0, 1}, {false, 4096, 2}, {true, 4096, 2}, {true, 0, 1}});
+  std::vector<int64_t> q = attentionPartners(plain);
+  EXPECT_EQ(q[0], 6);
+  EXPECT_EQ(q[6], 0);
+  EXPECT_EQ(q[2], 4);
+  EXPECT_EQ(q[4], 2);
 }
 
 } // namespace

@@ -749,6 +749,30 @@ TEST(ModelDescriptionBadInput, MaxSeqLenAboveMaxBatchTokens) {
             "= num_patches + 1, one image)");
 }
 
+// recompute_attention says what activation checkpointing keeps: refused
+// without it, and with sequence parallelism (whose attention exchanges
+// keys and values between ranks); written back only when set.
+TEST(ModelDescriptionTest, RecomputeAttentionNeedsCheckpointingAndOneRank) {
+  EXPECT_FALSE(parse(tinyDecoder()).recompute_attention);
+  ls2c::ModelDescription d = parse(patched(
+      tinyDecoder(), {{"activation_checkpointing", true}, {"recompute_attention", true}}));
+  EXPECT_TRUE(d.recompute_attention);
+  EXPECT_TRUE(parse(ls2c::toJson(d)).recompute_attention);
+  EXPECT_FALSE(ls2c::toJson(parse(tinyDecoder())).contains("recompute_attention"));
+  EXPECT_EQ(errorOf(patched(tinyDecoder(), {{"recompute_attention", true}})),
+            "t.json: $.recompute_attention: true: needs \"activation_checkpointing\": true (it "
+            "says what checkpointing keeps)");
+  EXPECT_EQ(errorOf(patched(tinyDecoder(), {{"activation_checkpointing", true},
+                                            {"recompute_attention", true},
+                                            {"max_seq_len", 256},
+                                            {"max_batch_tokens", 128},
+                                            {"sequence_parallel_size", 2}})),
+            "t.json: $.recompute_attention: true: is not supported with "
+            "sequence_parallel_size > 1");
+  EXPECT_EQ(errorOf(patched(tinyDecoder(), {{"recompute_attention", "yes"}})),
+            "t.json: $.recompute_attention: \"yes\": must be a boolean (true or false)");
+}
+
 TEST(ModelDescriptionTest, SequenceParallelSizeBoundsOneRanksTokens) {
   // 1 by default; a decoder split over P ranks may hold max_seq_len up to
   // max_batch_tokens x P (the 1.3B-shaped GPT of issue 10: 262,144 tokens

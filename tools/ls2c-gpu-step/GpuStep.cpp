@@ -521,6 +521,11 @@ int run(const Options &o) {
     if (o.time && dp)
       std::printf(o.overlap ? " (all-reduce overlapped)" : " (all-reduce %.3f ms)", reduceMs);
     std::printf("\n");
+    // A step of a long sequence takes minutes: each is reported as it ends,
+    // with the memory in use so far, for a caller that stops the run.
+    if (o.time)
+      std::printf("%sdevice memory so far: %zu bytes\n", prefix.c_str(), peakBytes);
+    std::fflush(stdout);
   }
   if (o.time)
     std::printf("device memory: peak %zu bytes (in use after a step, cudaMemGetInfo)\n",

@@ -33,7 +33,7 @@ nlohmann::json comparable(ModelDescription d) {
   d.hidden_dropout = d.attention_dropout = d.activation_dropout = 0;
   d.optimizer = OptimizerConfig{};
   // Neither changes @forward: they shape the train step's memory only.
-  d.activation_checkpointing = false;
+  d.activation_checkpointing = d.recompute_attention = false;
   d.sequence_parallel_size = 1;
   d.max_predictions = 0;
   return toJson(d);

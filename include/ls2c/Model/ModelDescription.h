@@ -136,6 +136,10 @@ struct ModelDescription {
   /// Train step: recompute each layer's activations in the backward except
   /// the attention's results (ls2-fuse's checkpoint-activations).
   bool activation_checkpointing = false;
+  /// With activation_checkpointing: keep no attention results either, the
+  /// backward runs each attention forward again (ls2-fuse's
+  /// recompute-attention). Not with sequence_parallel_size > 1.
+  bool recompute_attention = false;
   /// Decoder: ranks P one sequence is split over by sequence parallelism
   /// (ls2c-seq-parallel --train). max_batch_tokens then bounds one rank's
   /// tokens (a rank's share, 2 x ceil(max_seq_len / 2P), must fit it), so

@@ -181,6 +181,15 @@ def Fuse : Pass<"ls2-fuse", "::mlir::func::FuncOp"> {
     original take no bias or activation epilogue, so both compute the same
     bits in fp16/bf16 too (an epilogue skips rounding the product).
 
+    With `recompute-attention` (or a module marked
+    `ls2.recompute_attention`) the attention's out and lse are not
+    checkpoints either: the backward runs each layer's attention forward
+    again, as `torch.utils.checkpoint` around a whole layer and Megatron's
+    full recomputation do, and a layer stores only what it passes on (its
+    input) and its row statistics. One more attention forward a layer for
+    one [tokens, hidden] value fewer a layer: what bounds the longest
+    sequence one GPU trains (bench/RESULTS.md, issue 28).
+
     Before:
       %s = ls2.reduce_sum %x [1] : tensor<?x64xf32> -> tensor<?xf32>
       %m = ls2.div %s, %c64 : tensor<?xf32>, tensor<f32>
@@ -215,7 +224,11 @@ def Fuse : Pass<"ls2-fuse", "::mlir::func::FuncOp"> {
            "transformer layer computes and the backward reads, GEMMs "
            "included, except the attention's results (out and lse) and the "
            "values a layer passes on; on by itself in a module marked "
-           "ls2.activation_checkpointing (the description's field)">
+           "ls2.activation_checkpointing (the description's field)">,
+    Option<"recomputeAttention", "recompute-attention", "bool", /*default=*/"false",
+           "with activation checkpointing, keep no attention results either: "
+           "the backward runs each attention forward again; on by itself in a "
+           "module marked ls2.recompute_attention (the description's field)">
   ];
   let dependentDialects = ["::ls2c::ls2::LS2Dialect"];
 }

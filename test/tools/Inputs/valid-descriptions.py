@@ -117,6 +117,8 @@ def description(i, rng):
         d["rope_theta"] = rng.choice([10000.0, 500000.0])
     if rng.random() < 0.25:
         d["activation_checkpointing"] = True
+        if rng.random() < 0.5:
+            d["recompute_attention"] = True
     opt = optimizer(OPTIMIZERS[(i // 7) % len(OPTIMIZERS)],
                     schedule(SCHEDULES[i % len(SCHEDULES)], rng), rng)
     if opt is not None:

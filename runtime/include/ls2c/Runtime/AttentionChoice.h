@@ -36,6 +36,16 @@ enum class AttentionBackend : uint8_t {
   Auto,    ///< per shape, the faster of the two (timed once), else the kernels
 };
 
+/// Per step of `f`: the Attention step that must run on the same backend
+/// when dropout is on (both draw the mask), else -1. A backward's partner is
+/// the forward that last wrote its lse before it (the arena may give later
+/// forwards the same buffer, as recomputed attentions of other layers
+/// under activation checkpointing); that forward's partner is the
+/// backward. A forward no backward reads (its lse dead: the original of an
+/// attention the backward recomputes) takes the partner of the next
+/// forward of the same dropout stream that has one.
+std::vector<int64_t> attentionPartners(const Function &f);
+
 /// "kernels", "cudnn" or "auto".
 const char *attentionBackendName(AttentionBackend b);
 /// The backend named `name`; nullopt for any other text.
