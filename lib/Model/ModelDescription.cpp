@@ -368,7 +368,8 @@ private:
     d_.recompute_attention = r_.boolean(root_, "$", "recompute_attention").value_or(false);
     if (d_.recompute_attention && !d_.activation_checkpointing)
       failAt("recompute_attention",
-             "needs \"activation_checkpointing\": true (it says what checkpointing keeps)");
+             "needs \"activation_checkpointing\": true (without checkpointing every "
+             "attention result is kept anyway)");
   }
 
   // LlamaForCausalLM: pre-norm RMSNorm blocks, no residual or activation

@@ -97,10 +97,16 @@ void TrainState::compareDescriptions(const std::string &path, const std::string 
   } catch (const nlohmann::json::exception &) {
     throw TrainError(path + ": its ls2c.description is not JSON");
   }
-  std::vector<std::string> all, model, optimizer;
+  std::vector<std::string> all, model, noted;
   differences(was, toJson(desc), "", all);
+  // Activation checkpointing changes what the step stores, not what it
+  // computes: a run out of memory resumes with it (as PyTorch's would).
+  auto memoryOnly = [](const std::string &d) {
+    return d.rfind("activation_checkpointing ", 0) == 0 ||
+           d.rfind("recompute_attention ", 0) == 0;
+  };
   for (std::string &d : all)
-    (d.rfind("optimizer.", 0) == 0 ? optimizer : model).push_back(std::move(d));
+    (d.rfind("optimizer.", 0) == 0 || memoryOnly(d) ? noted : model).push_back(std::move(d));
   // The model (sizes, dtype, dropout, ...) must be the one trained; the
   // optimizer's settings may change, as fairseq's and Megatron's resumes
   // allow, and are said.
@@ -111,7 +117,7 @@ void TrainState::compareDescriptions(const std::string &path, const std::string 
                                        : std::string()) +
                      ": --resume continues the model it wrote, from the description it "
                      "trained");
-  for (const std::string &d : optimizer)
+  for (const std::string &d : noted)
     std::fprintf(stderr, "ls2c: note: resuming with a changed %s\n", d.c_str());
 }
 

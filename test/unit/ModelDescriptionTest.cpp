@@ -760,8 +760,8 @@ TEST(ModelDescriptionTest, RecomputeAttentionNeedsCheckpointingAndOneRank) {
   EXPECT_TRUE(parse(ls2c::toJson(d)).recompute_attention);
   EXPECT_FALSE(ls2c::toJson(parse(tinyDecoder())).contains("recompute_attention"));
   EXPECT_EQ(errorOf(patched(tinyDecoder(), {{"recompute_attention", true}})),
-            "t.json: $.recompute_attention: true: needs \"activation_checkpointing\": true (it "
-            "says what checkpointing keeps)");
+            "t.json: $.recompute_attention: true: needs \"activation_checkpointing\": true "
+            "(without checkpointing every attention result is kept anyway)");
   EXPECT_EQ(errorOf(patched(tinyDecoder(), {{"activation_checkpointing", true},
                                             {"recompute_attention", true},
                                             {"max_seq_len", 256},

@@ -278,6 +278,11 @@ void printStats(const ModelDescription &desc, mlir::ModuleOp module) {
   for (unsigned i = 3; mlir::succeeded(bounds) && i < acc.getNumArguments(); ++i)
     inputs += bounds->bytes(acc.getArgument(i));
   int64_t arena = std::max(a.arenaBytes, o.arenaBytes);
+  std::printf("activation checkpointing: %s\n",
+              !desc.activation_checkpointing ? "off"
+              : desc.recompute_attention
+                  ? "layers keep their input and row statistics (recompute_attention)"
+                  : "layers keep their input, row statistics and attention results");
   std::printf("memory at max_batch_tokens %lld:\n",
               static_cast<long long>(desc.max_batch_tokens));
   std::printf("  arena (forward + backward): %s; lower bound %s; %.3fx\n",
