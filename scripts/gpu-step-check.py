@@ -5,7 +5,7 @@ prepare: for each tiny preset writes, under .gpu-run/step/<preset>/, random para
 packed batch (test/oracle/run_oracle.py's generators), the CPU reference result of
 `ls2c step --steps 3` (f32, dropout on) and the bundle `ls2c compile --arch=sm_90`. With
 --probes also the large-batch probes (PROBES: tiny widths at up to 16,384 tokens, dropout off,
-in fp32, fp16 and bf16), where full-size models went wrong on the H200 (fp32 bias gradients, a
+in fp32, fp16 and bf16; dropout on where a probe sets it), where full-size models went wrong on the H200 (fp32 bias gradients, a
 bf16 NaN gradient norm) while the tiny presets at a few dozen tokens were right; the -ragged
 ones pack sequences of random lengths (cuDNN's ragged layouts and padding masks).
 On the GPU machine (scripts/gpu-all.sh run does this), for each case P:
@@ -74,6 +74,18 @@ PROBES = {
     "probe-llama-bf16-checkpointed": ("llama-tiny", {"dtype": "bf16", "hidden": 256, "ffn": 688,
                                                      "heads": 4, "kv_heads": 1,
                                                      "activation_checkpointing": True}, 4, 512),
+    # Checkpointing that keeps no attention results (recompute_attention): the backward runs
+    # each attention forward again, with dropout drawing the forward's mask.
+    "probe-llama-bf16-recompute-attention": ("llama-tiny", {"dtype": "bf16", "hidden": 256,
+                                                            "ffn": 688, "heads": 4, "kv_heads": 1,
+                                                            "activation_checkpointing": True,
+                                                            "recompute_attention": True}, 4, 512),
+    "probe-bert-fp32-dropout-recompute-attention": ("tiny-bert", {"dtype": "fp32",
+                                                                  "attention_dropout": 0.1,
+                                                                  "hidden_dropout": 0.1,
+                                                                  "activation_checkpointing": True,
+                                                                  "recompute_attention": True},
+                                                    8, 128),
 }
 # Probes whose sequences have random lengths in [1, length] (the rest equal lengths).
 RAGGED = {name for name in PROBES if name.endswith("-ragged")}
@@ -118,7 +130,7 @@ def cases(probes):
         else:
             d.update(overrides, name=name, max_seq_len=length, max_batch_tokens=seqs * length)
         for k in ("hidden_dropout", "attention_dropout", "activation_dropout"):
-            if k in d:
+            if k in d and k not in overrides:
                 d[k] = 0.0
         out.append((name, d, (seqs, length)))
     return out
