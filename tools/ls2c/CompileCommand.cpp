@@ -43,8 +43,9 @@ constexpr const char *kCompileUsage =
     "[-o FILE]\n"
     "       ls2c compile MODEL.json --stats|--fusion-report\n"
     "       ls2c compile MODEL.json --arch=sm_90[,sm_80...] -o MODEL.ls2b\n"
-    "       (one of --emit, --stats, --fusion-report or --arch is needed; each form "
-    "takes --program=train|eval|sequence-parallel|decode)";
+    "       (one of --emit, --stats, --fusion-report or --arch is needed; --emit, "
+    "--fusion-report and --arch take --program=train|eval|sequence-parallel|decode, "
+    "--stats reports the train program)";
 
 struct CompileOptions {
   std::string model;
