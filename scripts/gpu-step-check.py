@@ -4,10 +4,11 @@
 prepare: for each tiny preset writes, under .gpu-run/step/<preset>/, random parameters and a
 packed batch (test/oracle/run_oracle.py's generators), the CPU reference result of
 `ls2c step --steps 3` (f32, dropout on) and the bundle `ls2c compile --arch=sm_90`. With
---probes also the large-batch probes (PROBES: tiny widths at up to 16,384 tokens, dropout off,
-in fp32, fp16 and bf16; dropout on where a probe sets it), where full-size models went wrong on the H200 (fp32 bias gradients, a
-bf16 NaN gradient norm) while the tiny presets at a few dozen tokens were right; the -ragged
-ones pack sequences of random lengths (cuDNN's ragged layouts and padding masks).
+--probes also the large-batch probes (PROBES: tiny widths at up to 16,384 tokens, dropout off
+unless a probe sets it, in fp32, fp16 and bf16), where full-size models went wrong on the H200
+(fp32 bias gradients, a bf16 NaN gradient norm) while the tiny presets at a few dozen tokens
+were right; the -ragged ones pack sequences of random lengths (cuDNN's ragged layouts and
+padding masks).
 On the GPU machine (scripts/gpu-all.sh run does this), for each case P:
     ls2c-gpu-step .gpu-run/step/P/model.ls2b --params .gpu-run/step/P/params.safetensors \
         --batch .gpu-run/step/P/batch.safetensors -o $OUT/P.safetensors --steps 3

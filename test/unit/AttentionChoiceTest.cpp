@@ -188,8 +188,8 @@ TEST(AttentionChoice, MalformedFilesAreRefusedWhole) {
   rmdir(dir.c_str());
 }
 
-/// A function of attention steps (and a GEMM between, which pairing skips):
-/// each {backward, lse offset, stream}.
+/// A function of attention steps, each {backward, lse offset, stream}, with
+/// a kernel launch after each (which pairing skips).
 Function attentionSteps(const std::vector<std::tuple<bool, uint64_t, uint32_t>> &steps) {
   Function f;
   for (auto [backward, lse, stream] : steps) {
@@ -210,8 +210,8 @@ Function attentionSteps(const std::vector<std::tuple<bool, uint64_t, uint32_t>> 
 // Each layer's forward pairs with the backward that reads its lse; with
 // activation checkpointing's recomputed attentions the arena gives every
 // layer's recomputed lse one offset, and a backward pairs with the forward
-// that wrote it last (not, as the first version did, every forward with that
-// offset pairing with the last backward). The originals, whose lse no
+// that wrote it last (not, as the Executor's earlier loop did, every forward
+// with that offset pairing with the last backward). The originals, whose lse no
 // backward reads, take their stream's recomputed partner.
 TEST(AttentionChoice, PartnersAreTheLastWriterOfTheLse) {
   // Two layers, streams 1 and 2: forwards (lse at 0 and 4096), then per
