@@ -210,10 +210,8 @@ std::string keyWarpDkDvBody(const AttentionSpec &s, int64_t maxTokensQ, int inne
       for (int dt = 0; dt < DT; ++dt) {
         const long long atK = (k0 + j) * stride_dk + (long long)kvh * D + c0 + dt * 8 + 2 * t4;
         const long long atV = (k0 + j) * stride_dv + (long long)kvh * D + c0 + dt * 8 + 2 * t4;
-        ls2_store(dk, atK, SCALE * dkAcc[dt][2 * r]);
-        ls2_store(dk, atK + 1, SCALE * dkAcc[dt][2 * r + 1]);
-        ls2_store(dv, atV, dvAcc[dt][2 * r]);
-        ls2_store(dv, atV + 1, dvAcc[dt][2 * r + 1]);
+        ls2_store_pair(dk, atK, SCALE * dkAcc[dt][2 * r], SCALE * dkAcc[dt][2 * r + 1]);
+        ls2_store_pair(dv, atV, dvAcc[dt][2 * r], dvAcc[dt][2 * r + 1]);
       }
     }
   }
@@ -463,8 +461,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
 #pragma unroll
         for (int dt = 0; dt < DT; ++dt) {
           const long long at = (q0 + i) * stride_dq + (long long)h * D + dt * 8 + 2 * t4;
-          ls2_store(dq, at, SCALE * acc[rb][dt][2 * r]);
-          ls2_store(dq, at + 1, SCALE * acc[rb][dt][2 * r + 1]);
+          ls2_store_pair(dq, at, SCALE * acc[rb][dt][2 * r], SCALE * acc[rb][dt][2 * r + 1]);
         }
       }
   }

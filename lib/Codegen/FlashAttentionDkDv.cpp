@@ -200,10 +200,9 @@ GeneratedKernel generateWideDkDv(Operation *op, const AttentionSpec &s, const Gr
         for (int dt = 0; dt < DH / 8; ++dt) {
           const long long atK = (k0 + j) * stride_dk + (long long)kvh * D + wd + dt * 8 + 2 * t4;
           const long long atV = (k0 + j) * stride_dv + (long long)kvh * D + wd + dt * 8 + 2 * t4;
-          ls2_store(dk, atK, SCALE * dkAcc[rb][dt][2 * r]);
-          ls2_store(dk, atK + 1, SCALE * dkAcc[rb][dt][2 * r + 1]);
-          ls2_store(dv, atV, dvAcc[rb][dt][2 * r]);
-          ls2_store(dv, atV + 1, dvAcc[rb][dt][2 * r + 1]);
+          ls2_store_pair(dk, atK, SCALE * dkAcc[rb][dt][2 * r],
+                         SCALE * dkAcc[rb][dt][2 * r + 1]);
+          ls2_store_pair(dv, atV, dvAcc[rb][dt][2 * r], dvAcc[rb][dt][2 * r + 1]);
         }
       }
   }

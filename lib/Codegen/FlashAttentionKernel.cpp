@@ -259,8 +259,7 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
 #pragma unroll
         for (int dt = 0; dt < DT; ++dt) {
           const long long at = (q0 + i) * stride_out + (long long)h * D + dt * 8 + 2 * t4;
-          ls2_store(out, at, acc[rb][dt][2 * r] * inv);
-          ls2_store(out, at + 1, acc[rb][dt][2 * r + 1] * inv);
+          ls2_store_pair(out, at, acc[rb][dt][2 * r] * inv, acc[rb][dt][2 * r + 1] * inv);
         }
         if (t4 == 0)
           lse[(q0 + i) * HQ + h] =

@@ -48,6 +48,16 @@ __device__ __forceinline__ unsigned ls2_pack(float lo, float hi) {
   ${T2} v = ${PACK}(lo, hi);
   return *reinterpret_cast<unsigned *>(&v);
 }
+// Elements i and i + 1 of p, one 4-byte store when aligned (a thread's
+// accumulator column pairs), else two 2-byte ones; the same rounding.
+__device__ __forceinline__ void ls2_store_pair(ls2_t *p, long long i, float x, float y) {
+  if ((reinterpret_cast<unsigned long long>(p + i) & 3) == 0) {
+    *reinterpret_cast<unsigned *>(p + i) = ls2_pack(x, y);
+  } else {
+    ls2_store(p, i, x);
+    ls2_store(p, i + 1, y);
+  }
+}
 // Four 8x8 matrices of a shared tile; lane l gives the address of row l % 8
 // of matrix l / 8 and receives, of each, row g and columns 2t, 2t + 1.
 __device__ __forceinline__ void ls2_ldsm(unsigned (&r)[4], const ls2_t *p) {
