@@ -152,10 +152,11 @@ public:
   /// RuntimeError: its forward and backward must draw the same mask, so
   /// both run on one backend. Auto times both backends on the first call
   /// of each shape (AttentionChoice.h; that run goes step by step, its
-  /// outputs are the kernels') and keeps the faster, reporting each choice
-  /// on stderr and saving it for later processes (the file
-  /// CudnnAttention::choicesPath names; read when Auto is set); dropout
-  /// partners are decided together. Cudnn and Auto throw
+  /// outputs are the kernels'; each timed run starts from an L2 cache
+  /// flushed with a transient buffer of twice its size) and keeps the
+  /// faster, reporting each choice on stderr and saving it for later
+  /// processes (the file CudnnAttention::choicesPath names; read when Auto
+  /// is set); dropout partners are decided together. Cudnn and Auto throw
   /// RuntimeError when this build has no cuDNN and the program has Attention
   /// steps (fp32 programs have none). Changing it drops the cached graphs.
   void setAttentionBackend(AttentionBackend backend);
