@@ -8,8 +8,9 @@ ceilings:
   - generated kernels: bytes moved (every buffer argument's bytes at the batch's shape, read or
     written, counted once per launch; kernel scratch left out) per second, against the
     device-to-device copy rate (4.2 TB/s, bytes read + written);
-  - GEMMs (`gemm MxNxK`): 2*M*N*K FLOP per call, against the dense GEMM rate of the program's
-    dtype (bf16 769, fp16 734 TFLOP/s);
+  - GEMMs (`gemm MxNxK`, `/tn` when an operand is transposed, `+epilogue` unless none):
+    2*M*N*K FLOP per call, against the dense GEMM rate of the program's dtype (bf16 769, fp16
+    734 TFLOP/s);
   - cuDNN's attention (`cudnn_attention_forward/backward`): FlashAttention's count, 4*b*h*s*s*d
     per forward (half when causal), 2.5x that backward, against the same GEMM rate.
 The bundle must be the one the profile ran, at a batch of --sequences x --length tokens that
@@ -103,7 +104,7 @@ def main():
     shown = sorted(rows, reverse=True)[:a.top] if a.top else sorted(rows, reverse=True)
     for ms, calls, label in shown:
         rate = ""
-        g = re.fullmatch(r"gemm (\d+)x(\d+)x(\d+)", label)
+        g = re.fullmatch(r"gemm (\d+)x(\d+)x(\d+)(?:/[nt]{2})?(?:\+\w+)?", label)
         if g:
             tflops = 2.0 * int(g[1]) * int(g[2]) * int(g[3]) * calls / ms / 1e9
             rate = f"{tflops:.0f} TFLOP/s | {tflops / GEMM_TFLOPS[dtype]:.0%}"

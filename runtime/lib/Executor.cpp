@@ -594,8 +594,18 @@ void Executor::enqueue(const std::string &name, const Call &call, cudaStream_t c
           skipped ? (skipTimed ? "ran_while_timing_both" : "skipped_after_cudnn")
           : s.kind == Step::Kind::Launch ? prog.kernels[s.kernel].name
           : s.kind == Step::Kind::Gemm
+              // "gemm MxNxK", "/tn" (a, b: t transposed, n not) when either
+              // is transposed, "+epilogue" unless none: so a shape's forward
+              // and gradient GEMMs get rows of their own in a profile.
               ? "gemm " + std::to_string(dimValue(s.gemm.m)) + "x" +
-                    std::to_string(dimValue(s.gemm.n)) + "x" + std::to_string(dimValue(s.gemm.k))
+                    std::to_string(dimValue(s.gemm.n)) + "x" + std::to_string(dimValue(s.gemm.k)) +
+                    (s.gemm.transposeA || s.gemm.transposeB
+                         ? std::string("/") + (s.gemm.transposeA ? "t" : "n") +
+                               (s.gemm.transposeB ? "t" : "n")
+                         : std::string()) +
+                    (s.gemm.epilogue == GemmEpilogue::None
+                         ? std::string()
+                         : std::string("+") + epilogueName(s.gemm.epilogue))
           : s.kind == Step::Kind::Copy ? "copy"
           // One word each: profile tables and scripts read labels as one.
           : how[si] == kCudnn ? (s.attention.backward ? "cudnn_attention_backward"
