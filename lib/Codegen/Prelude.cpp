@@ -85,35 +85,50 @@ __device__ __forceinline__ uint4 ls2_philox(uint4 counter, long long seed) {
   return make_uint4(x0, x1, x2, x3);
 }
 
-// Word e % 4 of a Philox output as a float in [0, 1): (word >> 8) * 2^-24.
-__device__ __forceinline__ float ls2_word_uniform(uint4 words, long long e) {
-  unsigned w = (e & 3) == 0 ? words.x : (e & 3) == 1 ? words.y : (e & 3) == 2 ? words.z : words.w;
-  return (float)(w >> 8) * (1.0f / 16777216.0f);
+// Half `odd` of a Philox output word as a float in [0, 1): half * 2^-16.
+__device__ __forceinline__ float ls2_half_uniform(unsigned w, bool odd) {
+  return (float)(odd ? w >> 16 : w & 0xffffu) * (1.0f / 65536.0f);
 }
 
-// ls2.random_uniform's element e: counter (lo(e / 4), hi(e / 4), stream,
-// lo(offset)), word e % 4.
+// The Philox words of ls2.random_uniform's elements 8b .. 8b + 7: counter
+// (lo(b), hi(b), stream, lo(offset)); element e takes half e % 2 of word
+// (e / 2) % 4 (lib/Reference/Philox.h).
+__device__ __forceinline__ uint4 ls2_uniform_words(long long seed, long long offset,
+                                                   unsigned stream, unsigned long long b) {
+  return ls2_philox(make_uint4((unsigned)b, (unsigned)(b >> 32), stream,
+                               (unsigned)(unsigned long long)offset),
+                    seed);
+}
+
+// ls2.random_uniform's element e.
 __device__ __forceinline__ float ls2_uniform(long long seed, long long offset,
                                              unsigned stream, long long e) {
-  unsigned long long block = (unsigned long long)e >> 2;
-  uint4 words = ls2_philox(make_uint4((unsigned)block, (unsigned)(block >> 32), stream,
-                                      (unsigned)(unsigned long long)offset),
-                           seed);
-  return ls2_word_uniform(words, e);
+  const uint4 words = ls2_uniform_words(seed, offset, stream, (unsigned long long)e >> 3);
+  const int m = (int)((e >> 1) & 3);
+  const unsigned w = m == 0 ? words.x : m == 1 ? words.y : m == 2 ? words.z : words.w;
+  return ls2_half_uniform(w, e & 1);
 }
 
-// Elements e0 .. e0 + 3 (e0 % 4 == 0) of ls2.random_uniform: one Philox
-// block gives all four, where ls2_uniform computes it for each.
+// Elements e0 .. e0 + 3 (e0 % 4 == 0) of ls2.random_uniform: half of one
+// Philox call, where ls2_uniform computes it for each.
 __device__ __forceinline__ void ls2_uniform4(long long seed, long long offset, unsigned stream,
                                              long long e0, float *out) {
-  unsigned long long block = (unsigned long long)e0 >> 2;
-  uint4 words = ls2_philox(make_uint4((unsigned)block, (unsigned)(block >> 32), stream,
-                                      (unsigned)(unsigned long long)offset),
-                           seed);
-  out[0] = (float)(words.x >> 8) * (1.0f / 16777216.0f);
-  out[1] = (float)(words.y >> 8) * (1.0f / 16777216.0f);
-  out[2] = (float)(words.z >> 8) * (1.0f / 16777216.0f);
-  out[3] = (float)(words.w >> 8) * (1.0f / 16777216.0f);
+  const uint4 words = ls2_uniform_words(seed, offset, stream, (unsigned long long)e0 >> 3);
+  const bool high = (e0 & 4) != 0;
+  const unsigned a = high ? words.z : words.x, b = high ? words.w : words.y;
+  out[0] = ls2_half_uniform(a, false);
+  out[1] = ls2_half_uniform(a, true);
+  out[2] = ls2_half_uniform(b, false);
+  out[3] = ls2_half_uniform(b, true);
+}
+
+// Elements e0 .. e0 + 7 (e0 % 8 == 0) of ls2.random_uniform: one Philox call.
+__device__ __forceinline__ void ls2_uniform8(long long seed, long long offset, unsigned stream,
+                                             long long e0, float *out) {
+  const uint4 words = ls2_uniform_words(seed, offset, stream, (unsigned long long)e0 >> 3);
+  const unsigned w[4] = {words.x, words.y, words.z, words.w};
+#pragma unroll
+  for (int k = 0; k < 8; ++k) out[k] = ls2_half_uniform(w[k / 2], k & 1);
 }
 
 __device__ __forceinline__ float ls2_warp_sum(float x) {

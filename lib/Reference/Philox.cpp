@@ -44,23 +44,23 @@ PhiloxKey philoxKey(int64_t seed) {
 
 float randomUniformAt(int64_t seed, int64_t offset, uint32_t stream,
                       uint64_t e) {
-  uint64_t block = e / 4;
+  uint64_t block = e / 8;
   PhiloxCounter words =
       philox4x32_10({low32(block), high32(block), stream,
                      low32(static_cast<uint64_t>(offset))},
                     philoxKey(seed));
-  return uniformFromWord(words[e % 4]);
+  return uniformFromHalf(words[(e / 2) % 4], (e & 1) != 0);
 }
 
 void randomUniformFill(int64_t seed, int64_t offset, uint32_t stream,
                        float *out, uint64_t count) {
   PhiloxKey key = philoxKey(seed);
   uint32_t offsetLow = low32(static_cast<uint64_t>(offset));
-  for (uint64_t block = 0; block * 4 < count; ++block) {
+  for (uint64_t block = 0; block * 8 < count; ++block) {
     PhiloxCounter words = philox4x32_10(
         {low32(block), high32(block), stream, offsetLow}, key);
-    for (uint64_t w = 0; w < 4 && block * 4 + w < count; ++w)
-      out[block * 4 + w] = uniformFromWord(words[w]);
+    for (uint64_t h = 0; h < 8 && block * 8 + h < count; ++h)
+      out[block * 8 + h] = uniformFromHalf(words[h / 2], (h & 1) != 0);
   }
 }
 

@@ -21,21 +21,19 @@ using PhiloxKey = std::array<uint32_t, 2>;
 /// Ten rounds of Philox-4x32 on `counter` under `key`.
 PhiloxCounter philox4x32_10(PhiloxCounter counter, PhiloxKey key);
 
-/// A Philox output word as a float in [0, 1): (word >> 8) * 2^-24.
-inline float uniformFromWord(uint32_t word) {
-  return static_cast<float>(word >> 8) * (1.0f / 16777216.0f);
-}
-
 /// The key of a 64-bit seed: (low 32 bits, high 32 bits).
 PhiloxKey philoxKey(int64_t seed);
 
-/// Element `e` of ls2.random_uniform(seed, offset) {stream}: counter
-/// (low(e / 4), high(e / 4), stream, low(offset)), output word e % 4.
+/// Element `e` of ls2.random_uniform(seed, offset) {stream}, with 16 bits:
+/// counter (low(e / 8), high(e / 8), stream, low(offset)), half e % 2 (the
+/// low half for even e) of output word (e / 2) % 4, as half * 2^-16. Eight
+/// numbers a call, as attention dropout's: the dropout kernels' Philox was a
+/// third of their instructions at four a call.
 float randomUniformAt(int64_t seed, int64_t offset, uint32_t stream,
                       uint64_t e);
 
-/// Fills `out[0 .. count)` with elements 0 .. count-1 of random_uniform (four
-/// words per Philox call).
+/// Fills `out[0 .. count)` with elements 0 .. count-1 of random_uniform
+/// (eight numbers per Philox call).
 void randomUniformFill(int64_t seed, int64_t offset, uint32_t stream,
                        float *out, uint64_t count);
 

@@ -21,11 +21,12 @@ TEST(Philox, KnownAnswerVectors) {
             (PhiloxCounter{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
 }
 
-TEST(Philox, UniformFromWordSpansZeroToOne) {
-  EXPECT_EQ(uniformFromWord(0), 0.0f);
-  EXPECT_EQ(uniformFromWord(0xff), 0.0f); // the low 8 bits are dropped
-  EXPECT_EQ(uniformFromWord(0x80000000u), 0.5f);
-  EXPECT_EQ(uniformFromWord(0xffffffffu), 1.0f - 1.0f / 16777216.0f);
+TEST(Philox, UniformFromHalfSpansZeroToOne) {
+  EXPECT_EQ(uniformFromHalf(0xffff0000u, false), 0.0f);
+  EXPECT_EQ(uniformFromHalf(0x0000ffffu, true), 0.0f);
+  EXPECT_EQ(uniformFromHalf(0x80000000u, true), 0.5f);
+  EXPECT_EQ(uniformFromHalf(0x00008000u, false), 0.5f);
+  EXPECT_EQ(uniformFromHalf(0xffffffffu, false), 1.0f - 1.0f / 65536.0f);
 }
 
 TEST(Philox, KeyIsSeedLowThenHigh) {
@@ -37,16 +38,19 @@ TEST(Philox, KeyIsSeedLowThenHigh) {
 TEST(Philox, RandomUniformCounterLayout) {
   const int64_t seed = 0x1234abcd5678ef01LL, offset = 0x700000005LL;
   const uint32_t stream = 9;
-  // Element indices whose e / 4 needs both counter words.
-  for (uint64_t e : {uint64_t{0}, uint64_t{3}, uint64_t{5},
-                     (uint64_t{1} << 34) + 6, (uint64_t{7} << 40) + 1}) {
-    uint64_t block = e / 4;
+  // Element indices whose e / 8 needs both counter words; even and odd.
+  for (uint64_t e : {uint64_t{0}, uint64_t{3}, uint64_t{5}, uint64_t{7},
+                     uint64_t{8}, (uint64_t{1} << 36) + 6,
+                     (uint64_t{7} << 40) + 1}) {
+    uint64_t block = e / 8;
     PhiloxCounter words = philox4x32_10(
         {static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
          stream, 5u},
         {0x5678ef01u, 0x1234abcdu});
+    uint32_t word = words[(e / 2) % 4];
+    uint32_t half = e % 2 ? word >> 16 : word & 0xffffu;
     EXPECT_EQ(randomUniformAt(seed, offset, stream, e),
-              uniformFromWord(words[e % 4]))
+              static_cast<float>(half) / 65536.0f)
         << "element " << e;
   }
   // Only the offset's low 32 bits enter the counter.
@@ -55,12 +59,14 @@ TEST(Philox, RandomUniformCounterLayout) {
 }
 
 TEST(Philox, FillMatchesElementwiseAndIsUniform) {
-  const uint64_t n = 100003; // not a multiple of 4
+  const uint64_t n = 100003; // not a multiple of 8
   std::vector<float> values(n);
   randomUniformFill(42, 3, 1, values.data(), n);
   double sum = 0;
+  uint64_t dropped = 0;
   for (uint64_t e = 0; e < n; ++e) {
-    if (e % 997 == 0 || e + 3 >= n) {
+    dropped += values[e] < 0.1f;
+    if (e % 997 == 0 || e + 7 >= n) {
       ASSERT_EQ(values[e], randomUniformAt(42, 3, 1, e)) << e;
     }
     ASSERT_GE(values[e], 0.0f);
@@ -68,6 +74,7 @@ TEST(Philox, FillMatchesElementwiseAndIsUniform) {
     sum += values[e];
   }
   EXPECT_NEAR(sum / n, 0.5, 0.005);
+  EXPECT_NEAR(static_cast<double>(dropped) / n, 0.1, 0.005);
   std::vector<float> other(n);
   randomUniformFill(42, 3, 2, other.data(), n);
   EXPECT_NE(values, other); // another stream, other numbers

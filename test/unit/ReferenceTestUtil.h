@@ -143,19 +143,18 @@ inline std::array<uint32_t, 4> naivePhilox(std::array<uint32_t, 4> c,
   return c;
 }
 
-inline double naiveUniform(uint32_t word) {
-  return std::ldexp(static_cast<double>(word >> 8), -24);
-}
-
-/// ls2.random_uniform's element e.
+/// ls2.random_uniform's element e: the 16-bit half e % 2 of word (e / 2) % 4
+/// of the call at counter (e / 8, stream, offset), times 2^-16.
 inline double naiveRandomUniform(uint64_t seed, uint64_t offset,
                                  uint32_t stream, uint64_t e) {
-  uint64_t block = e / 4;
+  uint64_t block = e / 8;
   auto words = naivePhilox(
       {static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
        stream, static_cast<uint32_t>(offset)},
       {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
-  return naiveUniform(words[e % 4]);
+  uint32_t word = words[(e / 2) % 4];
+  return std::ldexp(static_cast<double>(e % 2 ? word >> 16 : word & 0xffff),
+                    -16);
 }
 
 /// ls2.attention's dropout number of key j (its index within the sequence)

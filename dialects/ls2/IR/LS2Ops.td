@@ -458,7 +458,8 @@ def LS2_RandomUniformOp : LS2_Op<"random_uniform", [Pure]> {
     Element e of the row-major result comes from Philox-4x32-10 (Salmon et
     al., SC'11) with key (seed low 32 bits, seed high 32 bits) and counter
     (c0, c1, stream, offset low 32 bits), where c0 and c1 are the low and high
-    32 bits of e / 4; it is output word e % 4, as `(word >> 8) * 2^-24`.
+    32 bits of e / 8; it is half e % 2 (the low half for even e) of output
+    word (e / 2) % 4, as `half * 2^-16`: eight numbers a call.
     Attention dropout puts its stream in the same counter word (see
     ls2.attention), so a program's random sites never share a counter. A
     function of its operands alone: same seed, offset and stream give the
