@@ -1,8 +1,9 @@
 //===- FlashAttentionBackward.cpp - tensor-core attention backward ---------===//
 //
 // ls2.attention_grad's tensor-core kernels (FlashAttentionKernel.h): dq per
-// 128-query tile and query head (S and dP recomputed against each key tile,
-// dS K accumulated; D_i and the exponent bias left in scratch), then dk/dv
+// query tile (64 or 128 queries) and query head (S and dP recomputed
+// against each key tile, dS K accumulated; D_i and the exponent bias left
+// in scratch), then dk/dv
 // per key tile and kv head: FlashAttention-2's layout at head dims 96 and
 // 128 (FlashAttentionDkDv.cpp; on Hopper the warp-per-16-keys body at 8
 // warps), else a warp per 16 of 64 keys (here). No atomics: every sum is in
@@ -265,10 +266,15 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
   };
 
   // dq per query tile: S and dP against each key tile, dS K accumulated.
-  // Tiles of kQueryRows = 128 queries (RB = 2 row blocks of 16 a warp; 64 and
-  // one at head dim 256), so
-  // K and V fragments and each key tile's barriers and loads serve twice
-  // the rows of 64-query tiles.
+  // At head dims 96 and 128, tiles of kQueryRows = 128 queries (RB = 2 row
+  // blocks of 16 a warp), so K and V fragments and each key tile's barriers
+  // and loads serve twice the rows of 64-query tiles; at 256, 64 queries.
+  // Up to head dim 64, 64 queries against key tiles of 64: two row blocks'
+  // S and dP of 64 keys do not fit in registers with dropout, and 128
+  // queries against 32 keys took a barrier and a K/V stage per 32 keys
+  // (H200, dq ms a step, 128 x 32 -> 64 x 64: GPT-2 medium 7.77 -> 6.57,
+  // BERT-base 2.35 -> 2.01, both with dropout; without, ViT-B/16 0.97 ->
+  // 0.93 where 128 x 64 ran).
   {
     GeneratedKernel &dq = kernels[0];
     dq.kernel.name = kernelName + "_dq";
@@ -276,9 +282,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     unsigned tokens = addDqParams(p, s, go);
     p.pointer("unsigned char *scratch", ParamBinding::Kind::Scratch, 0);
     dq.kernel.scratchBytes = scratchBytes;
-    // Key tiles of 32: two row blocks' S and dP fit in registers; 64 up to
-    // head dim 64 without dropout (H200, 8x16x2048x64 dq 0.52 -> 0.47 ms).
-    const int rows = queryRows(s), keys = s.headDim <= 64 && !s.dropout ? 64 : 32;
+    const int rows = s.headDim <= 64 ? 64 : queryRows(s), keys = s.headDim <= 64 ? 64 : 32;
     // Q and dO tiles, two stages of K and V tiles, D and lse of the rows.
     uint32_t shared = (2 * rows + 4 * keys) * rowBytes + 2 * rows * 4;
     dq.kernel.launch = tileLaunch(s.tokensQ, tokens, s.heads, shared, rows);
