@@ -144,7 +144,8 @@ void AttentionChoices::saveFile(const std::string &path) const {
 
 AttentionBackend AttentionChoices::decide(const std::string &key, AttentionTiming t) {
   return record(key, t,
-                t.cudnnMs <= t.kernelsMs ? AttentionBackend::Cudnn : AttentionBackend::Kernels,
+                t.cudnnMs <= kKernelsInStepFactor * t.kernelsMs ? AttentionBackend::Cudnn
+                                                                : AttentionBackend::Kernels,
                 false);
 }
 
@@ -156,7 +157,8 @@ AttentionBackend AttentionChoices::decidePair(const std::string &forwardKey,
   AttentionBackend both =
       f ? *f
       : b ? *b
-          : (forward.cudnnMs + backward.cudnnMs <= forward.kernelsMs + backward.kernelsMs
+          : (forward.cudnnMs + backward.cudnnMs <=
+                         kKernelsInStepFactor * (forward.kernelsMs + backward.kernelsMs)
                  ? AttentionBackend::Cudnn
                  : AttentionBackend::Kernels);
   record(forwardKey, forward, both, false);

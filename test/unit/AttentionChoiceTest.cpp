@@ -81,12 +81,17 @@ TEST(AttentionChoice, TheFasterBackendWinsAndStays) {
   EXPECT_EQ(c.decide("a", {0.9, 1.9}), AttentionBackend::Cudnn);
   EXPECT_EQ(c.decide("b", {2.0, 1.5}), AttentionBackend::Kernels);
   EXPECT_EQ(c.decide("tie", {1.0, 1.0}), AttentionBackend::Cudnn);
+  // The kernels must win alone by more than their in-step slowdown.
+  EXPECT_EQ(c.decide("close", {1.0, 0.95}), AttentionBackend::Cudnn);
+  EXPECT_EQ(c.decide("clear", {1.0, 0.9}), AttentionBackend::Kernels);
+  EXPECT_EQ(c.decidePair("closeFwd", {0.19, 0.14}, "closeBwd", {0.35, 0.39}),
+            AttentionBackend::Cudnn);
   // A refusal is timed as infinitely slow.
   EXPECT_EQ(c.decide("refused", {INFINITY, 0}), AttentionBackend::Kernels);
   // Decided once: later timings do not change it.
   EXPECT_EQ(c.decide("a", {5.0, 1.0}), AttentionBackend::Cudnn);
   EXPECT_EQ(c.find("a"), AttentionBackend::Cudnn);
-  ASSERT_EQ(c.decisions().size(), 4u);
+  ASSERT_EQ(c.decisions().size(), 8u);
   EXPECT_EQ(c.decisions()[1].key, "b");
   EXPECT_DOUBLE_EQ(c.decisions()[1].timing.kernelsMs, 1.5);
   EXPECT_FALSE(c.decisions()[1].imposed);

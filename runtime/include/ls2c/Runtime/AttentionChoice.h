@@ -60,6 +60,14 @@ struct AttentionTiming {
   double cudnnMs = 0, kernelsMs = 0;
 };
 
+/// The generated kernels' timed milliseconds are multiplied by this before
+/// a comparison: timed alone, even after the L2 is flushed, they ran faster
+/// than they do inside a train step, and cuDNN's fused attention did not
+/// (H200, BERT-base's backward with dropout: kernels 0.403 ms alone against
+/// 0.441 in the step, +9%; cuDNN 0.354 against 0.357, +1%). So the
+/// kernels must win alone by more than that to win in the step.
+constexpr double kKernelsInStepFactor = 1.08;
+
 /// One decision, for reports.
 struct AttentionDecision {
   std::string key;
@@ -76,12 +84,14 @@ public:
   /// The backend decided for `key`, or nullopt.
   std::optional<AttentionBackend> find(const std::string &key) const;
 
-  /// Decides `key` alone: the faster (cuDNN on a tie). Returns it; a key
-  /// decided before keeps its backend.
+  /// Decides `key` alone: the faster, the kernels' time counted with
+  /// kKernelsInStepFactor (cuDNN on a tie). Returns it; a key decided
+  /// before keeps its backend.
   AttentionBackend decide(const std::string &key, AttentionTiming t);
 
   /// Decides a forward and its backward (dropout partners) together: the
-  /// backend with the smaller sum, unless either is decided already, whose
+  /// backend with the smaller sum (the kernels' with kKernelsInStepFactor),
+  /// unless either is decided already, whose
   /// backend both then take. Returns it.
   AttentionBackend decidePair(const std::string &forwardKey, AttentionTiming forward,
                               const std::string &backwardKey, AttentionTiming backward);
