@@ -266,8 +266,8 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
   };
 
   // dq per query tile: S and dP against each key tile, dS K accumulated.
-  // At head dims 96 and 128, tiles of kQueryRows = 128 queries (RB = 2 row
-  // blocks of 16 a warp), so K and V fragments and each key tile's barriers
+  // Above head dim 64 up to 128, tiles of kQueryRows = 128 queries (RB = 2
+  // row blocks of 16 a warp), so K and V fragments and each key tile's barriers
   // and loads serve twice the rows of 64-query tiles; at 256, 64 queries.
   // Up to head dim 64, 64 queries against key tiles of 64: two row blocks'
   // S and dP of 64 keys do not fit in registers with dropout, and 128

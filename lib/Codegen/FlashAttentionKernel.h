@@ -31,7 +31,7 @@ GeneratedKernel generateFlashForward(mlir::Operation *op, const AttentionSpec &s
                                      const std::string &kernelName);
 
 /// The two backward kernels, "<kernelName>_dq" (per 128-query tile at head
-/// dims 96 and 128, else per 64-query tile, and query head) and
+/// dims above 64 up to 128, else per 64-query tile, and query head) and
 /// "<kernelName>_dkdv" (per 128-key tile
 /// and kv head with 8 warps at head dims 96 and 128, else per 64-key tile
 /// with 4, and at head dim 256 per half of dk's and dv's columns; the group's
