@@ -54,7 +54,7 @@ prepare() {
   done
   # Padded rows: the cross entropy over a 50,257-token vocabulary reads the logits and
   # writes their gradient through row strides (PaddedRows.h); the LayerNorm-dropout groups of
-  # a hidden-1024 bf16 model draw four numbers per Philox block.
+  # a hidden-1024 bf16 model draw eight numbers per Philox call.
   "$cases" test/gpu/Inputs/sizes-h100-bf16-v50257.json "$G/cases/xent-sizes-h100-bf16-v50257" \
     --tokens 19 --only cross_entropy
   "$cases" test/gpu/Inputs/sizes-h1024-bf16.json "$G/cases/lndrop-sizes-h1024-bf16" \

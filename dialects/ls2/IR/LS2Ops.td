@@ -567,8 +567,9 @@ def LS2_AttentionOp : LS2_Op<"attention", [Pure, AttrSizedOperandSegments,
     `causal` masks key j > query i + (Lk - Lq) within each sequence
     (bottom-right alignment, as FlashAttention-2). A query that sees no key
     gets output 0 and lse -inf. `dropout_rate` > 0 applies inverted dropout
-    to the probabilities with Philox-4x32-10 under the seed, as
-    ls2.random_uniform does, but with 16-bit numbers, eight a call: the
+    to the probabilities with Philox-4x32-10 under the seed, with 16-bit
+    numbers, eight a call, as ls2.random_uniform, in a counter layout of
+    its own: the
     probability of packed query row i, head h and key j (its index within
     the sequence) is kept when its number is at least the rate, where keys
     j = 32s + 8m + 2t + p (m < 4, p < 2) take counter (4s + t, i * Hq + h,
