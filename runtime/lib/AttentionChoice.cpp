@@ -142,11 +142,19 @@ void AttentionChoices::saveFile(const std::string &path) const {
   writeChoicesFile(path, choices);
 }
 
+namespace {
+
+/// The faster backend by `cudnnMs` against `kernelsMs`, the kernels' time
+/// counted with kKernelsInStepFactor (cuDNN on a tie).
+AttentionBackend faster(double cudnnMs, double kernelsMs) {
+  return cudnnMs <= kKernelsInStepFactor * kernelsMs ? AttentionBackend::Cudnn
+                                                     : AttentionBackend::Kernels;
+}
+
+} // namespace
+
 AttentionBackend AttentionChoices::decide(const std::string &key, AttentionTiming t) {
-  return record(key, t,
-                t.cudnnMs <= kKernelsInStepFactor * t.kernelsMs ? AttentionBackend::Cudnn
-                                                                : AttentionBackend::Kernels,
-                false);
+  return record(key, t, faster(t.cudnnMs, t.kernelsMs), false);
 }
 
 AttentionBackend AttentionChoices::decidePair(const std::string &forwardKey,
@@ -157,10 +165,7 @@ AttentionBackend AttentionChoices::decidePair(const std::string &forwardKey,
   AttentionBackend both =
       f ? *f
       : b ? *b
-          : (forward.cudnnMs + backward.cudnnMs <=
-                         kKernelsInStepFactor * (forward.kernelsMs + backward.kernelsMs)
-                 ? AttentionBackend::Cudnn
-                 : AttentionBackend::Kernels);
+          : faster(forward.cudnnMs + backward.cudnnMs, forward.kernelsMs + backward.kernelsMs);
   record(forwardKey, forward, both, false);
   record(backwardKey, backward, both, false);
   return both;
