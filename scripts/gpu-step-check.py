@@ -81,6 +81,11 @@ PROBES = {
                                                             "ffn": 688, "heads": 4, "kv_heads": 1,
                                                             "activation_checkpointing": True,
                                                             "recompute_attention": True}, 4, 512),
+    # Attention dropout on the tensor-core kernels (fp16/bf16 only; the fp32 presets run the
+    # warp-per-row kernels): their masks must be the reference's bit for bit, or gradients
+    # differ by tens of percent. Head dim 64, causal, 8 sequences of 1,024.
+    "probe-gpt-bf16-d64-dropout": ("tiny-gpt", {"dtype": "bf16", "hidden": 256, "ffn": 512,
+                                                "attention_dropout": 0.1}, 8, 1024),
     "probe-bert-fp32-dropout-recompute-attention": ("tiny-bert", {"dtype": "fp32",
                                                                   "attention_dropout": 0.1,
                                                                   "hidden_dropout": 0.1,

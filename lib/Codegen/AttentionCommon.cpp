@@ -2,6 +2,8 @@
 
 #include "AttentionCommon.h"
 
+#include "Philox.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <cmath>
@@ -37,42 +39,49 @@ __device__ __forceinline__ int ls2_sequence_of(const int *cu, long long entries,
 )cuda";
   if (dropout)
     s += R"cuda(
-// Attention dropout (ls2.attention): keys j = 32s + 8m + 2t + p (m < 4,
-// p < 2) of packed query row and head `rowHead` share Philox-4x32-10 at
-// counter (4s + t, rowHead, stream, lo(offset)) under the seed; key j's
-// number is the 16-bit half p of word m. `j` is any key of the call. Eight
-// numbers a call: the tensor-core layouts hold a thread's 8 keys of a row
-// per 32 (keys 8m + 2t4 + p), so a thread draws exactly its own.
+// Attention dropout (ls2.attention, Reference/Philox.h): queries i = 16a +
+// b + 8r (b < 8, r < 2; i within the sequence) and keys j = 32s + 8m + 2t +
+// p (m < 4, p < 2) share Philox-4x32-10 at counter (4s + t, pairRowHead =
+// (q0 + 16a + b) * HQ + head, stream, lo(offset)) under the seed; (i, j)'s
+// number is byte 2r + p of word m. `j` is any key of the call. Sixteen
+// numbers a call: the tensor-core layouts hold a thread's rows i and i + 8
+// and its keys 8m + 2t4 + p of every 32, so a thread draws exactly its own.
 __device__ __forceinline__ uint4 ls2_attention_philox(long long seed, long long offset,
-                                                      unsigned stream, unsigned rowHead,
+                                                      unsigned stream, unsigned pairRowHead,
                                                       long long j) {
   const unsigned block =
       (unsigned)((unsigned long long)j >> 5) << 2 | ((unsigned)j >> 1 & 3u);
-  return ls2_philox(make_uint4(block, rowHead, stream, (unsigned)(unsigned long long)offset),
+  return ls2_philox(make_uint4(block, pairRowHead, stream, (unsigned)(unsigned long long)offset),
                     seed);
+}
+// The pair row of in-sequence query i of the sequence starting at packed
+// row q0 (the counter's second word before the head).
+__device__ __forceinline__ long long ls2_attention_pair_row(long long q0, long long i) {
+  return q0 + (i & ~8ll);
 }
 // Word m of a call (m a constant once loops unroll).
 __device__ __forceinline__ unsigned ls2_word(uint4 w, int m) {
   return m == 0 ? w.x : m == 1 ? w.y : m == 2 ? w.z : w.w;
 }
-// Whether the key of half `odd` of `word` survives: its number
-// half * 2^-16 is at least the rate, i.e. half >= KEEP_MIN = ceil(rate 2^16).
-__device__ __forceinline__ bool ls2_keep_half(unsigned word, int odd, unsigned keepMin) {
-  return (odd ? word >> 16 : word & 0xffffu) >= keepMin;
+// Whether the probability of byte `b` of `word` survives: its number
+// byte * 2^-8 is at least the rate, i.e. byte >= KEEP_MIN = ceil(rate 2^8).
+__device__ __forceinline__ bool ls2_keep_byte(unsigned word, int b, unsigned keepMin) {
+  return (word >> (8 * b) & 0xffu) >= keepMin;
 }
-// Key j's test from a call that covers it.
-__device__ __forceinline__ bool ls2_attention_keep(uint4 words, long long j, unsigned keepMin) {
-  return ls2_keep_half(ls2_word(words, (int)(j >> 3) & 3), (int)(j & 1), keepMin);
+// Query i's (in-sequence) test against key j from a call that covers both.
+__device__ __forceinline__ bool ls2_attention_keep(uint4 words, long long i, long long j,
+                                                   unsigned keepMin) {
+  return ls2_keep_byte(ls2_word(words, (int)(j >> 3) & 3), (int)(2 * (i >> 3 & 1) + (j & 1)),
+                       keepMin);
 }
 )cuda";
   return s;
 }
 
 void addDropoutValues(std::map<std::string, std::string> &values, const AttentionSpec &s) {
-  values["KEEP_MIN"] =
-      std::to_string(static_cast<uint32_t>(std::ceil(static_cast<double>(s.rate) * 65536.0))) +
-      "u";
-  values["KEEP_SCALE"] = floatLiteral(static_cast<float>(1.0 / (1.0 - s.rate)));
+  values["KEEP_MIN"] = std::to_string(reference::attentionKeepMin(s.rate)) + "u";
+  values["KEEP_SCALE"] =
+      floatLiteral(static_cast<float>(1.0 / (1.0 - reference::attentionAppliedRate(s.rate))));
 }
 
 std::string header(Operation *op, const AttentionSpec &s, const std::string &what) {

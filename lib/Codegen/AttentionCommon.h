@@ -52,9 +52,9 @@ struct AttentionSpec {
   std::optional<unsigned> keyLengths;
 };
 
-/// The dropout constants' substitutions: KEEP_MIN, the least 16-bit number
-/// a kept probability has (ceil(rate * 2^16), exact for a float rate), and
-/// KEEP_SCALE = 1 / (1 - rate).
+/// The dropout constants' substitutions: KEEP_MIN, the least 8-bit number
+/// a kept probability has (Reference/Philox.h's attentionKeepMin), and
+/// KEEP_SCALE = 1 / (1 - the applied rate, KEEP_MIN / 256).
 void addDropoutValues(std::map<std::string, std::string> &values, const AttentionSpec &s);
 
 template <typename AttentionLike>

@@ -170,8 +170,9 @@ FailureOr<GeneratedKernel> generateAttentionKernel(ls2::AttentionOp op,
     src += R"cuda(      // A call a key pair (its 8 keys are not consecutive).
       if ((j & 1) == 0)
         words = ls2_attention_philox(seed_value, offset_value, (unsigned)stream,
-                                     (unsigned)(row * HQ + h), j);
-      const float weight = ls2_attention_keep(words, j, KEEP_MIN) ? p * KEEP_SCALE : 0.0f;
+                                     (unsigned)(ls2_attention_pair_row(q0, row - q0) * HQ + h), j);
+      const float weight =
+          ls2_attention_keep(words, row - q0, j, KEEP_MIN) ? p * KEEP_SCALE : 0.0f;
 )cuda";
   else
     src += "      const float weight = p;\n";
@@ -258,9 +259,10 @@ generateAttentionGradKernels(ls2::AttentionGradOp op, const SymbolicDims &dims,
 )cuda";
     if (s.dropout)
       src += R"cuda(        if ((j & 1) == 0)
-          words = ls2_attention_philox(seed_value, offset_value, (unsigned)stream,
-                                       (unsigned)(row * HQ + h), j);
-        const float mask = ls2_attention_keep(words, j, KEEP_MIN) ? KEEP_SCALE : 0.0f;
+          words = ls2_attention_philox(
+              seed_value, offset_value, (unsigned)stream,
+              (unsigned)(ls2_attention_pair_row(q0, row - q0) * HQ + h), j);
+        const float mask = ls2_attention_keep(words, row - q0, j, KEEP_MIN) ? KEEP_SCALE : 0.0f;
 )cuda";
     else
       src += "        const float mask = 1.0f;\n";
@@ -333,8 +335,9 @@ generateAttentionGradKernels(ls2::AttentionGradOp op, const SymbolicDims &dims,
 )cuda";
     if (s.dropout)
       src += R"cuda(        const uint4 words = ls2_attention_philox(
-            seed_value, offset_value, (unsigned)stream, (unsigned)(row * HQ + h), j);
-        const float mask = ls2_attention_keep(words, j, KEEP_MIN) ? KEEP_SCALE : 0.0f;
+            seed_value, offset_value, (unsigned)stream,
+            (unsigned)(ls2_attention_pair_row(q0, i) * HQ + h), j);
+        const float mask = ls2_attention_keep(words, i, j, KEEP_MIN) ? KEEP_SCALE : 0.0f;
 )cuda";
     else
       src += "        const float mask = 1.0f;\n";

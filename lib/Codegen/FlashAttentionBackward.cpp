@@ -91,24 +91,29 @@ std::string keyWarpDkDvBody(const AttentionSpec &s, int64_t maxTokensQ, int inne
         // dS = P (dP mask - D) into dpt and P mask into st.
         auto gradScores = [&] {
 )cuda";
-  // Per pair of column tiles, lane c = g % 4 draws the call of the pair's
-  // query c (column tile 2 np + c / 2, column parity c % 2); a transpose
-  // over the 4 lanes leaves word c, this thread's two keys (halves), of all
-  // four calls in x. (Drawn here rather than while S^T and dP^T are on the
-  // tensor cores: holding them that long cost registers and time, H200,
-  // 8x16x2048x64 backward 1.89 -> 2.01 ms.)
+  // Per four column tiles (two query pairs: queries 8 nt + 2 t4 + p and 8
+  // more, a call's rows), lane c = g % 4 draws the call of query pair c / 2
+  // and column parity c % 2 (its first column tile nt + 2 (c / 2)); a
+  // transpose over the 4 lanes leaves word c, this thread's two keys (bytes
+  // 2 r + p for the pair's query r), of all four calls in x. (Drawn here
+  // rather than while S^T and dP^T are on the tensor cores: holding them
+  // that long cost registers and time, H200, 8x16x2048x64 backward 1.89 ->
+  // 2.01 ms.)
   if (s.dropout)
-    src += R"cuda(          unsigned x[4];
+    src += R"cuda(          static_assert(NT % 4 == 0, "query tiles of whole dropout call pairs");
+          unsigned x[4];
 )cuda";
   src += R"cuda(#pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
 )cuda";
   if (s.dropout)
-    src += R"cuda(            if (nt % 2 == 0) {
+    src += R"cuda(            if (nt % 4 == 0) {
               const int c = g & 3;
               const uint4 mine = ls2_attention_philox(
                   seed_value, offset_value, (unsigned)stream,
-                  (unsigned)((q0 + qFirst + (nt + (c >> 1)) * 8 + 2 * t4 + (c & 1)) * HQ + h),
+                  (unsigned)(ls2_attention_pair_row(
+                                 q0, qFirst + (nt + 2 * (c >> 1)) * 8 + 2 * t4 + (c & 1)) *
+                                 HQ + h),
                   keys[0]);
               x[0] = mine.x, x[1] = mine.y, x[2] = mine.z, x[3] = mine.w;
               ls2_transpose_quad(x);
@@ -119,7 +124,8 @@ std::string keyWarpDkDvBody(const AttentionSpec &s, int64_t maxTokensQ, int inne
               const float p = st[nt][e];
 )cuda";
   src += s.dropout ? "              const float mask =\n"
-                     "                  ls2_keep_half(x[2 * (nt % 2) + (e & 1)], e / 2, KEEP_MIN)\n"
+                     "                  ls2_keep_byte(x[2 * (nt / 2 % 2) + (e & 1)], 2 * (nt % 2) + e / 2,\n"
+                     "                                KEEP_MIN)\n"
                      "                      ? KEEP_SCALE : 0.0f;\n"
                    : "              const float mask = 1.0f;\n";
   src += R"cuda(              st[nt][e] = p * mask;
@@ -340,13 +346,13 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
     src += R"cuda(      float s[RB][NT][4], dp[RB][NT][4];
 )cuda";
     src += queryTileMask();
-    // Row block rb's dropout numbers: a call per row and 32 keys, as in the
-    // forward (drawn where used: drawn before S and dP are awaited, while
+    // Row block rb's dropout numbers: a call per row pair and 32 keys, as in
+    // the forward (drawn where used: drawn before S and dP are awaited, while
     // they are on the tensor cores, they made the backward slower, H200,
     // 8x16x2048x64 1.89 -> 2.01 ms).
     src += dropoutDraw(s);
     src += R"cuda(      // dS = P (dP mask - D) of row block rb into s[rb], P rebuilt from lse.
-      auto gradScores = [&](int rb, const uint4 (&w)[2][DW]) {
+      auto gradScores = [&](int rb, const uint4 (&w)[DW]) {
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
 )cuda";
@@ -355,7 +361,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
             const float p = ls2_exp2(fmaf(s[rb][nt][e], SCALE_LOG2, -rowL[rb][e / 2]));
 )cuda";
     src += s.dropout ? "            const float mask =\n"
-                       "                ls2_keep_half(ls2_word(w[e / 2][nt / 4], nt % 4), e & 1, KEEP_MIN)\n"
+                       "                ls2_keep_byte(ls2_word(w[nt / 4], nt % 4), e, KEEP_MIN)\n"
                        "                    ? KEEP_SCALE : 0.0f;\n"
                      : "            (void)w;\n            const float mask = 1.0f;\n";
     src += R"cuda(            s[rb][nt][e] = p * (dp[rb][nt][e] * mask - rowD[rb][e / 2]);
@@ -382,7 +388,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
         ls2_wg_acc_fence(s[rb]);
         ls2_wg_acc_fence(dp[rb]);
         maskScores(rb);
-        uint4 words[2][DW];
+        uint4 words[DW];
         draw(rb, words);
         gradScores(rb, words);
         // A wgmma.fence after each k step's dS is packed (it must follow the
@@ -434,7 +440,7 @@ std::vector<GeneratedKernel> generateFlashBackward(Operation *op, const Attentio
       for (int rb = 0; rb < RB; ++rb) maskScores(rb);
 #pragma unroll
       for (int rb = 0; rb < RB; ++rb) {
-        uint4 words[2][DW];
+        uint4 words[DW];
         draw(rb, words);
         gradScores(rb, words);
       }

@@ -135,14 +135,13 @@ GeneratedKernel generateWideDkDv(Operation *op, const AttentionSpec &s, const Gr
 #pragma unroll
       for (int rb = 0; rb < 2; ++rb) {
 )cuda";
-  // The warp's 32 keys of a row: one dropout call (ls2_attention_philox).
+  // The warp's 32 keys of rows g and g + 8: one dropout call
+  // (ls2_attention_philox), byte e this thread's element e.
   if (s.dropout)
-    src += R"cuda(        uint4 words[2];
-#pragma unroll
-        for (int r = 0; r < 2; ++r)
-          words[r] = ls2_attention_philox(
-              seed_value, offset_value, (unsigned)stream,
-              (unsigned)((q0 + qFirst + wq + 16 * rb + g + 8 * r) * HQ + h), first + wk + 2 * t4);
+    src += R"cuda(        const uint4 words = ls2_attention_philox(
+            seed_value, offset_value, (unsigned)stream,
+            (unsigned)(ls2_attention_pair_row(q0, qFirst + wq + 16 * rb + g) * HQ + h),
+            first + wk + 2 * t4);
 )cuda";
   src += R"cuda(#pragma unroll
         for (int nt = 0; nt < 4; ++nt) {
@@ -152,7 +151,7 @@ GeneratedKernel generateWideDkDv(Operation *op, const AttentionSpec &s, const Gr
             const float p = ls2_exp2(fmaf(st[rb][nt][e], SCALE_LOG2, -rowL[rb][e / 2]));
 )cuda";
   src += s.dropout ? "            const float mask =\n"
-                     "                ls2_keep_half(ls2_word(words[e / 2], nt), e & 1, KEEP_MIN)\n"
+                     "                ls2_keep_byte(ls2_word(words, nt), e, KEEP_MIN)\n"
                      "                    ? KEEP_SCALE : 0.0f;\n"
                    : "            const float mask = 1.0f;\n";
   src += R"cuda(            pv[e] = p * mask;

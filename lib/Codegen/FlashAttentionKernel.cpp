@@ -135,14 +135,14 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
         }
       };
       // Row block rb's dropout numbers and its mask on P (after the sums;
-      // KEEP_SCALE is applied to the output): a Philox call per row and 32
-      // keys gives this thread's 8 (ls2_attention_philox), word nt % 4 those
-      // of column tile nt. Drawn where used: drawn before S is awaited, while
+      // KEEP_SCALE is applied to the output): a Philox call per 32 keys
+      // gives this thread's 16 of its rows g and g + 8 (ls2_attention_philox),
+      // word nt % 4 those of column tile nt, byte e its element e. Drawn where used: drawn before S is awaited, while
       // the products run, they cost registers and time (H200, 8x16x2048x64
       // forward 0.64 -> 0.67 ms).
 )cuda";
   src += dropoutDraw(s);
-  src += R"cuda(      auto dropout = [&](int rb, const uint4 (&w)[2][DW]) {
+  src += R"cuda(      auto dropout = [&](int rb, const uint4 (&w)[DW]) {
 )cuda";
   if (!s.dropout)
     src += "        (void)rb, (void)w;\n";
@@ -153,7 +153,7 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
           for (int m = 0; m < 4; ++m)
 #pragma unroll
             for (int e = 0; e < 4; ++e)
-              if (!ls2_keep_half(ls2_word(w[e / 2][sp], m), e & 1, KEEP_MIN))
+              if (!ls2_keep_byte(ls2_word(w[sp], m), e, KEEP_MIN))
                 s[rb][4 * sp + m][e] = 0.0f;
 )cuda";
   src += R"cuda(      };
@@ -177,7 +177,7 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
         ls2_wg_acc_fence(s[rb]);
         maskScores(rb);
         softmax(rb);
-        uint4 words[2][DW];
+        uint4 words[DW];
         draw(rb, words);
         dropout(rb, words);
         unsigned pa[BN / 16][4];
@@ -224,7 +224,7 @@ GeneratedKernel generateFlashForward(Operation *op, const AttentionSpec &s,
       for (int rb = 0; rb < RB; ++rb) softmax(rb);
 #pragma unroll
       for (int rb = 0; rb < RB; ++rb) {
-        uint4 words[2][DW];
+        uint4 words[DW];
         draw(rb, words);
         dropout(rb, words);
       }

@@ -135,7 +135,7 @@ __device__ __forceinline__ void ls2_load_f32(float *to, const float *from, bool 
 // dropout): rows 16w + g + 8h (warp w, g < 8, h < 2) hold keys 32 (w / 2) +
 // 8 (g % 4) + 4 (w % 2) + 2 (g / 4) + h, so the 4 lanes with the same g / 4
 // hold the 8 keys of one dropout call (ls2_attention_philox), a thread the
-// two halves of one word. A permutation of each 32 rows.
+// bytes of one word. A permutation of each 32 rows.
 __device__ __forceinline__ int ls2_tile_key(int r) {
   return (r & ~31) | (r & 3) << 3 | (r >> 4 & 1) << 2 | (r >> 2 & 1) << 1 | (r >> 3 & 1);
 }
@@ -453,17 +453,16 @@ static const char *const kFlashDropoutConstants =
 
 std::string dropoutDraw(const AttentionSpec &s) {
   std::string src = "      constexpr int DW = " + std::string(s.dropout ? "NT / 4" : "1") + ";\n" +
-                    "      auto draw = [&](int rb, uint4 (&w)[2][DW]) {\n";
+                    "      auto draw = [&](int rb, uint4 (&w)[DW]) {\n";
   if (!s.dropout)
     return src + "        (void)rb, (void)w;\n      };\n";
   return src + R"cuda(        static_assert(NT % 4 == 0, "key tiles of whole dropout calls");
+        // Rows rowOf(rb, 0) and rowOf(rb, 1) = rowOf(rb, 0) + 8: one pair.
 #pragma unroll
         for (int sp = 0; sp < DW; ++sp)
-#pragma unroll
-          for (int r = 0; r < 2; ++r)
-            w[r][sp] = ls2_attention_philox(seed_value, offset_value, (unsigned)stream,
-                                            (unsigned)((q0 + rowOf(rb, r)) * HQ + h),
-                                            n0 + 32 * sp + 2 * t4);
+          w[sp] = ls2_attention_philox(seed_value, offset_value, (unsigned)stream,
+                                       (unsigned)(ls2_attention_pair_row(q0, rowOf(rb, 0)) * HQ + h),
+                                       n0 + 32 * sp + 2 * t4);
       };
 )cuda";
 }
@@ -595,8 +594,15 @@ std::string queryTileMask() {
 
 std::string queryTileLoopHead(const AttentionSpec &s) {
   std::string src;
-  src += s.causal ? "    const long long firstQuery = max(0LL, first - (lk - lq));\n"
-                  : "    const long long firstQuery = 0;\n";
+  // With dropout a query tile starts at a multiple of 16, so that a
+  // thread's columns hold whole dropout row pairs (ls2_attention_philox);
+  // the rows before the first that sees a key are masked (P = 0).
+  if (!s.causal)
+    src += "    const long long firstQuery = 0;\n";
+  else if (s.dropout)
+    src += "    const long long firstQuery = max(0LL, first - (lk - lq)) & ~15LL;\n";
+  else
+    src += "    const long long firstQuery = max(0LL, first - (lk - lq));\n";
   src += R"cuda(    const long long tiles = lq > firstQuery ? (lq - firstQuery + BM - 1) / BM : 0;
     if (tiles > 0) {
       ls2_load_tile<BM, D, LDS>(sQD, q, q0 + firstQuery, lq - firstQuery, stride_q,

@@ -71,9 +71,11 @@ std::string keyTileLoopHead();
 std::string queryTileMask();
 
 /// The forward's and dq's `draw(rb, w)` lambda (and DW, the calls a row):
-/// row block rb's attention-dropout words, a Philox call per row and 32
-/// keys of the key tile at n0 (ls2_attention_philox), word m of call sp
-/// those of column tile 4 sp + m. An empty lambda without dropout.
+/// row block rb's attention-dropout words, a Philox call per row pair
+/// (rowOf(rb, 0), rowOf(rb, 1)) and 32 keys of the key tile at n0
+/// (ls2_attention_philox), word m of call sp those of column tile 4 sp + m
+/// and its byte e a thread's accumulator element e. An empty lambda without
+/// dropout.
 std::string dropoutDraw(const AttentionSpec &s);
 
 /// Scratch of the backward kernels: past the counters, f32 [maxTokensQ,

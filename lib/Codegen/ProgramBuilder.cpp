@@ -4,6 +4,7 @@
 
 #include "ElementalEmitter.h"
 #include "FusionRules.h"
+#include "Philox.h"
 
 #include "ls2c/Analysis/ShapeBounds.h"
 #include "ls2c/Analysis/SymbolicDims.h"
@@ -462,7 +463,10 @@ private:
     a.headDim = static_cast<uint32_t>(qType.getDimSize(2));
     a.causal = fwd ? fwd.getCausal() : bwd.getCausal();
     a.scale = fwd ? fwd.getEffectiveScale() : bwd.getEffectiveScale();
-    a.dropoutRate = (fwd ? fwd.getDropoutRate() : bwd.getDropoutRate()).convertToFloat();
+    // cuDNN applies the rate the generated kernels apply (a multiple of
+    // 2^-8), so a model is the same on both backends but for the masks.
+    const float rate = (fwd ? fwd.getDropoutRate() : bwd.getDropoutRate()).convertToFloat();
+    a.dropoutRate = rate > 0 ? static_cast<float>(reference::attentionAppliedRate(rate)) : 0.0f;
     a.stream = static_cast<uint32_t>(fwd ? fwd.getStream() : bwd.getStream());
     if ((a.dtype != runtime::DType::F16 && a.dtype != runtime::DType::BF16) ||
         a.headDim % 8 != 0 || a.headDim > 256 ||

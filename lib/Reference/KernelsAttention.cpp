@@ -69,6 +69,9 @@ void evalAttention(ls2::AttentionOp op, Frame &frame) {
   bool causal = s.causal, dropout = s.dropout;
   int64_t seed = s.seed, offset = s.offset, stream = s.stream;
   auto rateFloat = static_cast<float>(rate);
+  // Kept probabilities scaled by the applied rate's inverse (a multiple of
+  // 2^-8, Philox.h's attentionAppliedRate).
+  double keepScale = dropout ? 1.0 / (1.0 - attentionAppliedRate(rateFloat)) : 1.0;
 
   HostTensor out = HostTensor::zeros(
       elementTypeOf(op, op.getResult().getType().getElementType()), q.shape);
@@ -112,9 +115,10 @@ void evalAttention(ls2::AttentionOp op, Frame &frame) {
           if (dropout) {
             float u = attentionUniformAt(
                 seed, offset, static_cast<uint32_t>(stream),
-                static_cast<uint64_t>(row), static_cast<uint64_t>(h),
-                static_cast<uint64_t>(hq), static_cast<uint64_t>(j));
-            prob = u >= rateFloat ? prob / (1.0 - rate) : 0.0;
+                static_cast<uint64_t>(q0), static_cast<uint64_t>(i),
+                static_cast<uint64_t>(h), static_cast<uint64_t>(hq),
+                static_cast<uint64_t>(j));
+            prob = u >= rateFloat ? prob * keepScale : 0.0;
           }
           const double *vv = v.floats.data() + ((k0 + j) * hkv + kvh) * d;
           for (int64_t c = 0; c < d; ++c)

@@ -36,7 +36,7 @@ void evalAttentionGrad(ls2::AttentionGradOp op, Frame &frame) {
   expectShape(op, out, q.shape, "out");
   expectShape(op, lse, {tq, hq}, "lse");
   auto rateFloat = static_cast<float>(rate);
-  double keepScale = dropout ? 1.0 / (1.0 - rate) : 1.0;
+  double keepScale = dropout ? 1.0 / (1.0 - attentionAppliedRate(rateFloat)) : 1.0;
 
   HostTensor dq = HostTensor::zeros(
       elementTypeOf(op, op.getDq().getType().getElementType()), q.shape);
@@ -82,8 +82,9 @@ void evalAttentionGrad(ls2::AttentionGradOp op, Frame &frame) {
           if (dropout) {
             float u = attentionUniformAt(
                 seed, offset, static_cast<uint32_t>(stream),
-                static_cast<uint64_t>(row), static_cast<uint64_t>(h),
-                static_cast<uint64_t>(hq), static_cast<uint64_t>(j));
+                static_cast<uint64_t>(q0), static_cast<uint64_t>(i),
+                static_cast<uint64_t>(h), static_cast<uint64_t>(hq),
+                static_cast<uint64_t>(j));
             m = u >= rateFloat ? keepScale : 0.0;
           }
           double ds = p * (dp * m - di);

@@ -65,13 +65,16 @@ void randomUniformFill(int64_t seed, int64_t offset, uint32_t stream,
 }
 
 float attentionUniformAt(int64_t seed, int64_t offset, uint32_t stream,
-                         uint64_t row, uint64_t head, uint64_t heads,
-                         uint64_t key) {
+                         uint64_t sequenceStart, uint64_t query, uint64_t head,
+                         uint64_t heads, uint64_t key) {
+  uint64_t pairRow = sequenceStart + (query & ~uint64_t{8});
   PhiloxCounter words = philox4x32_10(
-      {attentionKeyBlock(key), low32(row * heads + head), stream,
+      {attentionKeyBlock(key), low32(pairRow * heads + head), stream,
        low32(static_cast<uint64_t>(offset))},
       philoxKey(seed));
-  return uniformFromHalf(words[(key >> 3) & 3], (key & 1) != 0);
+  uint32_t byte = 2 * ((query >> 3) & 1) + (key & 1);
+  return static_cast<float>((words[(key >> 3) & 3] >> (8 * byte)) & 0xffu) *
+         (1.0f / 256.0f);
 }
 
 } // namespace ls2c::reference

@@ -11,6 +11,7 @@
 #define LS2C_REFERENCE_PHILOX_H
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 
 namespace ls2c::reference {
@@ -37,21 +38,40 @@ float randomUniformAt(int64_t seed, int64_t offset, uint32_t stream,
 void randomUniformFill(int64_t seed, int64_t offset, uint32_t stream,
                        float *out, uint64_t count);
 
-/// Attention dropout's number for packed query row `row`, query head `head`
-/// of `heads`, and key `key` (its index within the sequence), with 16 bits:
-/// the 8 keys 32s + 8m + 2t + p (m < 4, p < 2) of a row and head share the
-/// call at counter (4s + t, row * heads + head, stream, low(offset)); key j
-/// takes word m = (j / 8) % 4, its low half for even j and its high half for
-/// odd j, as half * 2^-16. Eight numbers a call, each thread of the
-/// tensor-core kernels' accumulator layout drawing its own (codegen's
-/// AttentionCommon.cpp).
+/// Attention dropout's number for query `query` (its index within the
+/// sequence, whose first packed row is `sequenceStart`), query head `head`
+/// of `heads`, and key `key` (its index within the sequence), with 8 bits:
+/// queries i = 16a + b + 8r (b < 8, r < 2) and keys j = 32s + 8m + 2t + p
+/// (m < 4, p < 2) share the call at counter (4s + t, (sequenceStart + 16a +
+/// b) * heads + head, stream, low(offset)); (i, j) takes byte 2r + p of word
+/// m (byte 0 the lowest), as byte * 2^-8. Sixteen numbers a call, as
+/// FlashAttention-2's 8-bit dropout: the tensor-core kernels' accumulator
+/// layout gives a thread rows i and i + 8 and keys 8m + 2t + p of every 32,
+/// so a thread draws exactly its own (codegen's AttentionCommon.cpp).
 float attentionUniformAt(int64_t seed, int64_t offset, uint32_t stream,
-                         uint64_t row, uint64_t head, uint64_t heads,
-                         uint64_t key);
+                         uint64_t sequenceStart, uint64_t query, uint64_t head,
+                         uint64_t heads, uint64_t key);
 
 /// The counter's first word for key `key` in attentionUniformAt's layout.
 inline uint32_t attentionKeyBlock(uint64_t key) {
   return static_cast<uint32_t>((key >> 5) << 2 | ((key >> 1) & 3));
+}
+
+/// The least 8-bit number attention dropout keeps at `rate` (in [0, 1)): a
+/// probability is kept when byte >= ceil(rate * 256), i.e. byte * 2^-8 >=
+/// rate; at most 255, so a rate above 255/256 keeps 1 in 256.
+inline uint32_t attentionKeepMin(float rate) {
+  double scaled = std::ceil(static_cast<double>(rate) * 256.0);
+  return scaled <= 0 ? 0u : scaled >= 255 ? 255u : static_cast<uint32_t>(scaled);
+}
+
+/// The rate attention dropout applies for `rate`: rounded up to a multiple
+/// of 2^-8 (attentionKeepMin / 256; 0.1 -> 26/256 = 0.1016), as
+/// FlashAttention-2's 8-bit dropout rounds it. Kept probabilities are scaled
+/// by 1 / (1 - applied rate), so the expectation is exact; every backend
+/// (cuDNN's too) applies this rate.
+inline double attentionAppliedRate(float rate) {
+  return attentionKeepMin(rate) / 256.0;
 }
 
 /// Half `odd` of a Philox output word as a float in [0, 1): half * 2^-16.

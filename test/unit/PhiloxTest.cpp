@@ -83,39 +83,72 @@ TEST(Philox, FillMatchesElementwiseAndIsUniform) {
 TEST(Philox, AttentionCounterLayout) {
   const int64_t seed = 77, offset = 0x100000003LL;
   const uint64_t heads = 12;
-  for (uint64_t row : {0u, 5u, 1000u})
-    for (uint64_t head : {0u, 11u})
-      for (uint64_t key : {0u, 1u, 6u, 9u, 30u, 33u, 70u, 1000001u}) {
-        // Keys 32s + 8m + 2t + p: counter 4s + t, word m, half p.
-        uint64_t s = key / 32, m = key % 32 / 8, t = key % 8 / 2, p = key % 2;
-        PhiloxCounter words = philox4x32_10(
-            {static_cast<uint32_t>(4 * s + t),
-             static_cast<uint32_t>(row * heads + head), 4u, 3u},
-            {77u, 0u});
-        uint32_t half = p ? words[m] >> 16 : words[m] & 0xffff;
-        EXPECT_EQ(attentionUniformAt(seed, offset, 4, row, head, heads, key),
-                  static_cast<float>(half) / 65536.0f)
-            << key;
-      }
+  for (uint64_t start : {0u, 5u, 1000u})
+    for (uint64_t query : {0u, 7u, 8u, 9u, 15u, 16u, 27u, 100u})
+      for (uint64_t head : {0u, 11u})
+        for (uint64_t key : {0u, 1u, 6u, 9u, 30u, 33u, 70u, 1000001u}) {
+          // Queries 16a + b + 8r share the call of row 16a + b; keys 32s +
+          // 8m + 2t + p: counter 4s + t, word m, byte 2r + p.
+          uint64_t s = key / 32, m = key % 32 / 8, t = key % 8 / 2, p = key % 2;
+          uint64_t r = query / 8 % 2, pairRow = start + query - 8 * r;
+          PhiloxCounter words = philox4x32_10(
+              {static_cast<uint32_t>(4 * s + t),
+               static_cast<uint32_t>(pairRow * heads + head), 4u, 3u},
+              {77u, 0u});
+          uint32_t byte = words[m] >> (8 * (2 * r + p)) & 0xff;
+          EXPECT_EQ(attentionUniformAt(seed, offset, 4, start, query, head, heads, key),
+                    static_cast<float>(byte) / 256.0f)
+              << query << ' ' << key;
+        }
+}
+
+TEST(Philox, AttentionCallsAreSharedByRowPairsOnly) {
+  // Rows 8 apart in one 16 take different bytes of one call; a row pair
+  // of another 16 (or another sequence start) takes another call.
+  auto numbers = [](uint64_t start, uint64_t query) {
+    std::vector<float> u;
+    for (uint64_t key = 0; key < 64; ++key)
+      u.push_back(attentionUniformAt(3, 0, 1, start, query, 0, 1, key));
+    return u;
+  };
+  EXPECT_NE(numbers(0, 2), numbers(0, 10));
+  EXPECT_NE(numbers(0, 2), numbers(0, 18));
+  EXPECT_EQ(numbers(16, 2), numbers(0, 18)); // the same pair row, 18
+  EXPECT_NE(numbers(8, 2), numbers(0, 10));  // pair rows 10 and 2 differ
+}
+
+TEST(Philox, AttentionAppliedRate) {
+  EXPECT_EQ(attentionKeepMin(0.0f), 0u);
+  EXPECT_EQ(attentionKeepMin(0.1f), 26u); // 25.6 rounded up
+  EXPECT_EQ(attentionKeepMin(0.5f), 128u);
+  EXPECT_EQ(attentionKeepMin(0.25f), 64u);
+  EXPECT_EQ(attentionKeepMin(0.999f), 255u); // at most 255: 1 in 256 kept
+  EXPECT_DOUBLE_EQ(attentionAppliedRate(0.1f), 26.0 / 256.0);
+  // Kept exactly when the number reaches the rate.
+  for (float rate : {0.05f, 0.1f, 0.2f, 0.3f, 0.5f, 0.9f})
+    for (uint32_t byte = 0; byte < 256; ++byte)
+      EXPECT_EQ(static_cast<float>(byte) / 256.0f >= rate, byte >= attentionKeepMin(rate))
+          << rate << ' ' << byte;
 }
 
 TEST(Philox, AttentionNumbersAreUniform) {
-  // Every 16-bit half of a call is used once: over many keys the numbers
-  // cover [0, 1) evenly and a rate of 0.1 drops about a tenth.
-  const uint64_t keys = 1 << 16;
+  // Every byte of a call is used once: over many queries and keys the
+  // numbers cover [0, 1) evenly and a rate of 0.1 drops 26 in 256.
+  const uint64_t keys = 1 << 20;
   double sum = 0;
   uint64_t dropped = 0;
   std::vector<uint32_t> histogram(16);
   for (uint64_t key = 0; key < keys; ++key) {
-    float u = attentionUniformAt(9, 2, 1, 3, 0, 1, key);
+    float u = attentionUniformAt(9, 2, 1, 3, key / 1024, 0, 1, key % 1024);
     ASSERT_GE(u, 0.0f);
     ASSERT_LT(u, 1.0f);
     sum += u;
     dropped += u < 0.1f;
     ++histogram[static_cast<size_t>(u * 16)];
   }
-  EXPECT_NEAR(sum / keys, 0.5, 0.005);
-  EXPECT_NEAR(static_cast<double>(dropped) / keys, 0.1, 0.005);
+  EXPECT_NEAR(sum / keys, 0.5, 0.002);
+  // 4 standard deviations (3e-4 each): tells 26/256 from 0.1.
+  EXPECT_NEAR(static_cast<double>(dropped) / keys, 26.0 / 256, 0.0012);
   for (uint32_t count : histogram)
     EXPECT_NEAR(count, keys / 16.0, 6 * std::sqrt(keys / 16.0));
 }

@@ -58,9 +58,13 @@ AttentionResult naiveAttention(const HostTensor &q, const HostTensor &k,
         for (size_t j = 0; j < s.size(); ++j) {
           double p = std::exp(s[j] - lse);
           if (dropout.rate > 0) {
-            double u = naiveAttentionUniform(dropout.seed, dropout.offset,
-                                             dropout.stream, row * hq + h, j);
-            p = u >= dropout.rate ? p / (1 - dropout.rate) : 0.0;
+            double u = naiveAttentionUniform(
+                dropout.seed, dropout.offset, dropout.stream,
+                static_cast<uint64_t>(cuq[b]), static_cast<uint64_t>(i),
+                static_cast<uint64_t>(h), static_cast<uint64_t>(hq), j);
+            p = u >= dropout.rate
+                    ? p / (1 - naiveAttentionAppliedRate(dropout.rate))
+                    : 0.0;
           }
           for (int64_t c = 0; c < d; ++c)
             r.out[(row * hq + h) * d + c] +=

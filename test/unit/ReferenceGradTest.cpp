@@ -637,10 +637,13 @@ NaiveAttention naiveAttentionGrad(const HostTensor &q, const HostTensor &k,
         for (int64_t j = 0; j < lk; ++j) {
           P[i][j] = std::exp(s[j] - best) / z;
           if (dropout.rate > 0) {
-            M[i][j] = naiveAttentionUniform(dropout.seed, dropout.offset,
-                                            dropout.stream, row * hq + h, j) >=
-                              dropout.rate
-                          ? 1 / (1 - dropout.rate)
+            M[i][j] = naiveAttentionUniform(
+                          dropout.seed, dropout.offset, dropout.stream,
+                          static_cast<uint64_t>(cuq[b]),
+                          static_cast<uint64_t>(i), static_cast<uint64_t>(h),
+                          static_cast<uint64_t>(hq),
+                          static_cast<uint64_t>(j)) >= dropout.rate
+                          ? 1 / (1 - naiveAttentionAppliedRate(dropout.rate))
                           : 0.0;
           }
         }

@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -157,20 +158,30 @@ inline double naiveRandomUniform(uint64_t seed, uint64_t offset,
                     -16);
 }
 
-/// ls2.attention's dropout number of key j (its index within the sequence)
-/// for packed query row and head `rowHead` (row * Hq + h): the keys 32s + 8m
-/// + 2t + p share counter (4s + t, rowHead, stream, offset); key j is the
-/// 16-bit half j % 2 of word (j / 8) % 4, times 2^-16.
+/// ls2.attention's dropout number of query i and key j (their indices
+/// within the sequence, whose first packed query row is q0), head h of hq:
+/// queries 16a + b and 16a + b + 8 and keys 32s + 8m + 2t + p share counter
+/// (4s + t, (q0 + 16a + b) * hq + h, stream, offset); (i, j) is byte
+/// 2 ((i / 8) % 2) + j % 2 of word (j / 8) % 4, times 2^-8.
 inline double naiveAttentionUniform(uint64_t seed, uint64_t offset,
-                                    uint32_t stream, uint64_t rowHead,
-                                    uint64_t j) {
+                                    uint32_t stream, uint64_t q0, uint64_t i,
+                                    uint64_t h, uint64_t hq, uint64_t j) {
+  uint64_t pairRow = q0 + 16 * (i / 16) + i % 8;
   auto words = naivePhilox(
       {static_cast<uint32_t>(4 * (j / 32) + (j / 2) % 4),
-       static_cast<uint32_t>(rowHead), stream, static_cast<uint32_t>(offset)},
+       static_cast<uint32_t>(pairRow * hq + h), stream,
+       static_cast<uint32_t>(offset)},
       {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
   uint32_t word = words[(j / 8) % 4];
-  return std::ldexp(static_cast<double>(j % 2 ? word >> 16 : word & 0xffff),
-                    -16);
+  uint32_t byte = 2 * ((i / 8) % 2) + j % 2;
+  return std::ldexp(static_cast<double>((word >> (8 * byte)) & 0xff), -8);
+}
+
+/// The rate ls2.attention's dropout applies: `rate` rounded up to a multiple
+/// of 2^-8 (at most 255/256), as an 8-bit number is compared with it.
+inline double naiveAttentionAppliedRate(double rate) {
+  return std::min(std::ceil(static_cast<double>(static_cast<float>(rate)) * 256), 255.0) /
+         256;
 }
 
 /// Runs `p` in f64 and returns the InterpreterError's message ("" when none).

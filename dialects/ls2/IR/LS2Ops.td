@@ -567,14 +567,17 @@ def LS2_AttentionOp : LS2_Op<"attention", [Pure, AttrSizedOperandSegments,
     `causal` masks key j > query i + (Lk - Lq) within each sequence
     (bottom-right alignment, as FlashAttention-2). A query that sees no key
     gets output 0 and lse -inf. `dropout_rate` > 0 applies inverted dropout
-    to the probabilities with Philox-4x32-10 under the seed, with 16-bit
-    numbers, eight a call, as ls2.random_uniform, in a counter layout of
-    its own: the
-    probability of packed query row i, head h and key j (its index within
-    the sequence) is kept when its number is at least the rate, where keys
-    j = 32s + 8m + 2t + p (m < 4, p < 2) take counter (4s + t, i * Hq + h,
-    stream, offset low 32 bits) and number (half p of word m) * 2^-16, the
-    low half for p = 0; it then needs the seed and offset operands.
+    to the probabilities with Philox-4x32-10 under the seed, with 8-bit
+    numbers, sixteen a call (FlashAttention-2's resolution), in a counter
+    layout of its own: the probability of query i and key j (their indices
+    within the sequence, whose first packed query row is q0), head h, is
+    kept when its number is at least the rate, where queries i = 16a + b +
+    8r (b < 8, r < 2) and keys j = 32s + 8m + 2t + p (m < 4, p < 2) take
+    counter (4s + t, (q0 + 16a + b) * Hq + h, stream, offset low 32 bits)
+    and number (byte 2r + p of word m) * 2^-8, byte 0 the lowest. So the
+    applied rate is the rate rounded up to a multiple of 2^-8 (at most
+    255/256; 0.1 applies 26/256), and kept probabilities are scaled by
+    1 / (1 - applied rate). It then needs the seed and offset operands.
     `scale` defaults to 1/sqrt(D). Stays opaque: ls2-decompose keeps it.
     q, k and v may be strided views (slices of one fused [T, 3H] projection,
     ls2-fuse's strided views): kernels read them with their row stride.
