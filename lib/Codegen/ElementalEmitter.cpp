@@ -68,6 +68,27 @@ RankedTensorType tensorType(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
 
+/// Whether `v` is computed from values stored in 16 bits (bf16, f16) by
+/// casts, broadcasts and arithmetic with constants alone (the tanh GELU
+/// gradient's argument c (x + 0.044715 x^3) of a bf16 x): its precision is
+/// bounded by theirs, a relative 2^-9 (bf16) or 2^-12 (f16) and more.
+bool fromSixteenBitValues(Value v, int depth = 8) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t)
+    return false;
+  if (t.getElementType().isBF16() || t.getElementType().isF16())
+    return true;
+  Operation *d = v.getDefiningOp();
+  if (!d || depth == 0)
+    return false;
+  if (isa<ls2::ConstantOp>(d))
+    return true;
+  if (!isa<ls2::CastOp, ls2::BroadcastOp, ls2::AddOp, ls2::SubOp, ls2::MulOp, ls2::NegOp>(d))
+    return false;
+  return llvm::all_of(d->getOperands(),
+                      [&](Value o) { return fromSixteenBitValues(o, depth - 1); });
+}
+
 bool isFloatType(Type t) { return isa<FloatType>(t); }
 
 std::string floatLiteral(double x, bool isDouble) {
@@ -581,7 +602,13 @@ std::string ElementalEmitter::emitOp(Operation *op, Value value,
         return unary("exp");
       })
       .Case([&](ls2::LogOp) { return unary("log"); })
-      .Case([&](ls2::TanhOp) { return unary("tanh"); })
+      .Case([&](ls2::TanhOp) {
+        // A tanh of 16-bit values: the special-function unit's, whose
+        // error (Prelude.cpp's ls2_tanh_approx) is far below theirs.
+        if (computeType(et) == "float" && fromSixteenBitValues(op->getOperand(0)))
+          return define(value, "ls2_tanh_approx(" + a[0] + ")");
+        return unary("tanh");
+      })
       .Case([&](ls2::ErfOp) { return unary("erf"); })
       .Case([&](ls2::SqrtOp) { return unary("sqrt"); })
       .Case([&](ls2::RsqrtOp) { return unary("rsqrt"); })
