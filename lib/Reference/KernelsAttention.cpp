@@ -68,10 +68,10 @@ void evalAttention(ls2::AttentionOp op, Frame &frame) {
   double scale = s.scale, rate = s.rate;
   bool causal = s.causal, dropout = s.dropout;
   int64_t seed = s.seed, offset = s.offset, stream = s.stream;
-  auto rateFloat = static_cast<float>(rate);
-  // Kept probabilities scaled by the applied rate's inverse (a multiple of
-  // 2^-8, Philox.h's attentionAppliedRate).
-  double keepScale = dropout ? 1.0 / (1.0 - attentionAppliedRate(rateFloat)) : 1.0;
+  // Kept when the 8-bit number reaches the applied rate (a multiple of 2^-8,
+  // Philox.h's attentionAppliedRate), and scaled by its inverse.
+  const double applied = dropout ? attentionAppliedRate(static_cast<float>(rate)) : 0.0;
+  double keepScale = 1.0 / (1.0 - applied);
 
   HostTensor out = HostTensor::zeros(
       elementTypeOf(op, op.getResult().getType().getElementType()), q.shape);
@@ -118,7 +118,7 @@ void evalAttention(ls2::AttentionOp op, Frame &frame) {
                 static_cast<uint64_t>(q0), static_cast<uint64_t>(i),
                 static_cast<uint64_t>(h), static_cast<uint64_t>(hq),
                 static_cast<uint64_t>(j));
-            prob = u >= rateFloat ? prob * keepScale : 0.0;
+            prob = u >= applied ? prob * keepScale : 0.0;
           }
           const double *vv = v.floats.data() + ((k0 + j) * hkv + kvh) * d;
           for (int64_t c = 0; c < d; ++c)

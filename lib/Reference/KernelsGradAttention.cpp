@@ -35,8 +35,9 @@ void evalAttentionGrad(ls2::AttentionGradOp op, Frame &frame) {
   expectShape(op, dout, q.shape, "dout");
   expectShape(op, out, q.shape, "out");
   expectShape(op, lse, {tq, hq}, "lse");
-  auto rateFloat = static_cast<float>(rate);
-  double keepScale = dropout ? 1.0 / (1.0 - attentionAppliedRate(rateFloat)) : 1.0;
+  // As the forward: kept when the number reaches the applied rate.
+  const double applied = dropout ? attentionAppliedRate(static_cast<float>(rate)) : 0.0;
+  double keepScale = 1.0 / (1.0 - applied);
 
   HostTensor dq = HostTensor::zeros(
       elementTypeOf(op, op.getDq().getType().getElementType()), q.shape);
@@ -85,7 +86,7 @@ void evalAttentionGrad(ls2::AttentionGradOp op, Frame &frame) {
                 static_cast<uint64_t>(q0), static_cast<uint64_t>(i),
                 static_cast<uint64_t>(h), static_cast<uint64_t>(hq),
                 static_cast<uint64_t>(j));
-            m = u >= rateFloat ? keepScale : 0.0;
+            m = u >= applied ? keepScale : 0.0;
           }
           double ds = p * (dp * m - di);
           double pm = p * m;

@@ -28,8 +28,8 @@ PhiloxKey philoxKey(int64_t seed);
 /// Element `e` of ls2.random_uniform(seed, offset) {stream}, with 16 bits:
 /// counter (low(e / 8), high(e / 8), stream, low(offset)), half e % 2 (the
 /// low half for even e) of output word (e / 2) % 4, as half * 2^-16. Eight
-/// numbers a call, as attention dropout's: the dropout kernels' Philox was a
-/// third of their instructions at four a call.
+/// numbers a call: the dropout kernels' Philox was a third of their
+/// instructions at four a call.
 float randomUniformAt(int64_t seed, int64_t offset, uint32_t stream,
                       uint64_t e);
 
@@ -58,8 +58,9 @@ inline uint32_t attentionKeyBlock(uint64_t key) {
 }
 
 /// The least 8-bit number attention dropout keeps at `rate` (in [0, 1)): a
-/// probability is kept when byte >= ceil(rate * 256), i.e. byte * 2^-8 >=
-/// rate; at most 255, so a rate above 255/256 keeps 1 in 256.
+/// probability is kept when byte >= min(ceil(rate * 256), 255), i.e. when
+/// byte * 2^-8 reaches the applied rate below (a rate above 255/256 keeps 1
+/// in 256).
 inline uint32_t attentionKeepMin(float rate) {
   double scaled = std::ceil(static_cast<double>(rate) * 256.0);
   return scaled <= 0 ? 0u : scaled >= 255 ? 255u : static_cast<uint32_t>(scaled);

@@ -124,11 +124,14 @@ TEST(Philox, AttentionAppliedRate) {
   EXPECT_EQ(attentionKeepMin(0.25f), 64u);
   EXPECT_EQ(attentionKeepMin(0.999f), 255u); // at most 255: 1 in 256 kept
   EXPECT_DOUBLE_EQ(attentionAppliedRate(0.1f), 26.0 / 256.0);
-  // Kept exactly when the number reaches the rate.
-  for (float rate : {0.05f, 0.1f, 0.2f, 0.3f, 0.5f, 0.9f})
+  // Kept exactly when the number reaches the rate, up to 255/256.
+  for (float rate : {0.05f, 0.1f, 0.2f, 0.3f, 0.5f, 0.9f, 0.99f})
     for (uint32_t byte = 0; byte < 256; ++byte)
       EXPECT_EQ(static_cast<float>(byte) / 256.0f >= rate, byte >= attentionKeepMin(rate))
           << rate << ' ' << byte;
+  // Above 255/256 the largest number, 255/256, is still kept.
+  EXPECT_DOUBLE_EQ(attentionAppliedRate(0.999f), 255.0 / 256.0);
+  EXPECT_DOUBLE_EQ(attentionAppliedRate(0.99609375f), 255.0 / 256.0);
 }
 
 TEST(Philox, AttentionNumbersAreUniform) {

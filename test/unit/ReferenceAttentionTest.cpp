@@ -1,6 +1,7 @@
 //===- ReferenceAttentionTest.cpp - packed varlen attention ---------------===//
 #include "ReferenceTestUtil.h"
 
+#include <algorithm>
 #include <limits>
 
 using namespace ls2c::reference;
@@ -62,9 +63,8 @@ AttentionResult naiveAttention(const HostTensor &q, const HostTensor &k,
                 dropout.seed, dropout.offset, dropout.stream,
                 static_cast<uint64_t>(cuq[b]), static_cast<uint64_t>(i),
                 static_cast<uint64_t>(h), static_cast<uint64_t>(hq), j);
-            p = u >= dropout.rate
-                    ? p / (1 - naiveAttentionAppliedRate(dropout.rate))
-                    : 0.0;
+            double applied = naiveAttentionAppliedRate(dropout.rate);
+            p = u >= applied ? p / (1 - applied) : 0.0;
           }
           for (int64_t c = 0; c < d; ++c)
             r.out[(row * hq + h) * d + c] +=
@@ -238,6 +238,36 @@ func.func @f(%q: tensor<?x4x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf
   EXPECT_EQ(p.run(Precision::F64, args)[0].floats, r[0].floats);
   auto r32 = p.run(Precision::F32, args);
   EXPECT_LE(relativeL2(r32[0].floats, e.out), kF32Tolerance);
+}
+
+TEST(ReferenceAttention, DropoutAbove255Over256KeepsTheLargestNumber) {
+  // The applied rate is at most 255/256: at 0.999 a probability whose
+  // number is 255/256 is kept (scaled by 256), as the generated kernels and
+  // cuDNN (given the applied rate) do; a rate compared with 0.999 itself
+  // would drop everything.
+  Program p = parseProgram(R"(
+func.func @f(%q: tensor<?x2x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>, %cuq: tensor<?xi32>, %cuk: tensor<?xi32>, %seed: tensor<i64>, %offset: tensor<i64>) -> (tensor<?x2x16xf32>, tensor<?x2xf32>) {
+  %o, %lse = ls2.attention %q, %k, %v, %cuq, %cuk dropout(%seed, %offset) {dropout_rate = 9.990000e-01 : f32, stream = 3} : tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x2x16xf32>, tensor<?x2xf32>
+  return %o, %lse : tensor<?x2x16xf32>, tensor<?x2xf32>
+})");
+  std::mt19937 rng = testRng();
+  std::vector<int64_t> cu = offsets({40, 64});
+  HostTensor q = randomF32(rng, {cu.back(), 2, 16});
+  HostTensor k = randomF32(rng, {cu.back(), 2, 16});
+  HostTensor v = randomF32(rng, {cu.back(), 2, 16});
+  const uint64_t seed = 77, offset = 5;
+  Dropout dropout{static_cast<double>(0.999f), seed, offset, 3};
+  AttentionResult e = naiveAttention(q, k, v, cu, cu, 0.25, false, dropout);
+  std::vector<HostTensor> args = {
+      q, k, v, cuTensor(cu), cuTensor(cu),
+      HostTensor::scalarInt(ElementType::I64, static_cast<int64_t>(seed)),
+      HostTensor::scalarInt(ElementType::I64, offset)};
+  auto r = p.run(Precision::F64, args);
+  EXPECT_LE(relativeL2(r[0].floats, e.out), kF64Tolerance);
+  // About 1 in 256 of the 2 x (40^2 + 64^2) probabilities survive.
+  EXPECT_GT(std::count_if(r[0].floats.begin(), r[0].floats.end(),
+                          [](double x) { return x != 0.0; }),
+            0);
 }
 
 TEST(ReferenceAttention, HalfInputsStayWithinHalfTolerance) {

@@ -642,7 +642,8 @@ NaiveAttention naiveAttentionGrad(const HostTensor &q, const HostTensor &k,
                           static_cast<uint64_t>(cuq[b]),
                           static_cast<uint64_t>(i), static_cast<uint64_t>(h),
                           static_cast<uint64_t>(hq),
-                          static_cast<uint64_t>(j)) >= dropout.rate
+                          static_cast<uint64_t>(j)) >=
+                              naiveAttentionAppliedRate(dropout.rate)
                           ? 1 / (1 - naiveAttentionAppliedRate(dropout.rate))
                           : 0.0;
           }

@@ -571,13 +571,14 @@ def LS2_AttentionOp : LS2_Op<"attention", [Pure, AttrSizedOperandSegments,
     numbers, sixteen a call (FlashAttention-2's resolution), in a counter
     layout of its own: the probability of query i and key j (their indices
     within the sequence, whose first packed query row is q0), head h, is
-    kept when its number is at least the rate, where queries i = 16a + b +
-    8r (b < 8, r < 2) and keys j = 32s + 8m + 2t + p (m < 4, p < 2) take
-    counter (4s + t, (q0 + 16a + b) * Hq + h, stream, offset low 32 bits)
-    and number (byte 2r + p of word m) * 2^-8, byte 0 the lowest. So the
-    applied rate is the rate rounded up to a multiple of 2^-8 (at most
-    255/256; 0.1 applies 26/256), and kept probabilities are scaled by
-    1 / (1 - applied rate). It then needs the seed and offset operands.
+    kept when its number is at least the applied rate (below), where
+    queries i = 16a + b + 8r (b < 8, r < 2) and keys j = 32s + 8m + 2t + p
+    (m < 4, p < 2) take counter (4s + t, (q0 + 16a + b) * Hq + h, stream,
+    offset low 32 bits) and number (byte 2r + p of word m) * 2^-8, byte 0
+    the lowest. The applied rate is the rate rounded up to a multiple of
+    2^-8, at most 255/256 (0.1 applies 26/256), and kept probabilities are
+    scaled by 1 / (1 - applied rate). It then needs the seed and offset
+    operands.
     `scale` defaults to 1/sqrt(D). Stays opaque: ls2-decompose keeps it.
     q, k and v may be strided views (slices of one fused [T, 3H] projection,
     ls2-fuse's strided views): kernels read them with their row stride.
@@ -778,7 +779,8 @@ def LS2_AttentionGradOp : LS2_Op<"attention_grad", [Pure,
     (causal as forward, bottom-right aligned):
 
       P_ij  = exp(s_ij - lse_i)          (0 for masked keys and lse = -inf)
-      M_ij  = keep_ij / (1 - rate)       (the forward's Philox dropout mask,
+      M_ij  = keep_ij / (1 - applied rate)
+                                         (the forward's dropout mask,
                                           regenerated; 1 without dropout)
       D_i   = sum_d dout_i[d] * out_i[d]
       dP_ij = (dout_i . v_j) * M_ij
