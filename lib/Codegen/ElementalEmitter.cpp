@@ -71,7 +71,7 @@ RankedTensorType tensorType(Value v) {
 /// Whether `v` is computed from values stored in 16 bits (bf16, f16) by
 /// casts, broadcasts and arithmetic with constants alone (the tanh GELU
 /// gradient's argument c (x + 0.044715 x^3) of a bf16 x): its precision is
-/// bounded by theirs, a relative 2^-9 (bf16) or 2^-12 (f16) and more.
+/// bounded by theirs, a relative 2^-8 (bf16) or 2^-11 (f16) and more.
 bool fromSixteenBitValues(Value v, int depth = 8) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
   if (!t)
