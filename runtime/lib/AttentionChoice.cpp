@@ -4,6 +4,8 @@
 
 #include "ChoicesFile.h"
 
+#include "ls2c/Support/Hex.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -86,6 +88,14 @@ AttentionBackend AttentionChoices::record(const std::string &key, AttentionTimin
   if (inserted)
     made.push_back({key, t, b, imposed, loaded});
   return it->second;
+}
+
+std::string attentionChoiceKey(const std::string &device, const Attention &a,
+                               uint64_t kernelsHash) {
+  std::ostringstream k;
+  k << device << " | " << attentionShapeKey(a) << " | kernels x" << kKernelsInStepFactor
+    << " in the step | kernels " << hex64(kernelsHash);
+  return k.str();
 }
 
 size_t AttentionChoices::loadFile(const std::string &path) {

@@ -4,7 +4,6 @@
 
 #include "ls2c/Runtime/GemmRunner.h"
 #include "ls2c/Runtime/ProgramValidate.h"
-#include "ls2c/Support/Hex.h"
 
 #include <cuda.h>
 
@@ -809,7 +808,7 @@ void Executor::setAttentionBackend(AttentionBackend backend) {
         for (size_t j = si + 1; j <= si + a.fallbackSteps; ++j)
           for (unsigned char c : prog.kernels[f.steps[j].kernel].source)
             h = (h ^ c) * 1099511628211ull;
-        keys[si] = device + " | " + attentionShapeKey(a) + " | kernels " + hex64(h);
+        keys[si] = attentionChoiceKey(device, a, h);
       }
     }
   }

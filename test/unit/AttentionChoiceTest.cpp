@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <unistd.h>
@@ -160,6 +161,34 @@ TEST(AttentionChoice, DecisionsSurviveASaveAndALoad) {
   EXPECT_DOUBLE_EQ(d.decisions()[1].timing.kernelsMs, 1.9);
   std::remove(path.c_str());
   rmdir((dir + "/cache").c_str());
+  rmdir(dir.c_str());
+}
+
+TEST(AttentionChoice, ChoiceKeysNameTheDeviceTheShapeTheRuleAndTheKernels) {
+  Attention a = attention();
+  const std::string device = "NVIDIA H200 sm_90 cudnn 91400";
+  std::string key = attentionChoiceKey(device, a, 0x1234);
+  EXPECT_EQ(key.rfind(device + " | " + attentionShapeKey(a) + " | ", 0), 0u) << key;
+  std::ostringstream rule;
+  rule << " | kernels x" << kKernelsInStepFactor << " in the step | ";
+  EXPECT_NE(key.find(rule.str()), std::string::npos) << key;
+  EXPECT_EQ(key.substr(key.size() - 16), "0000000000001234");
+  EXPECT_NE(attentionChoiceKey(device, a, 0x1235), key);
+  EXPECT_NE(attentionChoiceKey("NVIDIA H100 sm_90 cudnn 91400", a, 0x1234), key);
+
+  // A decision saved under a key without the rule (made by an earlier rule)
+  // is loaded but does not answer for the current key: the shape is timed
+  // again.
+  std::string dir = tempDir(), path = dir + "/attention-choices.json";
+  std::string old = device + " | " + attentionShapeKey(a) + " | kernels 0000000000001234";
+  writeText(path, "{\"version\": 1, \"choices\": [{\"key\": \"" + old +
+                      "\", \"backend\": \"cudnn\", \"cudnn_ms\": 1.0, "
+                      "\"kernels_ms\": 0.95}]}");
+  AttentionChoices c;
+  EXPECT_EQ(c.loadFile(path), 1u);
+  EXPECT_EQ(c.find(old), AttentionBackend::Cudnn);
+  EXPECT_FALSE(c.find(key));
+  std::remove(path.c_str());
   rmdir(dir.c_str());
 }
 

@@ -11,9 +11,9 @@
 // backward of one attention draw the same mask only on one backend, so
 // they are decided together (the smaller sum of their times), and a shape
 // decided earlier imposes its backend on its partner. Decisions persist in
-// a small JSON file beside the program cache (the Executor's keys name the
-// device, cuDNN's version and the generated kernels, so a change of any
-// of them times the shape again).
+// a small JSON file beside the program cache (attentionChoiceKey names the
+// device, cuDNN's version, the decision rule and the generated kernels, so
+// a change of any of them times the shape again).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LS2C_RUNTIME_ATTENTIONCHOICE_H
@@ -67,6 +67,14 @@ struct AttentionTiming {
 /// 0.441 in the step, +9%; cuDNN 0.354 against 0.357, +1%). So the
 /// kernels must win alone by more than that to win in the step.
 constexpr double kKernelsInStepFactor = 1.08;
+
+/// The key a decision is kept under: the device (with cuDNN's version),
+/// the shape (attentionShapeKey), the decision rule (kKernelsInStepFactor)
+/// and a hash of the generated kernels' sources, so that a change of any
+/// of them, a new rule too, times the shape again instead of reusing a
+/// saved decision.
+std::string attentionChoiceKey(const std::string &device, const Attention &a,
+                               uint64_t kernelsHash);
 
 /// One decision, for reports.
 struct AttentionDecision {
