@@ -39,6 +39,31 @@ int writeAll(int fd, std::string_view contents) {
   return 0;
 }
 
+/// The process's umask, read once. Linux gives it in /proc/self/status
+/// without changing it; umask(2) can only be read by setting it, and the
+/// umask is the whole process's: two threads reading it that way at once
+/// (the kernel cache is written from several) could leave it 0, and every
+/// later file world-writable. The fallback runs once, under the static's
+/// initialization lock.
+mode_t processUmask() {
+  static const mode_t mask = [] {
+    if (FILE *f = std::fopen("/proc/self/status", "re")) {
+      char line[256];
+      unsigned long value = 0;
+      bool found = false;
+      while (!found && std::fgets(line, sizeof line, f))
+        found = std::sscanf(line, "Umask: %lo", &value) == 1;
+      std::fclose(f);
+      if (found)
+        return static_cast<mode_t>(value & 0777);
+    }
+    mode_t m = ::umask(0);
+    ::umask(m);
+    return m;
+  }();
+  return mask;
+}
+
 /// Devices, FIFOs and sockets cannot be replaced by a rename: they are
 /// written in place, as `cp` and shells do.
 void writeInPlace(const std::string &path, std::string_view contents) {
@@ -101,14 +126,7 @@ void writeFileAtomically(const std::string &requested, std::string_view contents
   tmp = name.data();
   // Keep an existing file's permissions; new files get 0666 & ~umask as
   // open(2) would give them.
-  mode_t mode;
-  if (exists) {
-    mode = st.st_mode & 07777;
-  } else {
-    mode_t mask = ::umask(0);
-    ::umask(mask);
-    mode = 0666 & ~mask;
-  }
+  mode_t mode = exists ? st.st_mode & 07777 : 0666 & ~processUmask();
   int err = ::fchmod(fd, mode) != 0 ? errno : 0;
   if (!err && killDuringThisWrite()) {
     (void)writeAll(fd, contents.substr(0, contents.size() / 2));

@@ -9,6 +9,8 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -113,6 +115,33 @@ TEST_F(AtomicFileTest, KeepsAnExistingFilesPermissions) {
   struct stat st;
   ASSERT_EQ(stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
+}
+
+TEST_F(AtomicFileTest, ThreadsWritingAtOnceKeepTheUmask) {
+  // The kernel cache writes from several threads; reading the umask by
+  // setting it (umask(2)) in each write could leave the process's at 0 and
+  // later files world-writable. New files get 0666 & ~umask, and the umask
+  // stays. (Read here before any thread runs.)
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 40; ++i)
+        ls2c::writeFileAtomically(dir + "/t" + std::to_string(t) + "-" + std::to_string(i),
+                                  "x");
+    });
+  for (std::thread &t : threads)
+    t.join();
+  const mode_t after = ::umask(mask);
+  EXPECT_EQ(after, mask);
+  for (int t = 0; t < 8; ++t)
+    for (int i = 0; i < 40; ++i) {
+      struct stat st;
+      std::string path = dir + "/t" + std::to_string(t) + "-" + std::to_string(i);
+      ASSERT_EQ(::stat(path.c_str(), &st), 0) << path;
+      EXPECT_EQ(st.st_mode & 07777, 0666u & ~mask) << path;
+    }
 }
 
 TEST_F(AtomicFileTest, DevicesAreWrittenInPlaceNotReplaced) {
