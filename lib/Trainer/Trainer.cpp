@@ -32,16 +32,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::atomic<bool> interruptRequested{false};
+/// The signal that asked the loop to stop (0: none).
+std::atomic<int> interruptRequested{0};
 
 /// While alive, SIGINT and SIGTERM ask the loop to stop after the current
 /// step (and checkpoint) instead of killing the process.
 class InterruptGuard {
 public:
   InterruptGuard() {
-    interruptRequested = false;
+    interruptRequested = 0;
     struct sigaction action {};
-    action.sa_handler = [](int) { interruptRequested = true; };
+    action.sa_handler = [](int signal) { interruptRequested = signal; };
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, &oldInt);
     sigaction(SIGTERM, &action, &oldTerm);
@@ -50,7 +51,8 @@ public:
     sigaction(SIGINT, &oldInt, nullptr);
     sigaction(SIGTERM, &oldTerm, nullptr);
   }
-  bool requested() const { return interruptRequested; }
+  /// The signal received, 0 when none.
+  int requested() const { return interruptRequested; }
 
 private:
   struct sigaction oldInt {}, oldTerm {};
@@ -270,7 +272,7 @@ TrainResult train(const TrainOptions &o) {
         report.validation(step, e.loss, extra);
       }
     }
-    bool interrupted = interrupt.requested();
+    const int interrupted = interrupt.requested();
     if (last || interrupted || (o.checkpointInterval && step % o.checkpointInterval == 0))
       save();
     if (interrupted) {
@@ -278,7 +280,8 @@ TrainResult train(const TrainOptions &o) {
         pending.wait();
       report.finish();
       throw TrainInterrupted("interrupted at step " + std::to_string(step) +
-                             "; checkpoint saved, continue with --resume");
+                                 "; checkpoint saved, continue with --resume",
+                             interrupted);
     }
     if (outOfTime)
       break;

@@ -220,7 +220,8 @@ has "finite": false and "grad_norm": -1. After 2000 clean steps the scale
 doubles. fp32 and bf16 models skip such steps too, with no scale.
 
 SIGINT or SIGTERM stops after the current step and writes the checkpoint
-(exit status 130).
+(exit status 128 + the signal, as a shell reports it: 130 for SIGINT, 143
+for SIGTERM).
 )";
 
 } // namespace
@@ -273,7 +274,7 @@ int runTrain(const std::vector<std::string> &args) {
     return kExitOk;
   } catch (const TrainInterrupted &e) {
     std::fprintf(stderr, "ls2c: %s\n", e.what());
-    return 130; // the shell's status for a run stopped by SIGINT
+    return 128 + e.signal; // the shell's status for a run a signal stopped
   } catch (const TrainError &e) {
     std::fprintf(stderr, "ls2c: error: %s\n", e.what());
     return kExitBadInput;

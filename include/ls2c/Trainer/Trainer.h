@@ -84,7 +84,10 @@ public:
 /// SIGINT or SIGTERM stopped the run after a step; its checkpoint is saved.
 class TrainInterrupted : public std::runtime_error {
 public:
-  using std::runtime_error::runtime_error;
+  TrainInterrupted(const std::string &what, int signal)
+      : std::runtime_error(what), signal(signal) {}
+  /// The signal that stopped the run (SIGINT or SIGTERM).
+  int signal;
 };
 
 /// Runs training. Throws TrainError for bad input (ModelDescription, data
