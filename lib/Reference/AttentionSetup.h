@@ -8,6 +8,7 @@
 #define LS2C_LIB_REFERENCE_ATTENTIONSETUP_H
 
 #include "Kernels.h"
+#include "Philox.h"
 
 #include <cstdint>
 #include <string>
@@ -24,6 +25,10 @@ struct AttentionSetup {
   /// (from cu_seqlens_k, or with key_lengths a cache's used rows).
   std::vector<int64_t> keyStart, keyLength;
   double scale, rate;
+  /// With dropout, a probability is kept when its 8-bit number reaches
+  /// appliedRate (Philox.h's attentionAppliedRate) and then scaled by
+  /// keepScale = 1 / (1 - appliedRate); without, 0 and 1.
+  double appliedRate = 0, keepScale = 1;
   bool causal, dropout;
   int64_t seed = 0, offset = 0, stream = 0;
 };
@@ -70,6 +75,10 @@ AttentionSetup readAttentionSetup(AttentionLikeOp op, Frame &frame) {
   s.causal = op.getCausal();
   s.rate = op.getDropoutRate().convertToDouble();
   s.dropout = s.rate > 0.0;
+  if (s.dropout) {
+    s.appliedRate = attentionAppliedRate(static_cast<float>(s.rate));
+    s.keepScale = 1.0 / (1.0 - s.appliedRate);
+  }
   s.stream = static_cast<int64_t>(op.getStream());
   if (s.dropout) {
     if (!op.getSeed() || !op.getOffset())

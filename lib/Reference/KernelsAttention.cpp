@@ -65,13 +65,9 @@ void evalAttention(ls2::AttentionOp op, Frame &frame) {
   const HostTensor &q = *s.q, &k = *s.k, &v = *s.v;
   int64_t tq = s.tq, hq = s.hq, d = s.d, hkv = s.hkv;
   const std::vector<int64_t> &cuq = *s.cuq;
-  double scale = s.scale, rate = s.rate;
+  double scale = s.scale, applied = s.appliedRate, keepScale = s.keepScale;
   bool causal = s.causal, dropout = s.dropout;
   int64_t seed = s.seed, offset = s.offset, stream = s.stream;
-  // Kept when the 8-bit number reaches the applied rate (a multiple of 2^-8,
-  // Philox.h's attentionAppliedRate), and scaled by its inverse.
-  const double applied = dropout ? attentionAppliedRate(static_cast<float>(rate)) : 0.0;
-  double keepScale = 1.0 / (1.0 - applied);
 
   HostTensor out = HostTensor::zeros(
       elementTypeOf(op, op.getResult().getType().getElementType()), q.shape);

@@ -26,7 +26,7 @@ void evalAttentionGrad(ls2::AttentionGradOp op, Frame &frame) {
   const HostTensor &q = *s.q, &k = *s.k, &v = *s.v;
   int64_t tq = s.tq, hq = s.hq, d = s.d, hkv = s.hkv;
   const std::vector<int64_t> &cuq = *s.cuq, &cuk = *s.cuk;
-  double scale = s.scale, rate = s.rate;
+  double scale = s.scale, applied = s.appliedRate, keepScale = s.keepScale;
   bool causal = s.causal, dropout = s.dropout;
   int64_t seed = s.seed, offset = s.offset, stream = s.stream;
   const HostTensor &dout = frame.get(op, op.getDout());
@@ -35,9 +35,6 @@ void evalAttentionGrad(ls2::AttentionGradOp op, Frame &frame) {
   expectShape(op, dout, q.shape, "dout");
   expectShape(op, out, q.shape, "out");
   expectShape(op, lse, {tq, hq}, "lse");
-  // As the forward: kept when the number reaches the applied rate.
-  const double applied = dropout ? attentionAppliedRate(static_cast<float>(rate)) : 0.0;
-  double keepScale = 1.0 / (1.0 - applied);
 
   HostTensor dq = HostTensor::zeros(
       elementTypeOf(op, op.getDq().getType().getElementType()), q.shape);
