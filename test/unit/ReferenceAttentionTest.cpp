@@ -113,6 +113,16 @@ void expectLse(const std::vector<double> &actual,
   EXPECT_LE(relativeL2(a, e), tolerance);
 }
 
+/// The operands of an attention with dropout: q, k, v, the sequence
+/// offsets, then the Philox seed and offset as i64 scalars.
+std::vector<HostTensor> dropoutArgs(const HostTensor &q, const HostTensor &k,
+                                    const HostTensor &v, const std::vector<int64_t> &cuq,
+                                    const std::vector<int64_t> &cuk, const Dropout &dropout) {
+  return {q, k, v, cuTensor(cuq), cuTensor(cuk),
+          HostTensor::scalarInt(ElementType::I64, static_cast<int64_t>(dropout.seed)),
+          HostTensor::scalarInt(ElementType::I64, static_cast<int64_t>(dropout.offset))};
+}
+
 } // namespace
 
 TEST(ReferenceAttention, VarlenGqaMqaCausalBottomRight) {
@@ -226,10 +236,7 @@ func.func @f(%q: tensor<?x4x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf
   Dropout dropout{static_cast<double>(0.2f), seed, offset, 5};
   AttentionResult e = naiveAttention(q, k, v, cuq, cuk, 0.25, true, dropout);
   AttentionResult plain = naiveAttention(q, k, v, cuq, cuk, 0.25, true);
-  std::vector<HostTensor> args = {
-      q, k, v, cuTensor(cuq), cuTensor(cuk),
-      HostTensor::scalarInt(ElementType::I64, static_cast<int64_t>(seed)),
-      HostTensor::scalarInt(ElementType::I64, offset)};
+  std::vector<HostTensor> args = dropoutArgs(q, k, v, cuq, cuk, dropout);
   auto r = p.run(Precision::F64, args);
   EXPECT_LE(relativeL2(r[0].floats, e.out), kF64Tolerance);
   expectLse(r[1].floats, plain.lse, kF64Tolerance); // lse is before dropout
@@ -258,10 +265,7 @@ func.func @f(%q: tensor<?x2x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf
   const uint64_t seed = 77, offset = 5;
   Dropout dropout{static_cast<double>(0.999f), seed, offset, 3};
   AttentionResult e = naiveAttention(q, k, v, cu, cu, 0.25, false, dropout);
-  std::vector<HostTensor> args = {
-      q, k, v, cuTensor(cu), cuTensor(cu),
-      HostTensor::scalarInt(ElementType::I64, static_cast<int64_t>(seed)),
-      HostTensor::scalarInt(ElementType::I64, offset)};
+  std::vector<HostTensor> args = dropoutArgs(q, k, v, cu, cu, dropout);
   auto r = p.run(Precision::F64, args);
   EXPECT_LE(relativeL2(r[0].floats, e.out), kF64Tolerance);
   // About 1 in 256 of the 2 x (40^2 + 64^2) probabilities survive.
