@@ -153,6 +153,28 @@ __device__ __forceinline__ float ls2_block_sum(float x, float *smem) {
   __syncthreads();
   return s;
 }
+// N sums of the block at once, each added as ls2_block_sum adds it (the same
+// bits), behind one pair of barriers; `smem` holds N * WARPS floats. (A
+// LayerNorm backward's two row sums are independent: two barrier pairs a
+// row were its longest wait.)
+template <int WARPS, int N>
+__device__ __forceinline__ void ls2_block_sums(float (&x)[N], float *smem) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) x[i] = ls2_warp_sum(x[i]);
+  if ((threadIdx.x & 31) == 0) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) smem[i * WARPS + (threadIdx.x >> 5)] = x[i];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    float s = 0.0f;
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) s += smem[i * WARPS + w];
+    x[i] = s;
+  }
+  __syncthreads();
+}
 template <int WARPS>
 __device__ __forceinline__ float ls2_block_max(float x, float *smem) {
   x = ls2_warp_max(x);

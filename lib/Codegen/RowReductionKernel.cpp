@@ -24,6 +24,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <functional>
 #include <map>
@@ -218,13 +219,13 @@ void emitRowReductionKernel(KernelContext &ctx) {
   int64_t rowsPerBlock = block / threads;
   std::string T = std::to_string(threads), V = std::to_string(vec),
               CH = std::to_string(chunks), H = std::to_string(h);
-  // ls2_red: a float a warp for block reductions, two for the online
-  // softmax's (max, sum) pairs.
   bool online = llvm::any_of(body, [](Operation &op) {
     return isa<ls2::ReduceMaxOp>(op) && matchOnlineSoftmax(&op);
   });
-  if (threads > 32)
-    ctx.sharedDecls = "  __shared__ float ls2_red[" + std::string(online ? "64" : "32") + "];\n";
+  // Floats of ls2_red (block reductions): one a warp, two for the online
+  // softmax's (max, sum) pairs, more where sums share a block reduction (set
+  // as the phases are emitted).
+  int64_t redFloats = online ? 64 : 32;
 
   std::vector<std::string> leadSizes = ctx.dimTexts(lead);
   std::vector<std::string> trailSizes = ctx.dimTexts(trail);
@@ -406,6 +407,31 @@ void emitRowReductionKernel(KernelContext &ctx) {
   // Each reduction is a phase of the row, emitted into the row scope the
   // first time a value needs it.
   llvm::DenseMap<Operation *, std::string> reduced; // a row's value: one phase each
+  // A plain row sum whose operand reads no reduction still to come: it can
+  // join the block reduction of another.
+  auto sumReady = [&](Operation *r) {
+    if (!isa<ls2::ReduceSumOp>(r) || isColumnSum(*r) || reduced.contains(r) ||
+        matchSelectedElement(r) || matchOnlineSoftmax(r))
+      return false;
+    llvm::DenseSet<Value> seen;
+    SmallVector<Value> work{r->getOperand(0)};
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      if (!seen.insert(v).second)
+        continue;
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        continue;
+      if (isa<ls2::ReduceSumOp, ls2::ReduceMaxOp>(def)) {
+        if (!reduced.contains(def))
+          return false;
+        continue;
+      }
+      for (Value operand : def->getOperands())
+        work.push_back(operand);
+    }
+    return true;
+  };
   em.reduceHook = [&](Operation *op, const Index &index) -> std::string {
     if (auto it = reduced.find(op); it != reduced.end())
       return it->second;
@@ -484,21 +510,51 @@ void emitRowReductionKernel(KernelContext &ctx) {
       reduced.try_emplace(os->sum, sumName);
       return op == os->max ? maxName : sumName;
     }
-    std::string acc = em.fresh("acc");
-    em.line("float " + acc + " = " +
-            (isMax ? std::string("__int_as_float(0xff800000)") : "0.0f") + ";");
-    int outer = em.indent();
-    em.pushScope(kElementLevel, outer + 3);
-    phaseStack.push_back(phases++);
-    std::string v = em.emit(op->getOperand(0), operandIndex);
-    em.line(isMax ? acc + " = ls2_max(" + acc + ", (float)" + v + ");"
+    // A phase: the thread's part of reduction `r` in a register.
+    auto emitPhase = [&](Operation *r, bool max) {
+      std::string acc = em.fresh("acc");
+      em.line("float " + acc + " = " +
+              (max ? std::string("__int_as_float(0xff800000)") : "0.0f") + ";");
+      int outer = em.indent();
+      em.pushScope(kElementLevel, outer + 3);
+      phaseStack.push_back(phases++);
+      std::string v = em.emit(r->getOperand(0), operandIndex);
+      em.line(max ? acc + " = ls2_max(" + acc + ", (float)" + v + ");"
                   : acc + " += (float)" + v + ";");
-    std::string phase = em.popScope();
-    completed.insert(phaseStack.back());
-    phaseStack.pop_back();
-    em.lines(loopHead("j") + "    if (" + below("j") + ") {");
-    em.raw(phase);
-    em.lines("    }\n  }\n}");
+      std::string phase = em.popScope();
+      completed.insert(phaseStack.back());
+      phaseStack.pop_back();
+      em.lines(loopHead("j") + "    if (" + below("j") + ") {");
+      em.raw(phase);
+      em.lines("    }\n  }\n}");
+      return acc;
+    };
+    std::string acc = emitPhase(op, isMax);
+    // The other row sums that need no reduction still to come (a
+    // LayerNorm backward's sum of dy * gamma and of dy * gamma * x-hat)
+    // join this one's barriers (ls2_block_sums).
+    if (threads > 32 && !isMax) {
+      SmallVector<Operation *> group{op};
+      SmallVector<std::string> accs{acc};
+      for (Operation &other : body)
+        if (&other != op && sumReady(&other)) {
+          group.push_back(&other);
+          accs.push_back(emitPhase(&other, false));
+        }
+      if (group.size() > 1) {
+        std::string sums = em.fresh("sums");
+        em.line("float " + sums + "[" + std::to_string(group.size()) + "] = {" +
+                llvm::join(accs, ", ") + "};");
+        em.line("ls2_block_sums<" + std::to_string(threads / 32) + ">(" + sums + ", ls2_red);");
+        redFloats = std::max<int64_t>(redFloats, static_cast<int64_t>(group.size()) * (threads / 32));
+        for (auto [k, r] : llvm::enumerate(group)) {
+          std::string name = em.fresh("red");
+          em.line("const float " + name + " = " + sums + "[" + std::to_string(k) + "];");
+          reduced.try_emplace(r, name);
+        }
+        return reduced.lookup(op);
+      }
+    }
     std::string reduce = blockReduce(isMax ? "max" : "sum", acc);
     std::string name = em.fresh("red");
     em.line("const float " + name + " = " + reduce + ";");
@@ -615,6 +671,9 @@ void emitRowReductionKernel(KernelContext &ctx) {
   em.reduceHook = nullptr;
   em.valueHook = nullptr;
   em.emittedHook = nullptr;
+
+  if (threads > 32)
+    ctx.sharedDecls = "  __shared__ float ls2_red[" + std::to_string(redFloats) + "];\n";
 
   std::string c;
   c += "  const long long R = " + ctx.product(lead) + ";\n";
