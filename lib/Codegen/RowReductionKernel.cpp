@@ -269,40 +269,17 @@ void emitRowReductionKernel(KernelContext &ctx) {
   auto cacheRef = [&](const std::string &name) {
     return name + "[c * " + V + " + u]";
   };
-  // Blocks that take many rows each (those with column sums: a fixed grid)
-  // load the next row's operands while they reduce this one, into
-  // registers declared before the row loop (`prefetch`): a row's loads,
-  // then its two barrier pairs, left a LayerNorm backward's blocks idle
-  // for the loads' whole latency at 6 blocks a multiprocessor.
-  // Their values are taken, and the next row's loads issued, first thing in
-  // the row (`rowTop`), where every phase sees them.
-  const bool prefetchRows = registers && !columnSums.empty();
-  std::string prefetch, rowTop;
   if (registers) {
     em.leafHook = [&](BlockArgument arg, const Index &index,
                       const IndexExpr &flat) -> std::optional<std::string> {
-      std::string p = ctx.argNames[arg.getArgNumber()];
-      Type et = cast<RankedTensorType>(arg.getType()).getElementType();
-      // A value per row (a LayerNorm's saved mean and rstd), read at r.
-      if (prefetchRows && flat.level == kOuterLevel && flat.text == "r" &&
-          ctx.argStrides[arg.getArgNumber()].empty() && !computeType(et).empty()) {
-        std::string key = p + "@r";
-        if (auto it = caches.find(key); it != caches.end())
-          return it->second;
-        std::string name = em.fresh("rv"), next = "pf_" + name;
-        prefetch += "  " + storageType(et) + " " + next + " = {};\n";
-        prefetch += "  if (ls2_r0 < R) " + next + " = " + p + "[ls2_r0];\n";
-        rowTop += "    const " + computeType(et) + " " + name + " = ls2_cvt(" + next + ");\n";
-        rowTop += "    if (r + ls2_step < R) " + next + " = " + p + "[r + ls2_step];\n";
-        caches.emplace(key, name);
-        return name;
-      }
       if (flat.level < kElementLevel)
         return std::nullopt;
+      std::string p = ctx.argNames[arg.getArgNumber()];
       std::string key = p + "@" + flat.text;
       if (auto it = caches.find(key); it != caches.end())
         return it->second;
       std::string name = em.fresh("rc");
+      Type et = cast<RankedTensorType>(arg.getType()).getElementType();
       bool vectors = vec > 1 && ctx.argStrides[arg.getArgNumber()].empty() &&
                      (vec * elementBytes(et)) % 16 == 0;
       bool contiguous = vectors && sameIndex(index, elementIndex) &&
@@ -317,35 +294,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
                          "];\n";
       std::string scalarFill = element + " = " + below("j") + " ? ls2_load(" + p + ", " + flat.text +
                                ") : " + computeType(et) + "(0);";
-      if (contiguous && prefetchRows) {
-        // The row's vectors were loaded one row ago; load the next row's.
-        std::string next = "pf_" + name, aligned = "((unsigned long long)" + p + " & 15) == 0";
-        prefetch += "  " + vt + " " + next + "[" + CH + "];\n";
-        prefetch += "  if (ls2_r0 < R && " + aligned + ") {\n";
-        prefetch += "#pragma unroll\n    for (int c = 0; c < " + CH + "; ++c) {\n";
-        prefetch += "      const long long j0 = ((long long)c * " + T + " + lane) * " + V + ";\n";
-        prefetch += "      if (" + below("j0") + ") " + next + "[c] = *reinterpret_cast<const " +
-                    vt + " *>(" + p + " + ls2_r0 * " + H + " + j0);\n";
-        prefetch += "    }\n  }\n";
-        fill += "#pragma unroll\nfor (int c = 0; c < " + CH + "; ++c) {\n";
-        fill += "  const long long j0 = ((long long)c * " + T + " + lane) * " + V + ";\n";
-        fill += "  if (" + below("j0") + " && " + aligned + ") {\n";
-        fill += "    const " + vt + " w = " + next + "[c];\n";
-        fill += "    if (r + ls2_step < R)\n";
-        fill += "      " + next + "[c] = *reinterpret_cast<const " + vt + " *>(" + p +
-                " + (r + ls2_step) * " + H + " + j0);\n";
-        fill += "#pragma unroll\n    for (int u = 0; u < " + V + "; ++u)\n";
-        fill += "      " + element + " = ls2_cvt(w.v[u]);\n";
-        fill += "  } else {\n";
-        fill += "#pragma unroll\n    for (int u = 0; u < " + V + "; ++u) {\n";
-        fill += "      const long long j = j0 + u;\n";
-        fill += "      " + scalarFill + "\n";
-        fill += "    }\n  }\n}\n";
-        for (llvm::StringRef ln : llvm::split(llvm::StringRef(fill).rtrim('\n'), '\n'))
-          rowTop += (ln.starts_with("#pragma") ? "" : "    ") + ln.str() + "\n";
-        caches.emplace(key, cacheRef(name));
-        return cacheRef(name);
-      } else if (contiguous || broadcast) {
+      if (contiguous || broadcast) {
         fill += "#pragma unroll\nfor (int c = 0; c < " + CH + "; ++c) {\n";
         fill += "  const long long j0 = ((long long)c * " + T + " + lane) * " + V + ";\n";
         fill += "  if (" + below("j0") + " && ((unsigned long long)" + p + " & 15) == 0) {\n";
@@ -732,13 +681,9 @@ void emitRowReductionKernel(KernelContext &ctx) {
   const std::string CS = std::to_string(chunks * vec);
   for (size_t q = 0; q < columnSums.size(); ++q)
     c += "  float ls2_cs" + std::to_string(q) + "[" + CS + "] = {};\n";
-  c += "  const long long ls2_r0 = (long long)blockIdx.x * " + std::to_string(rowsPerBlock) +
-       " + threadIdx.x / " + T + ";\n";
-  c += "  const long long ls2_step = (long long)gridDim.x * " + std::to_string(rowsPerBlock) +
-       ";\n";
-  c += prefetch;
-  c += "  for (long long r = ls2_r0; r < R; r += ls2_step) {\n";
-  c += rowTop;
+  c += "  for (long long r = (long long)blockIdx.x * " + std::to_string(rowsPerBlock) +
+       " + threadIdx.x / " + T + "; r < R;\n       r += (long long)gridDim.x * " +
+       std::to_string(rowsPerBlock) + ") {\n";
   c += rowCode;
   c += "  }\n";
   ctx.launch.blockThreads = static_cast<uint32_t>(block);
