@@ -41,10 +41,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "DataParallel.h"
-#include "DeviceTensors.h"
 #include "SimulatedRanks.h"
 
 #include "ls2c/Runtime/Bundle.h"
+#include "ls2c/Runtime/DeviceTensors.h"
 #include "ls2c/Runtime/Executor.h"
 #include "ls2c/Runtime/GradientBuckets.h"
 #include "ls2c/Runtime/GradientReduceSchedule.h"

@@ -4,8 +4,8 @@
 // dialect, done once (never double → f32 → f16). Results are doubles that
 // the target format represents exactly; overflow gives ±inf, NaN stays NaN.
 // Shared by the CPU reference backend (lib/Reference/FloatFormats.h adds the
-// rounding per element type) and the host encodings of device tensors
-// (DeviceTensors.h).
+// rounding per element type) and the runtime's host encodings of device
+// tensors (ls2c/Runtime/DeviceTensors.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LS2C_SUPPORT_FLOATFORMATS_H
