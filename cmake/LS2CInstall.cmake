@@ -7,7 +7,8 @@
 # description to a Program, kernels compiled by NVRTC), ls2c::RuntimeProgram
 # the Program and the bundle format (ls2c/Runtime/Program.h, Bundle.h) and,
 # where the build has CUDA, ls2c::RuntimeExecutor runs a Program on a GPU
-# (ls2c/Runtime/Executor.h). In this tree the same ls2c:: names are aliases,
+# (ls2c/Runtime/Executor.h) and ls2c::RuntimeDataParallel sums its
+# gradients over ranks (ls2c/Runtime/DataParallel.h, SimulatedRanks.h). In this tree the same ls2c:: names are aliases,
 # so examples/cpp builds either way.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -18,6 +19,7 @@ include(CMakePackageConfigHelpers)
 set(_ls2c_package_libraries
   LS2CSupport LS2CModel LS2CTraining LS2CAnalysis LS2CRuntimeProgram LS2CRuntimeDistributed
   LS2CJIT LS2CRuntimeGemm LS2CRuntimeNccl LS2CRuntimeCudnn LS2CRuntimeExecutor
+  LS2CRuntimeDataParallel
   LS2Dialect LS2CAnalysisIR LS2CTransforms LS2CFrontend LS2CCodegen LS2CJITCompiler)
 set(_ls2c_exported "")
 foreach(t IN LISTS _ls2c_package_libraries)

@@ -19,7 +19,7 @@ int main() {
     // A = dY [k, m], B = X [k, n] row-major. cuBLASLt is column-major: D (n x m) =
     // op_N(B seen as n x k) * op_T(A seen as m x k), i.e. the row-major [m, n] dW;
     // BGRADB sums op(A) over k: the column sums of dY, as ls2c's runtime maps
-    // its bias_grad_a (runtime/lib/GemmRunner.cpp).
+    // its bias_grad_a (runtime/lib/Execution/GemmRunner.cpp).
     size_t ab = (size_t)s.k * s.m * 2, bb = (size_t)s.k * s.n * 2, cb = (size_t)s.m * s.n * 2;
     void *A, *B, *C; CK(cudaMalloc(&A, ab)); CK(cudaMalloc(&B, bb)); CK(cudaMalloc(&C, cb));
     { std::vector<unsigned short> h(std::max(ab, bb) / 2); unsigned x = 12345; for (auto &v : h) { x = x * 1664525u + 1013904223u; v = 0x3000 + ((x >> 16) & 0x0fff) | ((x & 0x100) ? 0x8000 : 0); } cudaMemcpy(A, h.data(), ab, cudaMemcpyHostToDevice); cudaMemcpy(B, h.data(), bb, cudaMemcpyHostToDevice); }

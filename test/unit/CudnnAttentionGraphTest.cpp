@@ -1,6 +1,6 @@
 //===- CudnnAttentionGraphTest.cpp - cuDNN attention plan descriptions ----===//
 //
-// runtime/lib/CudnnAttentionGraph.h without a GPU: the checks of an
+// runtime/lib/Execution/CudnnAttentionGraph.h without a GPU: the checks of an
 // AttentionGraphDesc that run before any cuDNN call (cudnnCreate needs a
 // device, so build() gets a null handle). A valid description gets as far as
 // the handle and is refused there; plans themselves are tested on a GPU.

@@ -40,15 +40,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DataParallel.h"
-#include "DeviceTensors.h"
-#include "SimulatedRanks.h"
-
 #include "ls2c/Runtime/Bundle.h"
+#include "ls2c/Runtime/DataParallel.h"
+#include "ls2c/Runtime/DeviceTensors.h"
 #include "ls2c/Runtime/Executor.h"
 #include "ls2c/Runtime/GradientBuckets.h"
 #include "ls2c/Runtime/GradientReduceSchedule.h"
 #include "ls2c/Runtime/Rendezvous.h"
+#include "ls2c/Runtime/SimulatedRanks.h"
 #include "ls2c/Model/BatchIds.h"
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Model/ParameterLayout.h"
@@ -75,7 +74,6 @@ using ls2c::floatValues;
 using ls2c::intValues;
 using ls2c::sinusoidalTable;
 using namespace ls2c::runtime;
-using namespace ls2c::tools;
 
 namespace {
 

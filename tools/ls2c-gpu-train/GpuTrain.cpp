@@ -35,13 +35,13 @@
 
 #include "Batches.h"
 #include "Bundles.h"
-#include "DeviceTensors.h"
 #include "GpuTrainOptions.h"
 #include "ProgramRunner.h"
 
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Model/ParameterLayout.h"
 #include "ls2c/Runtime/Bundle.h"
+#include "ls2c/Runtime/DeviceTensors.h"
 #include "ls2c/Runtime/Executor.h"
 #include "ls2c/Trainer/Checkpoint.h"
 #include "ls2c/Trainer/PredictionScore.h"
@@ -65,7 +65,6 @@
 #include <vector>
 
 using namespace ls2c::runtime;
-using namespace ls2c::tools;
 using namespace ls2c::gputrain;
 using Clock = std::chrono::steady_clock;
 

@@ -31,12 +31,11 @@
 #include "ls2c/Parallel/SequenceParallel.h"
 #include "ls2c/Parallel/SequenceParallelFunctions.h"
 #include "ls2c/Runtime/Bundle.h"
+#include "ls2c/Runtime/DeviceTensors.h"
 #include "ls2c/Runtime/Rendezvous.h"
 #if LS2C_HAVE_NCCL
 #include "ls2c/Runtime/DistributedNccl.h"
 #endif
-
-#include "../common/DeviceTensors.h"
 
 #include <algorithm>
 #include <climits>
@@ -242,7 +241,7 @@ std::vector<double> randomValues(size_t n, std::mt19937_64 &rng) {
 void uploadRepeating(void *dst, size_t elements, runtime::DType dtype, std::mt19937_64 &rng) {
   const size_t eb = runtime::dtypeBytes(dtype), bytes = elements * eb;
   std::vector<uint8_t> block =
-      tools::encodeValues(randomValues(std::min<size_t>(elements, size_t(1) << 20), rng), dtype);
+      runtime::encodeValues(randomValues(std::min<size_t>(elements, size_t(1) << 20), rng), dtype);
   seqpar::checkCuda(cudaMemcpy(dst, block.data(), block.size(), cudaMemcpyHostToDevice), "upload");
   for (size_t filled = block.size(); filled < bytes; filled *= 2)
     seqpar::checkCuda(cudaMemcpy(static_cast<char *>(dst) + filled, dst, std::min(filled, bytes - filled),
@@ -251,14 +250,14 @@ void uploadRepeating(void *dst, size_t elements, runtime::DType dtype, std::mt19
 }
 
 void upload(void *dst, const std::vector<double> &values, runtime::DType dtype) {
-  std::vector<uint8_t> bytes = tools::encodeValues(values, dtype);
+  std::vector<uint8_t> bytes = runtime::encodeValues(values, dtype);
   seqpar::checkCuda(cudaMemcpy(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "upload");
 }
 
 std::vector<double> download(const void *src, size_t elements, runtime::DType dtype) {
   std::vector<uint8_t> bytes(elements * runtime::dtypeBytes(dtype));
   seqpar::checkCuda(cudaMemcpy(bytes.data(), src, bytes.size(), cudaMemcpyDeviceToHost), "download");
-  return tools::decodeValues(bytes, dtype);
+  return runtime::decodeValues(bytes, dtype);
 }
 
 /// Sums of squared differences and of squared references, per tensor.
@@ -591,7 +590,7 @@ int run(const Options &o) {
       as.scale = 1.0 / std::sqrt(static_cast<double>(shape.headDim));
       // The inputs as the GPU sees them: rounded to the compute dtype.
       auto rounded = [&](const std::vector<double> &x) {
-        return tools::decodeValues(tools::encodeValues(x, shape.dtype), shape.dtype);
+        return runtime::decodeValues(runtime::encodeValues(x, shape.dtype), shape.dtype);
       };
       std::vector<double> rq = rounded(q), rk = rounded(k), rv = rounded(v), rd = rounded(dout);
       for (int64_t b = 0; b < o.batch; ++b) {

@@ -4,9 +4,8 @@
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Model/ParameterLayout.h"
 #include "ls2c/Runtime/Bundle.h"
+#include "ls2c/Runtime/DeviceTensors.h"
 #include "ls2c/Training/Workspace.h"
-
-#include "../common/DeviceTensors.h"
 
 #include <algorithm>
 #include <cmath>
@@ -26,7 +25,7 @@ using runtime::AttentionCallShape;
 using runtime::DType;
 using runtime::Executor;
 using runtime::RuntimeError;
-using tools::DeviceTensor;
+using runtime::DeviceTensor;
 
 namespace {
 
@@ -238,20 +237,20 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, runtime::Program 
           " exceed its max_batch_tokens " + std::to_string(bound));
     m->weight = rank < 0 ? 1.0 : static_cast<double>(valid) / static_cast<double>(labelTokens);
     const int64_t n = m->rows;
-    m->inputs["input_ids"] = tools::uploadTensor(ids, {n}, DType::I32, ids.size() * 4 + 4, "ids");
-    m->inputs["labels"] = tools::uploadTensor(labels, {n}, DType::I32, ids.size() * 4 + 4, "labels");
+    m->inputs["input_ids"] = runtime::uploadTensor(ids, {n}, DType::I32, ids.size() * 4 + 4, "ids");
+    m->inputs["labels"] = runtime::uploadTensor(labels, {n}, DType::I32, ids.size() * 4 + 4, "labels");
     m->inputs["position_ids"] =
-        tools::uploadTensor(positions, {n}, DType::I32, ids.size() * 4 + 4, "positions");
-    m->inputs["cu_seqlens"] = tools::uploadTensor(
+        runtime::uploadTensor(positions, {n}, DType::I32, ids.size() * 4 + 4, "positions");
+    m->inputs["cu_seqlens"] = runtime::uploadTensor(
         cu, {static_cast<int64_t>(cu.size())}, DType::I32, cu.size() * 4, "cu_seqlens");
     const std::vector<int64_t> w = {static_cast<int64_t>(master.size())};
-    m->state["master_weights"] = tools::uploadFloats(master, w, "master");
-    m->state["gradients"] = tools::zeroTensor(w, DType::F32, master.size() * 4, "gradients");
+    m->state["master_weights"] = runtime::uploadFloats(master, w, "master");
+    m->state["gradients"] = runtime::zeroTensor(w, DType::F32, master.size() * 4, "gradients");
     m->state["loss_scale"] =
-        tools::uploadTensor({baseScale * m->weight}, {}, DType::F32, 4, "loss scale");
+        runtime::uploadTensor({baseScale * m->weight}, {}, DType::F32, 4, "loss scale");
     m->state["dropout_seed"] =
-        tools::uploadTensor({static_cast<double>(o.seed)}, {}, DType::I64, 8, "seed");
-    m->state["dropout_offset"] = tools::uploadTensor({0.0}, {}, DType::I64, 8, "offset");
+        runtime::uploadTensor({static_cast<double>(o.seed)}, {}, DType::I64, 8, "seed");
+    m->state["dropout_offset"] = runtime::uploadTensor({0.0}, {}, DType::I64, 8, "offset");
     return m;
   };
 
@@ -361,10 +360,10 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, runtime::Program 
   auto step = [&](Member &m) {
     checkCuda(cudaMemsetAsync(m.state.at("gradients").buffer.data(), 0, master.size() * 4, m.stream),
           "cudaMemsetAsync");
-    Executor::Call call = tools::bindArguments(acc, m.state, m.inputs);
-    tools::bindResults(acc, call, m.state, m.spare, m.outputs);
+    Executor::Call call = runtime::bindArguments(acc, m.state, m.inputs);
+    runtime::bindResults(acc, call, m.state, m.spare, m.outputs);
     m.ex->run("accumulate_gradients", call, m.stream);
-    tools::adoptResults(acc, m.state, m.spare);
+    runtime::adoptResults(acc, m.state, m.spare);
   };
   auto stepAll = [&]() {
     if (members.size() == 1) {
@@ -399,14 +398,14 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, runtime::Program 
   stepAll();
   double loss = 0;
   for (auto &m : members)
-    loss += m->weight * tools::downloadTensor(m->outputs.at("loss"))[0];
+    loss += m->weight * runtime::downloadTensor(m->outputs.at("loss"))[0];
   report.loss = rankSum({loss})[0];
   report.attentionCalls = members[0]->attentionCalls;
 
   if (o.check) {
     std::vector<double> sum(master.size(), 0.0);
     for (auto &m : members) {
-      std::vector<double> g = tools::downloadTensor(m->state.at("gradients"));
+      std::vector<double> g = runtime::downloadTensor(m->state.at("gradients"));
       for (size_t i = 0; i < g.size(); ++i)
         sum[i] += g[i] / baseScale;
     }
@@ -415,8 +414,8 @@ TrainReport runSequenceParallelTraining(const TrainOptions &o, runtime::Program 
     checkCuda(cudaDeviceSynchronize(), "uploading the inputs");
     step(*full);
     checkCuda(cudaStreamSynchronize(full->stream), "reference step");
-    report.fullLoss = tools::downloadTensor(full->outputs.at("loss"))[0];
-    std::vector<double> ref = tools::downloadTensor(full->state.at("gradients"));
+    report.fullLoss = runtime::downloadTensor(full->outputs.at("loss"))[0];
+    std::vector<double> ref = runtime::downloadTensor(full->state.at("gradients"));
     double d = 0, r = 0;
     for (size_t i = 0; i < ref.size(); ++i) {
       double want = ref[i] / baseScale;

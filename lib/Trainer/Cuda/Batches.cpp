@@ -36,7 +36,7 @@ EncodedBatch encodeBatch(const InputBatch &batch, const runtime::Function &f,
     EncodedInput &e = out.inputs[name];
     e.shape = t.shape;
     e.dtype = spec->dtype;
-    e.bytes = tools::encodeValues(
+    e.bytes = runtime::encodeValues(
         floats ? t.floats : std::vector<double>(t.ints.begin(), t.ints.end()), spec->dtype);
   }
   if (auto it = batch.inputs.find("labels"); it != batch.inputs.end()) {
@@ -48,13 +48,13 @@ EncodedBatch encodeBatch(const InputBatch &batch, const runtime::Function &f,
 }
 
 void uploadBatch(const EncodedBatch &batch, const runtime::Function &f,
-                 std::map<std::string, tools::DeviceTensor> &inputs) {
+                 std::map<std::string, runtime::DeviceTensor> &inputs) {
   for (const auto &[name, e] : batch.inputs) {
     const TensorSpec *spec = findArgument(f, name);
     if (!spec)
       throw runtime::RuntimeError("@" + f.name + " takes no input '" + name + "'");
-    tools::DeviceTensor &t = inputs[name];
-    size_t capacity = std::max(tools::specBytes(*spec), e.bytes.size());
+    runtime::DeviceTensor &t = inputs[name];
+    size_t capacity = std::max(runtime::specBytes(*spec), e.bytes.size());
     if (t.buffer.size() < capacity)
       t.buffer = runtime::DeviceBuffer(capacity, name);
     t.dtype = e.dtype;

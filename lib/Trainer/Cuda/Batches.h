@@ -10,8 +10,7 @@
 #ifndef LS2C_TOOLS_GPUTRAIN_BATCHES_H
 #define LS2C_TOOLS_GPUTRAIN_BATCHES_H
 
-#include "DeviceTensors.h"
-
+#include "ls2c/Runtime/DeviceTensors.h"
 #include "ls2c/Trainer/TrainingData.h"
 
 #include <cstdint>
@@ -43,7 +42,7 @@ EncodedBatch encodeBatch(const InputBatch &batch, const runtime::Function &f,
 
 /// Uploads `batch` into `inputs` (buffers kept at the arguments' bounds).
 void uploadBatch(const EncodedBatch &batch, const runtime::Function &f,
-                 std::map<std::string, tools::DeviceTensor> &inputs);
+                 std::map<std::string, runtime::DeviceTensor> &inputs);
 
 } // namespace ls2c::gputrain
 

@@ -12,11 +12,11 @@
 #include "../CudaModule.h"
 
 #include "Batches.h"
-#include "DeviceTensors.h"
 #include "GpuDecoder.h"
 #include "ProgramRunner.h"
 
 #include "ls2c/Runtime/CudnnAttention.h"
+#include "ls2c/Runtime/DeviceTensors.h"
 #include "ls2c/Runtime/Executor.h"
 #include "ls2c/Trainer/Trainer.h"
 
@@ -42,7 +42,7 @@ using ls2c::gputrain::uploadWeights;
 using ls2c::gputrain::uploadBatch;
 using ls2c::reference::ElementType;
 using ls2c::reference::HostTensor;
-using ls2c::tools::DeviceTensor;
+using ls2c::runtime::DeviceTensor;
 
 /// The function `name` of `program`; TrainError when it has none.
 const Function &requireFunction(const Program &program, const std::string &name) {
@@ -122,11 +122,11 @@ public:
       r->executor.setAttentionBackend(options.attention);
     }
     trainInputs["micro_batches"] =
-        tools::uploadTensor({1}, {}, runtime::DType::F32, 8, "micro batches");
-    trainInputs["dropout_seed"] = tools::uploadTensor({0}, {}, runtime::DType::I64, 8, "dropout seed");
-    trainInputs["dropout_offset"] = tools::uploadTensor({0}, {}, runtime::DType::I64, 8, "dropout offset");
-    evalInputs["dropout_seed"] = tools::uploadTensor({0}, {}, runtime::DType::I64, 8, "dropout seed");
-    evalInputs["dropout_offset"] = tools::uploadTensor({0}, {}, runtime::DType::I64, 8, "dropout offset");
+        runtime::uploadTensor({1}, {}, runtime::DType::F32, 8, "micro batches");
+    trainInputs["dropout_seed"] = runtime::uploadTensor({0}, {}, runtime::DType::I64, 8, "dropout seed");
+    trainInputs["dropout_offset"] = runtime::uploadTensor({0}, {}, runtime::DType::I64, 8, "dropout offset");
+    evalInputs["dropout_seed"] = runtime::uploadTensor({0}, {}, runtime::DType::I64, 8, "dropout seed");
+    evalInputs["dropout_offset"] = runtime::uploadTensor({0}, {}, runtime::DType::I64, 8, "dropout offset");
     uploadBuffers(accumulateSpec, trainInputs);
     uploadBuffers(forwardSpec, evalInputs);
   }
@@ -139,15 +139,15 @@ public:
     return guarded([&] {
       const std::vector<int64_t> shape = {ws.totalElements};
       const size_t bytes = static_cast<size_t>(ws.totalElements) * 4;
-      state["master_weights"] = tools::uploadFloats(toFloats(s.master), shape, "master_weights");
-      state["exp_avg"] = tools::uploadFloats(toFloats(s.expAvg), shape, "exp_avg");
-      state["exp_avg_sq"] = tools::uploadFloats(toFloats(s.expAvgSq), shape, "exp_avg_sq");
-      state["gradients"] = tools::zeroTensor(shape, runtime::DType::F32, bytes, "gradients");
+      state["master_weights"] = runtime::uploadFloats(toFloats(s.master), shape, "master_weights");
+      state["exp_avg"] = runtime::uploadFloats(toFloats(s.expAvg), shape, "exp_avg");
+      state["exp_avg_sq"] = runtime::uploadFloats(toFloats(s.expAvgSq), shape, "exp_avg_sq");
+      state["gradients"] = runtime::zeroTensor(shape, runtime::DType::F32, bytes, "gradients");
       state["loss_scale"] =
-          tools::uploadTensor({s.lossScale.floats.at(0)}, {}, runtime::DType::F32, 8, "loss scale");
+          runtime::uploadTensor({s.lossScale.floats.at(0)}, {}, runtime::DType::F32, 8, "loss scale");
       state["step"] =
-          tools::uploadTensor({static_cast<double>(s.appliedSteps)}, {}, runtime::DType::I64, 8, "step");
-      state["good_steps"] = tools::uploadTensor({static_cast<double>(s.goodSteps.ints.at(0))}, {},
+          runtime::uploadTensor({static_cast<double>(s.appliedSteps)}, {}, runtime::DType::I64, 8, "step");
+      state["good_steps"] = runtime::uploadTensor({static_cast<double>(s.goodSteps.ints.at(0))}, {},
                                                 runtime::DType::I64, 8, "good steps");
       step = s.step;
     });
@@ -166,10 +166,10 @@ public:
       s.expAvg = download("exp_avg");
       s.expAvgSq = download("exp_avg_sq");
       s.lossScale = HostTensor::scalarFloat(ElementType::F32,
-                                            tools::downloadTensor(state.at("loss_scale"))[0]);
+                                            runtime::downloadTensor(state.at("loss_scale"))[0]);
       s.goodSteps = HostTensor::scalarInt(
-          ElementType::I64, static_cast<int64_t>(tools::downloadTensor(state.at("good_steps"))[0]));
-      s.appliedSteps = static_cast<int64_t>(tools::downloadTensor(state.at("step"))[0]);
+          ElementType::I64, static_cast<int64_t>(runtime::downloadTensor(state.at("good_steps"))[0]));
+      s.appliedSteps = static_cast<int64_t>(runtime::downloadTensor(state.at("step"))[0]);
       s.step = step;
       return s;
     });
@@ -196,7 +196,7 @@ public:
       else
         uploadBatch(encodeBatch(batch, accumulateSpec, -100), accumulateSpec, trainInputs);
       auto &out = train.call("accumulate_gradients", state, trainInputs);
-      return tools::downloadTensor(out.at("loss"))[0];
+      return runtime::downloadTensor(out.at("loss"))[0];
     });
   }
 
@@ -209,12 +209,12 @@ public:
       }
       auto &out = train.call("optimizer_step", state, trainInputs);
       OptimizerStepResult r;
-      r.gradNorm = tools::downloadTensor(out.at("grad_norm"))[0];
-      r.lr = tools::downloadTensor(out.at("lr"))[0];
-      r.finite = tools::downloadTensor(out.at("finite"))[0] != 0;
+      r.gradNorm = runtime::downloadTensor(out.at("grad_norm"))[0];
+      r.lr = runtime::downloadTensor(out.at("lr"))[0];
+      r.finite = runtime::downloadTensor(out.at("finite"))[0] != 0;
       // Each download waits for the device: only fp16 has a scale to report.
       if (desc.dtype == ls2c::DType::F16)
-        r.lossScale = tools::downloadTensor(state.at("loss_scale"))[0];
+        r.lossScale = runtime::downloadTensor(state.at("loss_scale"))[0];
       return r;
     });
   }
@@ -256,7 +256,7 @@ public:
           throw TrainError("@forward returns no logits to score");
         scoreLogits(logits->second, encoded.labels, ignoredLabel, *predictions);
       }
-      return tools::downloadTensor(out.at(forwardSpec.results[0].name))[0];
+      return runtime::downloadTensor(out.at(forwardSpec.results[0].name))[0];
     });
   }
 

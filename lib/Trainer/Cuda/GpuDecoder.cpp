@@ -8,6 +8,7 @@
 namespace ls2c::tools {
 
 using runtime::DeviceBuffer;
+using runtime::DeviceTensor;
 using runtime::Executor;
 using runtime::Function;
 using runtime::RuntimeError;

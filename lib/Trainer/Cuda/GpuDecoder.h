@@ -16,12 +16,11 @@
 #ifndef LS2C_LIB_TRAINER_CUDA_GPUDECODER_H
 #define LS2C_LIB_TRAINER_CUDA_GPUDECODER_H
 
-#include "DeviceTensors.h"
-
 #include "ls2c/Generation/DecodingState.h"
 #include "ls2c/Generation/IncrementalDecoder.h"
 #include "ls2c/Model/ModelDescription.h"
 #include "ls2c/Reference/HostTensor.h"
+#include "ls2c/Runtime/DeviceTensors.h"
 #include "ls2c/Runtime/Executor.h"
 
 #include <cuda_runtime.h>
@@ -69,14 +68,14 @@ private:
   size_t rowBytes = 0; ///< one cached token of one layer's keys
   /// Inputs and results by "function/name"; @encode's results are the
   /// memory @decode reads, until the next encode().
-  std::map<std::string, DeviceTensor> parameters, inputs, results;
+  std::map<std::string, runtime::DeviceTensor> parameters, inputs, results;
   generation::DecodingState book;
   /// Two cache sets, each 2 x layers buffers (layer i: 2i keys, 2i+1 values).
   std::vector<runtime::DeviceBuffer> cache[2];
   size_t slots[2] = {0, 0};
   int current = 0;
   /// Stands for the cache arguments in makeCall; step() binds the caches.
-  DeviceTensor placeholder;
+  runtime::DeviceTensor placeholder;
 };
 
 } // namespace ls2c::tools

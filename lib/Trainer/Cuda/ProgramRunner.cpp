@@ -10,19 +10,19 @@
 namespace ls2c::gputrain {
 
 using namespace ls2c::runtime;
-using ls2c::tools::DeviceTensor;
+using ls2c::runtime::DeviceTensor;
 
 std::map<std::string, DeviceTensor> &
 ProgramRunner::call(const std::string &name, std::map<std::string, DeviceTensor> &state,
                     std::map<std::string, DeviceTensor> &inputs) {
   const Function &f = executor.function(name);
-  Executor::Call c = tools::bindArguments(f, state, inputs);
+  Executor::Call c = runtime::bindArguments(f, state, inputs);
   std::map<std::string, DeviceTensor> &out = outputs[name];
-  tools::bindResults(f, c, state, spare, out);
+  runtime::bindResults(f, c, state, spare, out);
   executor.run(f.name, c);
   if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
     throw RuntimeError("@" + f.name + ": " + cudaGetErrorString(e));
-  tools::adoptResults(f, state, spare);
+  runtime::adoptResults(f, state, spare);
   return out;
 }
 
@@ -35,7 +35,7 @@ void uploadBuffers(const Function &f, std::map<std::string, DeviceTensor> &input
     std::vector<double> table = sinusoidalTable(spec.maxShape[0], spec.maxShape[1]);
     for (double &x : table)
       x = static_cast<float>(x);
-    inputs[spec.name] = tools::uploadTensor(table, spec.maxShape, spec.dtype, 0, spec.name);
+    inputs[spec.name] = runtime::uploadTensor(table, spec.maxShape, spec.dtype, 0, spec.name);
   }
 }
 
@@ -48,7 +48,7 @@ std::string uploadWeights(const Function &forward, const WorkspaceLayout &ws,
     const WorkspaceSlot *slot = ws.find(spec.name);
     if (!slot || slot->spec->shape != spec.maxShape)
       return spec.name;
-    std::vector<uint8_t> bytes = tools::encodeFloats(
+    std::vector<uint8_t> bytes = runtime::encodeFloats(
         master.data() + slot->offset, static_cast<size_t>(slot->numel), spec.dtype);
     DeviceTensor &t = inputs[spec.name];
     if (t.buffer.size() < bytes.size())
@@ -76,7 +76,7 @@ void scoreLogits(const DeviceTensor &logits, const std::vector<int64_t> &labels,
       throw RuntimeError("label " + std::to_string(labels[r]) + " is not one of the " +
                          std::to_string(classes) + " classes of the logits");
     std::memcpy(row.data(), all.data() + r * rowBytes, rowBytes);
-    std::vector<double> values = tools::decodeValues(row, logits.dtype);
+    std::vector<double> values = runtime::decodeValues(row, logits.dtype);
     out.add(values.data(), classes, labels[r]);
   }
 }

@@ -11,8 +11,7 @@
 #ifndef LS2C_LIB_TRAINER_CUDA_PROGRAMRUNNER_H
 #define LS2C_LIB_TRAINER_CUDA_PROGRAMRUNNER_H
 
-#include "DeviceTensors.h"
-
+#include "ls2c/Runtime/DeviceTensors.h"
 #include "ls2c/Runtime/Executor.h"
 #include "ls2c/Trainer/PredictionScore.h"
 #include "ls2c/Training/Workspace.h"
@@ -27,9 +26,9 @@ namespace ls2c::gputrain {
 struct ProgramRunner {
   runtime::Executor executor;
   /// Per function, persistent buffers for results that are not state.
-  std::map<std::string, std::map<std::string, tools::DeviceTensor>> outputs;
+  std::map<std::string, std::map<std::string, runtime::DeviceTensor>> outputs;
   /// Spare buffers for state results (swapped with the state after a call).
-  std::map<std::string, tools::DeviceTensor> spare;
+  std::map<std::string, runtime::DeviceTensor> spare;
 
   explicit ProgramRunner(runtime::Program p) : executor(std::move(p)) {}
 
@@ -37,14 +36,14 @@ struct ProgramRunner {
   /// state replace it (in place, or their old buffers become the spares);
   /// other results land in outputs[name]. Synchronizes. Throws
   /// runtime::RuntimeError naming the function when the device fails.
-  std::map<std::string, tools::DeviceTensor> &
-  call(const std::string &name, std::map<std::string, tools::DeviceTensor> &state,
-       std::map<std::string, tools::DeviceTensor> &inputs);
+  std::map<std::string, runtime::DeviceTensor> &
+  call(const std::string &name, std::map<std::string, runtime::DeviceTensor> &state,
+       std::map<std::string, runtime::DeviceTensor> &inputs);
 };
 
 /// Uploads the sinusoidal tables `f` takes as Buffer arguments (rounded to
 /// fp32 first, as the CPU reference does) into `inputs`, unless there.
-void uploadBuffers(const runtime::Function &f, std::map<std::string, tools::DeviceTensor> &inputs);
+void uploadBuffers(const runtime::Function &f, std::map<std::string, runtime::DeviceTensor> &inputs);
 
 /// Casts the fp32 master workspace `master` (laid out as `ws`) to each
 /// Parameter argument of `forward` in its dtype and uploads it into
@@ -52,11 +51,11 @@ void uploadBuffers(const runtime::Function &f, std::map<std::string, tools::Devi
 /// a workspace slot of its shape (nothing uploaded past it).
 std::string uploadWeights(const runtime::Function &forward, const WorkspaceLayout &ws,
                           const std::vector<float> &master,
-                          std::map<std::string, tools::DeviceTensor> &inputs);
+                          std::map<std::string, runtime::DeviceTensor> &inputs);
 
 /// Scores the rows of `logits` [N, C] whose label is not `ignored`,
 /// decoding only those rows (most of a masked LM's are not scored).
-void scoreLogits(const tools::DeviceTensor &logits, const std::vector<int64_t> &labels,
+void scoreLogits(const runtime::DeviceTensor &logits, const std::vector<int64_t> &labels,
                  int64_t ignored, PredictionScore &out);
 
 } // namespace ls2c::gputrain

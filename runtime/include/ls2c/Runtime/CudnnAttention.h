@@ -2,7 +2,7 @@
 //
 // Runs a Program's Attention steps (Program.h) with cuDNN's fused
 // scaled-dot-product attention (FlashAttention-2, Dao 2023, as cuDNN 9's
-// composite graph implements it; runtime/lib/CudnnAttentionGraph.h), forward
+// composite graph implements it; runtime/lib/Execution/CudnnAttentionGraph.h), forward
 // with the softmax statistics and backward from them. The Executor uses it
 // when asked to (Executor::setAttentionBackend); a step cuDNN refuses runs
 // its fallback, the generated kernels that follow it.

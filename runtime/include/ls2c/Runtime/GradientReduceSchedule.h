@@ -10,7 +10,7 @@
 // the call (the reductions are captured with the steps and replayed).
 //
 // What reduces a bucket is a BucketReducer: NCCL across GPUs
-// (tools/ls2c-gpu-step/DataParallel.cpp) or simulated ranks on one GPU.
+// (DataParallel.h) or simulated ranks on one GPU (SimulatedRanks.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LS2C_RUNTIME_GRADIENTREDUCESCHEDULE_H

@@ -261,7 +261,7 @@ struct Program {
 /// compares its kind and the part that kind uses (buffer or value); a Step
 /// its kind and that kind's part (kernel and args, gemm, attention, or the
 /// copy's source and destination).
-/// Everything else compares every field. Defined in runtime/lib/Program.cpp.
+/// Everything else compares every field. Defined in runtime/lib/Bundle/Program.cpp.
 bool operator==(const Dim &a, const Dim &b);
 bool operator==(const TensorSpec &a, const TensorSpec &b);
 bool operator==(const BufferRef &a, const BufferRef &b);

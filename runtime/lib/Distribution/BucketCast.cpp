@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace ls2c::tools {
+namespace ls2c::runtime {
 namespace {
 
 // Grid-stride loops: any n with a grid capped at 65,535 x 256 threads.
@@ -68,4 +68,4 @@ void BucketCast::toF32(const void *bf16, float *f32, uint64_t n, cudaStream_t st
   launch(widen, bf16, f32, n, stream);
 }
 
-} // namespace ls2c::tools
+} // namespace ls2c::runtime

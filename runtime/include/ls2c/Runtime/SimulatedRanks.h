@@ -11,8 +11,8 @@
 // only when the bucket plan and its ordering are right.
 //
 //===----------------------------------------------------------------------===//
-#ifndef LS2C_TOOLS_SIMULATEDRANKS_H
-#define LS2C_TOOLS_SIMULATEDRANKS_H
+#ifndef LS2C_RUNTIME_SIMULATEDRANKS_H
+#define LS2C_RUNTIME_SIMULATEDRANKS_H
 
 #include "ls2c/Runtime/GradientReduceSchedule.h"
 
@@ -20,9 +20,9 @@
 
 struct cublasContext;
 
-namespace ls2c::tools {
+namespace ls2c::runtime {
 
-class SimulatedRankReducer : public runtime::BucketReducer {
+class SimulatedRankReducer : public BucketReducer {
 public:
   /// A zeroed fp32 sum of `elements` elements (the gradient workspace).
   /// Throws std::runtime_error (allocation, cuBLAS).
@@ -32,8 +32,7 @@ public:
   SimulatedRankReducer &operator=(const SimulatedRankReducer &) = delete;
 
   /// sum[bucket] += gradients[bucket], on `stream`.
-  void reduce(const runtime::GradientBucket &bucket, float *gradients,
-              cudaStream_t stream) override;
+  void reduce(const GradientBucket &bucket, float *gradients, cudaStream_t stream) override;
   /// Nothing to join: the sums run on the caller's stream.
   void join(cudaStream_t) override {}
   /// Copies the sum of the ranks so far into `gradients` and zeroes the
@@ -48,6 +47,6 @@ private:
   cublasContext *blas = nullptr;
 };
 
-} // namespace ls2c::tools
+} // namespace ls2c::runtime
 
-#endif // LS2C_TOOLS_SIMULATEDRANKS_H
+#endif // LS2C_RUNTIME_SIMULATEDRANKS_H

@@ -1,7 +1,7 @@
-//===- DataParallel.h - ls2c-gpu-step across GPUs with NCCL ---------------===//
+//===- DataParallel.h - one process per GPU, gradients summed by NCCL -----===//
 //
-// Data parallelism for ls2c-gpu-step (issue 9): one process per GPU,
-// started as torchrun starts them (RANK, WORLD_SIZE, LOCAL_RANK,
+// Data parallelism (issue 9; ls2c-gpu-step --data-parallel): one process
+// per GPU, started as torchrun starts them (RANK, WORLD_SIZE, LOCAL_RANK,
 // MASTER_ADDR, MASTER_PORT; Rendezvous.h). Every rank runs
 // @accumulate_gradients on its own shard of the batch; the ranks' fp32
 // gradient workspaces are then summed in place by one NCCL all-reduce
@@ -14,8 +14,8 @@
 // GradientReduceSchedule.h); sumGradients is the whole workspace at once.
 //
 //===----------------------------------------------------------------------===//
-#ifndef LS2C_TOOLS_DATAPARALLEL_H
-#define LS2C_TOOLS_DATAPARALLEL_H
+#ifndef LS2C_RUNTIME_DATAPARALLEL_H
+#define LS2C_RUNTIME_DATAPARALLEL_H
 
 #include "ls2c/Runtime/GradientReduceSchedule.h"
 
@@ -23,7 +23,7 @@
 #include <memory>
 #include <string>
 
-namespace ls2c::tools {
+namespace ls2c::runtime {
 
 class DataParallel {
 public:
@@ -47,16 +47,16 @@ public:
   /// join makes the caller's stream wait for them. Capturable in a CUDA
   /// graph. `reduceDType` F32 sums the fp32 values; BF16 rounds each bucket
   /// to bf16 in a staging buffer (2 bytes an element of the workspace),
-  /// sums that and widens the sum back (BucketCast.h): half the bytes on
-  /// the wire, bf16's rounding in the gradients. It must not outlive this
-  /// object. Throws std::runtime_error (another dtype, allocation, NVRTC).
-  virtual std::unique_ptr<runtime::BucketReducer>
-  makeBucketReducer(runtime::DType reduceDType, uint64_t workspaceElements) = 0;
+  /// sums that and widens the sum back (runtime/lib/Distribution/
+  /// BucketCast.h): half the bytes on the wire, bf16's rounding in the
+  /// gradients. It must not outlive this object. Throws std::runtime_error (another dtype, allocation, NVRTC).
+  virtual std::unique_ptr<BucketReducer>
+  makeBucketReducer(DType reduceDType, uint64_t workspaceElements) = 0;
 };
 
 /// `pattern` with every "{rank}" replaced by `rank` (per-rank batch files).
 std::string perRankPath(const std::string &pattern, int rank);
 
-} // namespace ls2c::tools
+} // namespace ls2c::runtime
 
-#endif // LS2C_TOOLS_DATAPARALLEL_H
+#endif // LS2C_RUNTIME_DATAPARALLEL_H

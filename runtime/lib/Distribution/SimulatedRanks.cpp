@@ -1,5 +1,5 @@
 //===- SimulatedRanks.cpp - data parallelism's buckets on one GPU ---------===//
-#include "SimulatedRanks.h"
+#include "ls2c/Runtime/SimulatedRanks.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace ls2c::tools {
+namespace ls2c::runtime {
 namespace {
 
 constexpr size_t kBlasWorkspaceBytes = 4 << 20;
@@ -52,7 +52,7 @@ void SimulatedRankReducer::release() noexcept {
   sum = nullptr;
 }
 
-void SimulatedRankReducer::reduce(const runtime::GradientBucket &bucket, float *gradients,
+void SimulatedRankReducer::reduce(const GradientBucket &bucket, float *gradients,
                                   cudaStream_t stream) {
   if (bucket.endElement > elements)
     throw std::runtime_error("simulated ranks: bucket [" + std::to_string(bucket.beginElement) +
@@ -74,4 +74,4 @@ void SimulatedRankReducer::takeSum(float *gradients) {
   checkCuda(cudaMemset(sum, 0, elements * sizeof(float)), "cudaMemset");
 }
 
-} // namespace ls2c::tools
+} // namespace ls2c::runtime

@@ -1,17 +1,15 @@
 //===- DeviceTensors.cpp - host values to and from device tensors ---------===//
 
-#include "DeviceTensors.h"
+#include "ls2c/Runtime/DeviceTensors.h"
 
-#include "FloatFormats.h"
+#include "ls2c/Support/FloatFormats.h"
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstring>
 
-namespace ls2c::tools {
-
-using namespace ls2c::runtime;
+namespace ls2c::runtime {
 
 size_t numel(const std::vector<int64_t> &shape) {
   size_t n = 1;
@@ -34,7 +32,7 @@ std::vector<uint8_t> encodeFloats(const float *values, size_t n, DType dtype) {
     return out;
   case DType::F16:
   case DType::BF16: {
-    auto encode = dtype == DType::F16 ? reference::floatToF16Bits : reference::floatToBF16Bits;
+    auto encode = dtype == DType::F16 ? floatToF16Bits : floatToBF16Bits;
     for (size_t i = 0; i < n; ++i) {
       uint16_t x = encode(values[i]);
       std::memcpy(out.data() + 2 * i, &x, 2);
@@ -60,12 +58,12 @@ std::vector<uint8_t> encodeValues(const std::vector<double> &values, DType dtype
       std::memcpy(p, &values[i], 8);
       break;
     case DType::F16: {
-      uint16_t x = reference::toF16Bits(values[i]);
+      uint16_t x = toF16Bits(values[i]);
       std::memcpy(p, &x, 2);
       break;
     }
     case DType::BF16: {
-      uint16_t x = reference::toBF16Bits(values[i]);
+      uint16_t x = toBF16Bits(values[i]);
       std::memcpy(p, &x, 2);
       break;
     }
@@ -105,13 +103,13 @@ std::vector<double> decodeValues(const std::vector<uint8_t> &bytes, DType dtype)
     case DType::F16: {
       uint16_t x;
       std::memcpy(&x, p, 2);
-      out[i] = reference::fromF16Bits(x);
+      out[i] = fromF16Bits(x);
       break;
     }
     case DType::BF16: {
       uint16_t x;
       std::memcpy(&x, p, 2);
-      out[i] = reference::fromBF16Bits(x);
+      out[i] = fromBF16Bits(x);
       break;
     }
     case DType::I32: {
@@ -135,7 +133,7 @@ std::vector<double> decodeValues(const std::vector<uint8_t> &bytes, DType dtype)
 }
 
 DeviceTensor uploadTensor(const std::vector<double> &values, const std::vector<int64_t> &shape,
-                    DType dtype, size_t capacityBytes, const std::string &what) {
+                          DType dtype, size_t capacityBytes, const std::string &what) {
   DeviceTensor t;
   t.shape = shape;
   t.dtype = dtype;
@@ -165,7 +163,7 @@ DeviceTensor zeroTensor(const std::vector<int64_t> &shape, DType dtype, size_t c
   t.dtype = dtype;
   t.buffer = DeviceBuffer(std::max(capacityBytes, numel(shape) * dtypeBytes(dtype)), what);
   t.buffer.fill(0);
-  // cudaMemset may return before it is done, and the tools' streams do not
+  // cudaMemset may return before it is done, and the callers' streams do not
   // wait for the legacy stream: the zeros land before any use.
   if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
     throw RuntimeError(what + ": zeroing it: " + cudaGetErrorString(e));
@@ -210,25 +208,25 @@ Executor::Call bindArguments(const Function &f, const std::map<std::string, Devi
   return c;
 }
 
-void bindResults(const runtime::Function &f, runtime::Executor::Call &call,
+void bindResults(const Function &f, Executor::Call &call,
                  const std::map<std::string, DeviceTensor> &state,
                  std::map<std::string, DeviceTensor> &spare,
                  std::map<std::string, DeviceTensor> &outputs) {
-  for (const runtime::TensorSpec &spec : f.results) {
+  for (const TensorSpec &spec : f.results) {
     if (writesStateInPlace(f, spec, state)) {
       call.results.push_back(state.at(spec.name).buffer.data());
       continue;
     }
     DeviceTensor &t = state.count(spec.name) ? spare[spec.name] : outputs[spec.name];
     if (t.buffer.size() < std::max<size_t>(specBytes(spec), 1))
-      t.buffer = runtime::DeviceBuffer(specBytes(spec), "result " + spec.name);
+      t.buffer = DeviceBuffer(specBytes(spec), "result " + spec.name);
     t.shape = resultShape(spec, call);
     t.dtype = spec.dtype;
     call.results.push_back(t.buffer.data());
   }
 }
 
-bool writesStateInPlace(const runtime::Function &f, const runtime::TensorSpec &spec,
+bool writesStateInPlace(const Function &f, const TensorSpec &spec,
                         const std::map<std::string, DeviceTensor> &state) {
   // The argument bound from the same state tensor (bindArguments takes
   // state first), holding the result's bytes.
@@ -238,11 +236,11 @@ bool writesStateInPlace(const runtime::Function &f, const runtime::TensorSpec &s
          it != state.end() && it->second.buffer.size() >= specBytes(spec);
 }
 
-void adoptResults(const runtime::Function &f, std::map<std::string, DeviceTensor> &state,
+void adoptResults(const Function &f, std::map<std::string, DeviceTensor> &state,
                   std::map<std::string, DeviceTensor> &spare) {
-  for (const runtime::TensorSpec &spec : f.results)
+  for (const TensorSpec &spec : f.results)
     if (state.count(spec.name) && !writesStateInPlace(f, spec, state))
       std::swap(state[spec.name], spare[spec.name]);
 }
 
-} // namespace ls2c::tools
+} // namespace ls2c::runtime

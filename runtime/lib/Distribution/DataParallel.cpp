@@ -1,5 +1,5 @@
-//===- DataParallel.cpp - ls2c-gpu-step across GPUs with NCCL -------------===//
-#include "DataParallel.h"
+//===- DataParallel.cpp - one process per GPU, gradients summed by NCCL ---===//
+#include "ls2c/Runtime/DataParallel.h"
 
 #include "ls2c/Runtime/Rendezvous.h"
 
@@ -12,7 +12,7 @@
 #include "ls2c/Runtime/DistributedNccl.h"
 #endif
 
-namespace ls2c::tools {
+namespace ls2c::runtime {
 
 std::string perRankPath(const std::string &pattern, int rank) {
   std::string out = pattern;
@@ -30,18 +30,17 @@ void checkCuda(cudaError_t e, const char *what) {
     throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
-class NcclBucketReducer : public runtime::BucketReducer {
+class NcclBucketReducer : public BucketReducer {
 public:
-  NcclBucketReducer(runtime::NcclCommunicator &comm, runtime::DType dtype,
-                    uint64_t workspaceElements)
+  NcclBucketReducer(NcclCommunicator &comm, DType dtype, uint64_t workspaceElements)
       : comm(comm), dtype(dtype) {
-    if (dtype != runtime::DType::F32 && dtype != runtime::DType::BF16)
-      throw std::runtime_error(std::string("gradient reduction in ") +
-                               runtime::dtypeName(dtype) + ": must be f32 or bf16");
+    if (dtype != DType::F32 && dtype != DType::BF16)
+      throw std::runtime_error(std::string("gradient reduction in ") + dtypeName(dtype) +
+                               ": must be f32 or bf16");
     checkCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
     checkCuda(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate");
     checkCuda(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
-    if (dtype == runtime::DType::BF16) {
+    if (dtype == DType::BF16) {
       cast = std::make_unique<BucketCast>();
       checkCuda(cudaMalloc(&staging, workspaceElements * 2), "cudaMalloc (bf16 buckets)");
     }
@@ -56,23 +55,20 @@ public:
   NcclBucketReducer(const NcclBucketReducer &) = delete;
   NcclBucketReducer &operator=(const NcclBucketReducer &) = delete;
 
-  void reduce(const runtime::GradientBucket &bucket, float *gradients,
-              cudaStream_t after) override {
+  void reduce(const GradientBucket &bucket, float *gradients, cudaStream_t after) override {
     // A wait takes the event's latest record, so one event serves all.
     checkCuda(cudaEventRecord(ready, after), "bucket all-reduce: cudaEventRecord");
     checkCuda(cudaStreamWaitEvent(stream, ready, 0), "bucket all-reduce: cudaStreamWaitEvent");
     float *range = gradients + bucket.beginElement;
     if (!cast) {
-      comm.allReduce(range, bucket.elements(), runtime::DType::F32, runtime::Reduction::Sum,
-                     stream);
+      comm.allReduce(range, bucket.elements(), DType::F32, Reduction::Sum, stream);
       return;
     }
     // The bucket's own part of the staging buffer: no two buckets share
     // bytes, whatever the order their reductions run in.
     char *half = static_cast<char *>(staging) + bucket.beginElement * 2;
     cast->toBf16(range, half, bucket.elements(), stream);
-    comm.allReduce(half, bucket.elements(), runtime::DType::BF16, runtime::Reduction::Sum,
-                   stream);
+    comm.allReduce(half, bucket.elements(), DType::BF16, Reduction::Sum, stream);
     cast->toF32(half, range, bucket.elements(), stream);
   }
   void join(cudaStream_t waiting) override {
@@ -81,8 +77,8 @@ public:
   }
 
 private:
-  runtime::NcclCommunicator &comm;
-  runtime::DType dtype;
+  NcclCommunicator &comm;
+  DType dtype;
   cudaStream_t stream = nullptr;
   cudaEvent_t ready = nullptr, done = nullptr;
   std::unique_ptr<BucketCast> cast;
@@ -91,28 +87,28 @@ private:
 
 class NcclDataParallel : public DataParallel {
 public:
-  explicit NcclDataParallel(runtime::NcclCommunicator c) : comm(std::move(c)) {}
-  std::unique_ptr<runtime::BucketReducer>
-  makeBucketReducer(runtime::DType reduceDType, uint64_t workspaceElements) override {
+  explicit NcclDataParallel(NcclCommunicator c) : comm(std::move(c)) {}
+  std::unique_ptr<BucketReducer>
+  makeBucketReducer(DType reduceDType, uint64_t workspaceElements) override {
     return std::make_unique<NcclBucketReducer>(comm, reduceDType, workspaceElements);
   }
   int rank() const override { return comm.rank(); }
   int worldSize() const override { return comm.worldSize(); }
   void sumGradients(void *gradients, uint64_t elements) override {
-    comm.allReduce(gradients, elements, runtime::DType::F32, runtime::Reduction::Sum, nullptr);
+    comm.allReduce(gradients, elements, DType::F32, Reduction::Sum, nullptr);
     if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
       throw std::runtime_error(std::string("gradient all-reduce: ") + cudaGetErrorString(e));
     comm.checkAsyncError();
   }
 
 private:
-  runtime::NcclCommunicator comm;
+  NcclCommunicator comm;
 };
 
 } // namespace
 
 std::unique_ptr<DataParallel> DataParallel::fromEnvironment() {
-  runtime::DistributedEnv env = runtime::parseDistributedEnv();
+  DistributedEnv env = parseDistributedEnv();
   int devices = 0;
   if (cudaError_t e = cudaGetDeviceCount(&devices); e != cudaSuccess)
     throw std::runtime_error(std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e));
@@ -121,7 +117,7 @@ std::unique_ptr<DataParallel> DataParallel::fromEnvironment() {
                              ": this node has " + std::to_string(devices) + " GPUs");
   if (cudaError_t e = cudaSetDevice(env.localRank); e != cudaSuccess)
     throw std::runtime_error(std::string("cudaSetDevice: ") + cudaGetErrorString(e));
-  return std::make_unique<NcclDataParallel>(runtime::NcclCommunicator::fromEnvironment(env));
+  return std::make_unique<NcclDataParallel>(NcclCommunicator::fromEnvironment(env));
 }
 #else
 std::unique_ptr<DataParallel> DataParallel::fromEnvironment() {
@@ -130,4 +126,4 @@ std::unique_ptr<DataParallel> DataParallel::fromEnvironment() {
 }
 #endif
 
-} // namespace ls2c::tools
+} // namespace ls2c::runtime

@@ -3,20 +3,20 @@
 // A bf16 all-reduce of the fp32 gradient workspace (--reduce-dtype bf16,
 // PyTorch DDP's bf16_compress_hook): each bucket is rounded to bf16 into a
 // staging buffer, summed over the ranks in bf16 and widened back. The two
-// element-wise copies are kernels of the tool's own, compiled by NVRTC for
+// element-wise copies are kernels of the runtime's own, compiled by NVRTC for
 // the current device when first needed (ls2c/JIT/KernelCompiler.h, cached)
 // and loaded through the runtime API's library management, so that they
 // can be captured in a CUDA graph like the generated kernels.
 //
 //===----------------------------------------------------------------------===//
-#ifndef LS2C_TOOLS_BUCKETCAST_H
-#define LS2C_TOOLS_BUCKETCAST_H
+#ifndef LS2C_RUNTIME_LIB_DISTRIBUTION_BUCKETCAST_H
+#define LS2C_RUNTIME_LIB_DISTRIBUTION_BUCKETCAST_H
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-namespace ls2c::tools {
+namespace ls2c::runtime {
 
 class BucketCast {
 public:
@@ -38,6 +38,6 @@ private:
   cudaKernel_t narrow = nullptr, widen = nullptr;
 };
 
-} // namespace ls2c::tools
+} // namespace ls2c::runtime
 
-#endif // LS2C_TOOLS_BUCKETCAST_H
+#endif // LS2C_RUNTIME_LIB_DISTRIBUTION_BUCKETCAST_H
