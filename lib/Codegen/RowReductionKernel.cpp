@@ -9,8 +9,8 @@
 // alone makes nonzero (a label's logit) is one load (RowReductionPatterns.h).
 // When a thread holds at most 32 elements, the operands it reads along the
 // row and its random numbers are loaded once into registers (16-byte vectors
-// when aligned; 16-bit floats kept 16-bit) and every phase reuses them; longer rows (vocabularies)
-// re-read them (from L1/L2) in each phase. Outputs along the row are stored as
+// when aligned; 16-bit floats kept 16-bit) and every phase reuses them;
+// longer rows (vocabularies) re-read them (from L1/L2) in each phase. Outputs along the row are stored as
 // 16-byte vectors when aligned. A padded [R, H] operand or output
 // (PaddedRows.h: the logits and their gradient) is read and written at
 // r * stride + j, its stride a kernel parameter.
@@ -305,25 +305,19 @@ void emitRowReductionKernel(KernelContext &ctx) {
                  : element + " = " + below("j") + " ? ls2_load(" + p + ", " + flat.text +
                        ") : " + computeType(et) + "(0);";
       std::string ref = packed ? "ls2_cvt(" + element + ")" : cacheRef(name);
-      if ((contiguous || broadcast) && packed) {
+      if (contiguous || broadcast) {
+        std::string vectorAt = "*reinterpret_cast<const " + vt + " *>(" + p +
+                               (contiguous ? " + r * " + H : std::string()) + " + j0)";
         fill += "#pragma unroll\nfor (int c = 0; c < " + CH + "; ++c) {\n";
         fill += "  const long long j0 = ((long long)c * " + T + " + lane) * " + V + ";\n";
         fill += "  if (" + below("j0") + " && ((unsigned long long)" + p + " & 15) == 0) {\n";
-        fill += "    " + name + "[c] = *reinterpret_cast<const " + vt + " *>(" + p +
-                (contiguous ? " + r * " + H : std::string()) + " + j0);\n";
-        fill += "  } else {\n";
-        fill += "#pragma unroll\n    for (int u = 0; u < " + V + "; ++u) {\n";
-        fill += "      const long long j = j0 + u;\n";
-        fill += "      " + scalarFill + "\n";
-        fill += "    }\n  }\n}\n";
-      } else if (contiguous || broadcast) {
-        fill += "#pragma unroll\nfor (int c = 0; c < " + CH + "; ++c) {\n";
-        fill += "  const long long j0 = ((long long)c * " + T + " + lane) * " + V + ";\n";
-        fill += "  if (" + below("j0") + " && ((unsigned long long)" + p + " & 15) == 0) {\n";
-        fill += "    const " + vt + " w = *reinterpret_cast<const " + vt + " *>(" + p +
-                (contiguous ? " + r * " + H : std::string()) + " + j0);\n";
-        fill += "#pragma unroll\n    for (int u = 0; u < " + V + "; ++u)\n";
-        fill += "      " + element + " = ls2_cvt(w.v[u]);\n";
+        if (packed) {
+          fill += "    " + name + "[c] = " + vectorAt + ";\n";
+        } else {
+          fill += "    const " + vt + " w = " + vectorAt + ";\n";
+          fill += "#pragma unroll\n    for (int u = 0; u < " + V + "; ++u)\n";
+          fill += "      " + element + " = ls2_cvt(w.v[u]);\n";
+        }
         fill += "  } else {\n";
         fill += "#pragma unroll\n    for (int u = 0; u < " + V + "; ++u) {\n";
         fill += "      const long long j = j0 + u;\n";
