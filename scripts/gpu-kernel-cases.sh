@@ -4,7 +4,7 @@
 # interpreter's outputs) for every distinct kernel of the tiny presets and
 # of the size variants in test/gpu/Inputs (hidden 20 with 70,000 rows, 100
 # in bf16 with a 50,257 vocabulary, 384 in fp16, 767, 1024 in bf16, a 512-wide
-# llama's loops, the
+# llama's loops, the erf GELU in fp16 and bf16, the
 # masked-LM head's gather kernels at 12,000 tokens) and, for the
 # tensor-core attention kernels, of test/gpu/Inputs/attention-*.json (head
 # dims 16 to 128 and 256, f16 and bf16, causal, cross, GQA/MQA, dropout) at 400
@@ -51,6 +51,12 @@ sizes)
     --max-case-bytes 3000000
   "$CASES" test/gpu/Inputs/sizes-h1024-bf16.json .gpu-run/sizes-h1024-bf16 --tokens 96 \
     --max-case-bytes 2500000
+  # The erf GELU of 16-bit models (ls2_erf_approx), forward, gradient and the masked-LM
+  # head's GELU + LayerNorm, in fp16 at hidden 768 and bf16 at 384.
+  "$CASES" test/gpu/Inputs/scatter-h768-fp16.json .gpu-run/gelu-erf-h768-fp16 --tokens 64 \
+    --only gelu
+  "$CASES" test/gpu/Inputs/attention-d96-bf16-encoder.json .gpu-run/gelu-erf-h384-bf16 \
+    --tokens 64 --only gelu
   # Llama's loops (rotary embeddings at positions up to 4,095 with theta 500,000, SiLU and
   # its gradient) at 200 tokens.
   "$CASES" test/gpu/Inputs/llama-h512-bf16.json .gpu-run/llama-h512-loops --tokens 200 \

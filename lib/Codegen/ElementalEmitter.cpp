@@ -91,6 +91,18 @@ bool fromSixteenBitValues(Value v, int depth = 8) {
 
 bool isFloatType(Type t) { return isa<FloatType>(t); }
 
+} // namespace
+
+Value storedValue(Value v) {
+  auto c = v.getDefiningOp<ls2::CastOp>();
+  if (!c)
+    return v;
+  Type to = tensorType(v).getElementType(), from = tensorType(c.getInput()).getElementType();
+  return (to.isF16() || to.isBF16()) && from.isF32() ? c.getInput() : v;
+}
+
+namespace {
+
 std::string floatLiteral(double x, bool isDouble) {
   if (std::isnan(x))
     return isDouble ? "__longlong_as_double(0x7ff8000000000000LL)"
@@ -609,7 +621,13 @@ std::string ElementalEmitter::emitOp(Operation *op, Value value,
           return define(value, "ls2_tanh_approx(" + a[0] + ")");
         return unary("tanh");
       })
-      .Case([&](ls2::ErfOp) { return unary("erf"); })
+      .Case([&](ls2::ErfOp) {
+        // An erf of 16-bit values (the erf GELU of a bf16 or fp16 model):
+        // Prelude.cpp's ls2_erf_approx, whose error is far below theirs.
+        if (computeType(et) == "float" && fromSixteenBitValues(op->getOperand(0)))
+          return define(value, "ls2_erf_approx(" + a[0] + ")");
+        return unary("erf");
+      })
       .Case([&](ls2::SqrtOp) { return unary("sqrt"); })
       .Case([&](ls2::RsqrtOp) { return unary("rsqrt"); })
       .Case([&](ls2::SinOp) { return unary("sin"); })

@@ -49,6 +49,13 @@ std::string storageType(mlir::Type elementType);
 /// The runtime's dtype of an element type; fails for unsupported types.
 std::optional<runtime::DType> dtypeOf(mlir::Type elementType);
 
+/// What a store of `v` into 16-bit float storage may convert instead of `v`:
+/// the f32 input of `v` when `v` is that input rounded to the storage type
+/// (ls2.cast), since rounding it again is exact; else `v`. Saves the
+/// conversion back and forth in every kernel that yields such a cast (two
+/// instructions an element of an issue-bound kernel).
+mlir::Value storedValue(mlir::Value v);
+
 /// Thrown (and turned into an op error by the generator) when a body uses a
 /// form the generator does not handle.
 struct EmitError {

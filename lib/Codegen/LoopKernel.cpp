@@ -125,7 +125,9 @@ void emitLoopKernel(KernelContext &ctx) {
   for (unsigned i = 0; i < numYields; ++i) {
     Type et = cast<RankedTensorType>(ctx.yieldValue(i).getType()).getElementType();
     if (vectorizable(et)) {
-      em.line("ls2_put(ov" + std::to_string(i) + ".v[u], " + values[i] + ");");
+      Value stored = storedValue(ctx.yieldValue(i));
+      std::string v = stored == ctx.yieldValue(i) ? values[i] : em.emit(stored, canonicalOf(stored));
+      em.line("ls2_put(ov" + std::to_string(i) + ".v[u], " + v + ");");
       vectorStores.push_back(ctx.resultNames[i]);
     } else {
       em.line(storeText(ctx, i, "i", values[i]));

@@ -208,6 +208,30 @@ __device__ __forceinline__ float ls2_tanh_approx(float x) {
   asm("tanh.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
   return r;
 }
+// erf of values stored in 16 bits: erfc(|x|) by the Chebyshev fit of Press
+// et al., Numerical Recipes (2nd ed., section 6.2, erfcc: fractional error
+// below 1.2e-7), its reciprocal and 2^x on the special-function unit, then
+// erf = sign(x) (1 - erfc(|x|)). Branch free, about half of erff's
+// instructions (the erf GELU's kernels are limited by issue). Its error is
+// measured over every finite float in bench/cuda/erf_approx_error.cu; bf16
+// and fp16 round to 2^-8 and 2^-11.
+__device__ __forceinline__ float ls2_erf_approx(float x) {
+  const float z = fabsf(x);
+  float t, e;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(t) : "f"(fmaf(0.5f, z, 1.0f)));
+  float p = 0.17087277f;
+  p = fmaf(p, t, -0.82215223f);
+  p = fmaf(p, t, 1.48851587f);
+  p = fmaf(p, t, -1.13520398f);
+  p = fmaf(p, t, 0.27886807f);
+  p = fmaf(p, t, -0.18628806f);
+  p = fmaf(p, t, 0.09678418f);
+  p = fmaf(p, t, 0.37409196f);
+  p = fmaf(p, t, 1.00002368f);
+  p = fmaf(p, t, -1.26551223f);
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(fmaf(-z, z, p) * 1.4426950408889634f));
+  return copysignf(1.0f - t * e, x);
+}
 // exp(x - m) for x <= m, 0 where x - m is NaN (x = m = -inf): no branch.
 __device__ __forceinline__ float ls2_exp_below(float x, float m) {
   return ls2_exp_nonpositive(fmaxf(x - m, __int_as_float(0xff800000)));

@@ -625,6 +625,8 @@ void emitRowReductionKernel(KernelContext &ctx) {
       if (registers && vec > 1 && stride.empty() && (vec * elementBytes(et)) % 16 == 0) {
         std::string name = "ov" + std::to_string(i);
         vectors[i] = name;
+        if (Value stored = storedValue(ctx.yieldValue(i)); stored != ctx.yieldValue(i))
+          v = em.emit(stored, yieldIndex(i));
         em.line("ls2_put(" + name + ".v[u], " + v + ");");
       } else {
         em.line(storeText(ctx, i, "r * " + (stride.empty() ? H : stride) + " + j", v));
