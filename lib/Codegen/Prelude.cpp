@@ -141,22 +141,10 @@ __device__ __forceinline__ float ls2_warp_max(float x) {
   for (int m = 16; m > 0; m >>= 1) x = ls2_max(x, __shfl_xor_sync(0xffffffffu, x, m));
   return x;
 }
-// Every thread of the block calls these; `smem` holds one float per warp.
-template <int WARPS>
-__device__ __forceinline__ float ls2_block_sum(float x, float *smem) {
-  x = ls2_warp_sum(x);
-  if ((threadIdx.x & 31) == 0) smem[threadIdx.x >> 5] = x;
-  __syncthreads();
-  float s = 0.0f;
-#pragma unroll
-  for (int w = 0; w < WARPS; ++w) s += smem[w];
-  __syncthreads();
-  return s;
-}
-// N sums of the block at once, each added as ls2_block_sum adds it (the same
-// bits), behind one pair of barriers; `smem` holds N * WARPS floats. (A
-// LayerNorm backward's two row sums are independent: two barrier pairs a
-// row were its longest wait.)
+// Every thread of the block calls these. N sums of the block at once, each
+// the warps' sums added in warp order, behind one pair of barriers; `smem`
+// holds N * WARPS floats. (A LayerNorm backward's two row sums are
+// independent: two barrier pairs a row were its longest wait.)
 template <int WARPS, int N>
 __device__ __forceinline__ void ls2_block_sums(float (&x)[N], float *smem) {
 #pragma unroll
@@ -174,6 +162,13 @@ __device__ __forceinline__ void ls2_block_sums(float (&x)[N], float *smem) {
     x[i] = s;
   }
   __syncthreads();
+}
+// One sum of the block; `smem` holds one float per warp.
+template <int WARPS>
+__device__ __forceinline__ float ls2_block_sum(float x, float *smem) {
+  float s[1] = {x};
+  ls2_block_sums<WARPS, 1>(s, smem);
+  return s[0];
 }
 template <int WARPS>
 __device__ __forceinline__ float ls2_block_max(float x, float *smem) {
