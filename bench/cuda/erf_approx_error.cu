@@ -4,8 +4,12 @@
 // non-negative finite float against erf in double (both are odd: the sign is copied).
 // Prints the largest absolute error of erf, and the largest relative error of 1 - erf(x)
 // (= 1 + erf(-x), the erf GELU's factor at -x) where it is at least 2^-8 and 2^-16.
-// Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -o erf_approx_error \
-//          bench/cuda/erf_approx_error.cu
+// It measures the function the kernels get, taken from Prelude.cpp's text at build time.
+// Build (from the repository root):
+//   sed -n '/^__device__ __forceinline__ float ls2_erf_approx/,/^}/p' lib/Codegen/Prelude.cpp \
+//     > /tmp/ls2_erf_approx.cuh
+//   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -include /tmp/ls2_erf_approx.cuh \
+//     -o erf_approx_error bench/cuda/erf_approx_error.cu
 // Run on the GPU: ./erf_approx_error
 #include <cuda_runtime.h>
 #include <cmath>
@@ -13,25 +17,6 @@
 #include <cstring>
 
 #define CK(x) do { auto e = (x); if (e != cudaSuccess) { std::printf("fail %s: %s\n", #x, cudaGetErrorString(e)); return 1; } } while (0)
-
-// The same function as Prelude.cpp's ls2_erf_approx (kept in step by hand).
-__device__ __forceinline__ float erfApprox(float x) {
-  const float z = fabsf(x);
-  float t, e;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(t) : "f"(fmaf(0.5f, z, 1.0f)));
-  float p = 0.17087277f;
-  p = fmaf(p, t, -0.82215223f);
-  p = fmaf(p, t, 1.48851587f);
-  p = fmaf(p, t, -1.13520398f);
-  p = fmaf(p, t, 0.27886807f);
-  p = fmaf(p, t, -0.18628806f);
-  p = fmaf(p, t, 0.09678418f);
-  p = fmaf(p, t, 0.37409196f);
-  p = fmaf(p, t, 1.00002368f);
-  p = fmaf(p, t, -1.26551223f);
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(fmaf(-z, z, p) * 1.4426950408889634f));
-  return copysignf(1.0f - t * e, x);
-}
 
 __device__ void atomicMaxDouble(unsigned long long *at, double v) {
   atomicMax(at, (unsigned long long)__double_as_longlong(v));
@@ -45,7 +30,7 @@ __global__ void measure(unsigned long long *worst) {
        b < 0x7f800000ull; b += (unsigned long long)gridDim.x * blockDim.x) {
     const float x = __uint_as_float((unsigned)b);
     const double want = erf((double)x), tail = erfc((double)x);
-    const float got[2] = {erfApprox(x), erff(x)};
+    const float got[2] = {ls2_erf_approx(x), erff(x)};
     for (int f = 0; f < 2; ++f) {
       w[3 * f] = fmax(w[3 * f], fabs((double)got[f] - want));
       const double r = fabs((1.0 - (double)got[f]) - tail) / tail;
