@@ -98,10 +98,6 @@ std::string secondStage(KernelContext &ctx, const std::vector<Reduction> &reduct
     std::string Q = std::to_string(q);
     c += "    float t" + Q + " = __ldcg(&partials[(" + Q + " * " + CHUNKS + ") * " + C + " + " +
          col + "]);\n";
-    // 16 loads in flight, the adds in their order: at the default 4 the last
-    // block's 88 partials of ViT-B/16's GELU-gradient column sums were 22
-    // L2 round trips after every other block had finished.
-    c += "#pragma unroll 16\n";
     c += "    for (int k = 1; k < " + CHUNKS + "; ++k) {\n";
     c += "      const float p = __ldcg(&partials[(" + Q + " * " + CHUNKS + " + k) * " + C +
          " + " + col + "]);\n";
