@@ -341,10 +341,6 @@ void emitColumnReductionKernel(KernelContext &ctx) {
   ctx.launch.work = {runtime::Dim{tiles * chunks, -1, 0}};
   ctx.launch.workPerBlock = 1;
   ctx.launch.maxBlocks = static_cast<uint32_t>(tiles * chunks);
-  // The grid is sized for eight blocks a multiprocessor: let them all be
-  // resident (32 registers), one wave. At the 40 registers of GPT-2 medium's
-  // GELU-gradient column sums six fitted, and 1,056 blocks ran as 1.33 waves.
-  ctx.minBlocksPerMultiprocessor = static_cast<unsigned>(kTargetBlocks / kH200Multiprocessors);
 
   if (vec > 1) {
     emitVectorColumns(ctx, VectorColumns{reductions, elementYields, lead, trail, full, columns,
