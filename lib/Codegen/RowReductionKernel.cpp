@@ -808,11 +808,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
     d += "  const long long j = (long long)(blockIdx.x % " + std::to_string(tiles) +
          ") * 8 + tx;\n";
     d += "  float s = 0.0f;\n";
-    // Unrolled, so that a lane's loads are in flight together (issued one at
-    // a time, each after the last add, the 792 partials of Transformer-base's
-    // LayerNorm backward took 6.5 us a launch); the adds keep their order.
     d += "  if (j < " + H + ")\n";
-    d += "#pragma unroll 8\n";
     d += "    for (long long g = ty; g < G; g += 32) s += ls2_partials[(q * G + g) * " + H +
          " + j];\n";
     d += "  ls2_lanes[ty][tx] = s;\n  __syncthreads();\n";
