@@ -19,6 +19,7 @@
 
 #include "KernelContext.h"
 #include "RowReductionPatterns.h"
+#include "ls2c/Transforms/PaddedRows.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -36,6 +37,19 @@ namespace ls2c::codegen {
 namespace {
 
 constexpr uint32_t kMaxBlocks = 8192;
+
+/// `text` with `spaces` more spaces before each line.
+std::string indentLines(const std::string &text, int spaces) {
+  std::string out, pad(static_cast<size_t>(spaces), ' ');
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    end = end == std::string::npos ? text.size() : end + 1;
+    out += pad + text.substr(at, end - at);
+    at = end;
+  }
+  return out;
+}
 
 /// A sum over the leading (row) dims of the rows, [R, H...] -> [H...]: a
 /// column sum that ls2-fuse put into the row group (dgamma, dbeta).
@@ -206,12 +220,36 @@ void emitRowReductionKernel(KernelContext &ctx) {
                                               ctx.yieldValue(i).getType())
                                               .getElementType()));
   int64_t vec = 16 / narrowest;
+  // Block argument i's row stride when its rows are padded to a multiple of
+  // VEC elements (PaddedRows.h): read as vectors, padding included (never
+  // used), though h is not a multiple of VEC.
+  auto paddedVectorStride = [&](unsigned i, int64_t v) -> int64_t {
+    int64_t stride = paddedRowStride(ctx.fusion.getOperand(i));
+    BlockArgument arg = body.getArgument(i);
+    auto t = dyn_cast<RankedTensorType>(arg.getType());
+    if (stride == 0 || v < 2 || stride % v != 0 || !t || !isa<FloatType>(t.getElementType()) ||
+        v * elementBytes(t.getElementType()) != 16 || !sameDims(ctx.dims.shape(arg), full))
+      return 0;
+    return stride;
+  };
+  bool paddedVectors = false;
   if (h % vec != 0)
+    for (unsigned i = 0; i < body.getNumArguments(); ++i)
+      paddedVectors = paddedVectors || paddedVectorStride(i, vec) != 0;
+  if (h % vec != 0 && !paddedVectors)
     vec = 1;
   int64_t threads = ((h + 8 * 32 - 1) / (8 * 32)) * 32;
   threads = std::max<int64_t>(32, std::min<int64_t>(1024, threads));
   int64_t chunks = (h + threads * vec - 1) / (threads * vec);
   bool registers = chunks * vec <= 32;
+  // Padded vectors only where rows stream (vocabularies): the register
+  // caches read padded rows element by element.
+  if (paddedVectors && registers) {
+    paddedVectors = false;
+    vec = 1;
+    chunks = (h + threads - 1) / threads;
+    registers = chunks <= 32;
+  }
   // Whether the threads' elements tile the row exactly: then every element
   // index is in the row and the generated code tests none.
   const bool exact = chunks * threads * vec == h;
@@ -256,8 +294,8 @@ void emitRowReductionKernel(KernelContext &ctx) {
   // registers without spills (unrolled whole, GPT-2 medium's cross entropy
   // took 64 registers, or spilled 412 bytes at 32).
   const std::string chunkUnroll = registers ? "#pragma unroll\n" : "#pragma unroll 8\n";
-  auto loopHead = [&](const std::string &jName) {
-    return chunkUnroll + "for (int c = 0; c < " + CH + "; ++c) {\n" +
+  auto loopHead = [&](const std::string &jName, const std::string &chunkHead = "") {
+    return chunkUnroll + "for (int c = 0; c < " + CH + "; ++c) {\n" + chunkHead +
            "#pragma unroll\n  for (int u = 0; u < " + V + "; ++u) {\n" +
            "    const long long " + jName + " = ((long long)c * " + T +
            " + lane) * " + V + " + u;\n";
@@ -368,6 +406,57 @@ void emitRowReductionKernel(KernelContext &ctx) {
       return cacheRef(name);
     };
   }
+  // Streamed rows (vocabularies) read padded operands as one vector a chunk,
+  // loaded at the chunk loop's head (chunkLoads.back(), one buffer a phase
+  // being emitted): element by element, GPT-2 medium's cross entropy over
+  // 50,257 logits issued 2-byte loads and their 64-bit addresses, and was
+  // bound by its integer instructions (ncu, H200: 1.57 ms, 68% issue busy).
+  struct ChunkLoads {
+    std::string text;
+    std::map<std::string, std::string> names; ///< operand@offset -> vector
+  };
+  std::vector<ChunkLoads> chunkLoads;
+  if (paddedVectors) {
+    em.leafHook = [&](BlockArgument arg, const Index &index,
+                      const IndexExpr &flat) -> std::optional<std::string> {
+      const int64_t stride = paddedVectorStride(arg.getArgNumber(), vec);
+      if (chunkLoads.empty() || flat.level < kElementLevel || stride == 0 ||
+          !sameIndex(index, elementIndex))
+        return std::nullopt;
+      ChunkLoads &loads = chunkLoads.back();
+      std::string p = ctx.argNames[arg.getArgNumber()];
+      std::string key = p + "@" + flat.text;
+      if (auto it = loads.names.find(key); it != loads.names.end())
+        return "ls2_cvt(" + it->second + ".v[u])";
+      std::string name = em.fresh("cv");
+      Type et = cast<RankedTensorType>(arg.getType()).getElementType();
+      std::string vt = "ls2_vec<" + storageType(et) + ", " + V + ">";
+      std::string row = "r * " + ctx.argStrides[arg.getArgNumber()];
+      loads.text += "  " + vt + " " + name + ";\n";
+      loads.text += "  if (j0 < " + H + " && ((unsigned long long)" + p + " & 15) == 0) {\n";
+      loads.text += "    " + name + " = *reinterpret_cast<const " + vt + " *>(" + p + " + " +
+                    row + " + j0);\n";
+      loads.text += "  } else {\n#pragma unroll\n    for (int u = 0; u < " + V + "; ++u)\n";
+      loads.text += "      if (j0 + u < " + H + ") " + name + ".v[u] = " + p + "[" + row +
+                    " + j0 + u]; else ls2_put(" + name + ".v[u], 0.0f);\n  }\n";
+      loads.names.emplace(key, name);
+      return "ls2_cvt(" + name + ".v[u])";
+    };
+  }
+  // The chunk loop's head for a phase's vector loads (j0: the chunk's first
+  // element), then the phase's loads; empty without padded vectors.
+  auto takeChunkLoads = [&]() -> std::string {
+    if (!paddedVectors)
+      return "";
+    std::string text = "  const long long j0 = ((long long)c * " + T + " + lane) * " + V +
+                       ";\n" + chunkLoads.back().text;
+    chunkLoads.pop_back();
+    return text;
+  };
+  auto beginPhase = [&]() {
+    if (paddedVectors)
+      chunkLoads.emplace_back();
+  };
 
   // Dropped-out values several phases read (a LayerNorm's input x = residual
   // + dropout(y): its mean's phase, its variance's and the output's) are
@@ -493,6 +582,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
       std::string m = em.fresh("mx"), s = em.fresh("se"), xs = em.fresh("xs");
       em.line("float " + m + " = __int_as_float(0xff800000), " + s + " = 0.0f;");
       int outer = em.indent();
+      beginPhase();
       em.pushScope(kElementLevel, outer + 4);
       phaseStack.push_back(phases++);
       std::string v = em.emit(os->y, operandIndex);
@@ -500,12 +590,13 @@ void emitRowReductionKernel(KernelContext &ctx) {
       std::string phase = em.popScope();
       completed.insert(phaseStack.back());
       phaseStack.pop_back();
+      std::string loads = takeChunkLoads();
       // Elements past the row are -inf: exp(-inf - max) adds nothing.
       std::string head = (registers ? "#pragma unroll\n" : "#pragma unroll 1\n") +
                          std::string("for (int c0 = 0; c0 < ") + CH + "; c0 += " + G + ") {\n" +
                          "  float " + xs + "[" + N + "];\n" +
                          "#pragma unroll\n  for (int g = 0; g < " + G + "; ++g) {\n" +
-                         "    const int c = c0 + g;\n" +
+                         "    const int c = c0 + g;\n" + indentLines(loads, 2) +
                          "#pragma unroll\n    for (int u = 0; u < " + V + "; ++u) {\n" +
                          "      const long long j = ((long long)c * " + T + " + lane) * " + V +
                          " + u;\n" + "      " + xs + "[g * " + V +
@@ -532,6 +623,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
       em.line("float " + acc + " = " +
               (max ? std::string("__int_as_float(0xff800000)") : "0.0f") + ";");
       int outer = em.indent();
+      beginPhase();
       em.pushScope(kElementLevel, outer + 3);
       phaseStack.push_back(phases++);
       std::string v = em.emit(r->getOperand(0), operandIndex);
@@ -540,7 +632,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
       std::string phase = em.popScope();
       completed.insert(phaseStack.back());
       phaseStack.pop_back();
-      em.lines(loopHead("j") + "    if (" + below("j") + ") {");
+      em.lines(loopHead("j", takeChunkLoads()) + "    if (" + below("j") + ") {");
       em.raw(phase);
       em.lines("    }\n  }\n}");
       return acc;
@@ -607,6 +699,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
   bool anyElement = llvm::is_contained(perRow, false);
   if (anyElement) {
     std::map<unsigned, std::string> vectors; // result -> vector name
+    beginPhase();
     em.pushScope(kElementLevel, 2 + 3);
     for (unsigned i = 0; i < ctx.numYields(); ++i) {
       if (perRow[i])
@@ -633,8 +726,9 @@ void emitRowReductionKernel(KernelContext &ctx) {
       }
     }
     std::string phase = em.popScope();
+    std::string loads = takeChunkLoads();
     if (vectors.empty()) {
-      em.lines(loopHead("j") + "    if (" + below("j") + ") {");
+      em.lines(loopHead("j", loads) + "    if (" + below("j") + ") {");
       em.raw(phase);
       em.lines("    }\n  }\n}");
     } else {
