@@ -220,14 +220,16 @@ void emitRowReductionKernel(KernelContext &ctx) {
                                               ctx.yieldValue(i).getType())
                                               .getElementType()));
   int64_t vec = 16 / narrowest;
-  // Block argument i's row stride when its rows are padded to a multiple of
-  // VEC elements (PaddedRows.h): read as vectors, padding included (never
-  // used), though h is not a multiple of VEC.
-  auto paddedVectorStride = [&](unsigned i, int64_t v) -> int64_t {
+  // Block argument i's row stride when it is read as rows of v-element
+  // vectors of 16 bytes: contiguous rows of a multiple of v, or rows padded
+  // to one (PaddedRows.h; the padding is read, never used); else 0.
+  auto vectorRowStride = [&](unsigned i, int64_t v) -> int64_t {
     int64_t stride = paddedRowStride(ctx.fusion.getOperand(i));
+    if (stride == 0)
+      stride = h;
     BlockArgument arg = body.getArgument(i);
     auto t = dyn_cast<RankedTensorType>(arg.getType());
-    if (stride == 0 || v < 2 || stride % v != 0 || !t || !isa<FloatType>(t.getElementType()) ||
+    if (v < 2 || stride % v != 0 || !t || !isa<FloatType>(t.getElementType()) ||
         v * elementBytes(t.getElementType()) != 16 || !sameDims(ctx.dims.shape(arg), full))
       return 0;
     return stride;
@@ -235,7 +237,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
   bool paddedVectors = false;
   if (h % vec != 0)
     for (unsigned i = 0; i < body.getNumArguments(); ++i)
-      paddedVectors = paddedVectors || paddedVectorStride(i, vec) != 0;
+      paddedVectors = paddedVectors || vectorRowStride(i, vec) != 0;
   if (h % vec != 0 && !paddedVectors)
     vec = 1;
   int64_t threads = ((h + 8 * 32 - 1) / (8 * 32)) * 32;
@@ -406,7 +408,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
       return cacheRef(name);
     };
   }
-  // Streamed rows (vocabularies) read padded operands as one vector a chunk,
+  // Streamed rows (vocabularies) read their operands as one vector a chunk,
   // loaded at the chunk loop's head (chunkLoads.back(), one buffer a phase
   // being emitted): element by element, GPT-2 medium's cross entropy over
   // 50,257 logits issued 2-byte loads and their 64-bit addresses, and was
@@ -416,10 +418,11 @@ void emitRowReductionKernel(KernelContext &ctx) {
     std::map<std::string, std::string> names; ///< operand@offset -> vector
   };
   std::vector<ChunkLoads> chunkLoads;
-  if (paddedVectors) {
+  const bool streamVectors = !registers && vec > 1;
+  if (streamVectors) {
     em.leafHook = [&](BlockArgument arg, const Index &index,
                       const IndexExpr &flat) -> std::optional<std::string> {
-      const int64_t stride = paddedVectorStride(arg.getArgNumber(), vec);
+      const int64_t stride = vectorRowStride(arg.getArgNumber(), vec);
       if (chunkLoads.empty() || flat.level < kElementLevel || stride == 0 ||
           !sameIndex(index, elementIndex))
         return std::nullopt;
@@ -431,7 +434,8 @@ void emitRowReductionKernel(KernelContext &ctx) {
       std::string name = em.fresh("cv");
       Type et = cast<RankedTensorType>(arg.getType()).getElementType();
       std::string vt = "ls2_vec<" + storageType(et) + ", " + V + ">";
-      std::string row = "r * " + ctx.argStrides[arg.getArgNumber()];
+      const std::string &ld = ctx.argStrides[arg.getArgNumber()];
+      std::string row = "r * " + (ld.empty() ? H : ld);
       loads.text += "  " + vt + " " + name + ";\n";
       loads.text += "  if (j0 < " + H + " && ((unsigned long long)" + p + " & 15) == 0) {\n";
       loads.text += "    " + name + " = *reinterpret_cast<const " + vt + " *>(" + p + " + " +
@@ -446,7 +450,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
   // The chunk loop's head for a phase's vector loads (j0: the chunk's first
   // element), then the phase's loads; empty without padded vectors.
   auto takeChunkLoads = [&]() -> std::string {
-    if (!paddedVectors)
+    if (!streamVectors)
       return "";
     std::string text = "  const long long j0 = ((long long)c * " + T + " + lane) * " + V +
                        ";\n" + chunkLoads.back().text;
@@ -454,7 +458,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
     return text;
   };
   auto beginPhase = [&]() {
-    if (paddedVectors)
+    if (streamVectors)
       chunkLoads.emplace_back();
   };
 
