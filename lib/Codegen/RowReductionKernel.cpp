@@ -437,7 +437,9 @@ void emitRowReductionKernel(KernelContext &ctx) {
       const std::string &ld = ctx.argStrides[arg.getArgNumber()];
       std::string row = "r * " + (ld.empty() ? H : ld);
       loads.text += "  " + vt + " " + name + ";\n";
-      loads.text += "  if (j0 < " + H + " && ((unsigned long long)" + p + " & 15) == 0) {\n";
+      // (A view's row stride need not be a multiple of VEC: then elements.)
+      loads.text += "  if (j0 < " + H + " && ((unsigned long long)" + p + " & 15) == 0" +
+                    (ld.empty() ? std::string() : " && " + ld + " % " + V + " == 0") + ") {\n";
       loads.text += "    " + name + " = *reinterpret_cast<const " + vt + " *>(" + p + " + " +
                     row + " + j0);\n";
       loads.text += "  } else {\n#pragma unroll\n    for (int u = 0; u < " + V + "; ++u)\n";
@@ -447,13 +449,14 @@ void emitRowReductionKernel(KernelContext &ctx) {
       return "ls2_cvt(" + name + ".v[u])";
     };
   }
-  // The chunk loop's head for a phase's vector loads (j0: the chunk's first
-  // element), then the phase's loads; empty without padded vectors.
+  // The chunk loop's head for a phase's vector loads: j0, the chunk's first
+  // element, then the loads; empty without streamed vectors.
+  const std::string chunkFirst =
+      "  const long long j0 = ((long long)c * " + T + " + lane) * " + V + ";\n";
   auto takeChunkLoads = [&]() -> std::string {
     if (!streamVectors)
       return "";
-    std::string text = "  const long long j0 = ((long long)c * " + T + " + lane) * " + V +
-                       ";\n" + chunkLoads.back().text;
+    std::string text = chunkFirst + chunkLoads.back().text;
     chunkLoads.pop_back();
     return text;
   };
@@ -719,7 +722,8 @@ void emitRowReductionKernel(KernelContext &ctx) {
       const std::string &stride = ctx.resultStrides[i];
       if (!stride.empty() && !sameIndex(yieldIndex(i), elementIndex))
         throw EmitError{ctx.fusion, "writes padded rows of another shape than the rows"};
-      if (registers && vec > 1 && stride.empty() && (vec * elementBytes(et)) % 16 == 0) {
+      if (vec > 1 && (vec * elementBytes(et)) % 16 == 0 &&
+          (registers ? stride.empty() : streamVectors)) {
         std::string name = "ov" + std::to_string(i);
         vectors[i] = name;
         if (Value stored = storedValue(ctx.yieldValue(i)); stored != ctx.yieldValue(i))
@@ -736,8 +740,12 @@ void emitRowReductionKernel(KernelContext &ctx) {
       em.raw(phase);
       em.lines("    }\n  }\n}");
     } else {
-      // Registers hold the row: store each chunk as one vector.
-      std::string head = "#pragma unroll\nfor (int c = 0; c < " + CH + "; ++c) {\n";
+      // Each chunk stored as one vector (lanes writing single elements V
+      // apart sent GPT-2 medium's cross-entropy gradient through 8 sector
+      // writes for each sector's bytes).
+      std::string head = (registers ? std::string("#pragma unroll\n") : chunkUnroll) +
+                         "for (int c = 0; c < " + CH + "; ++c) {\n" +
+                         (loads.empty() ? chunkFirst : loads);
       for (auto &[i, name] : vectors) {
         Type et = cast<RankedTensorType>(ctx.yieldValue(i).getType()).getElementType();
         head += "  ls2_vec<" + storageType(et) + ", " + V + "> " + name + ";\n";
@@ -748,25 +756,35 @@ void emitRowReductionKernel(KernelContext &ctx) {
       em.lines(head);
       em.raw(phase);
       std::string tail = "    }\n  }\n";
-      tail += "  const long long j0 = ((long long)c * " + T + " + lane) * " + V + ";\n";
-      std::string aligned;
-      for (auto &[i, name] : vectors)
+      // Whole vectors: aligned pointers, row strides of whole vectors, and
+      // (rows not a multiple of V: padded rows) the chunk inside the row.
+      std::string aligned, rowOf;
+      std::map<unsigned, std::string> rowAt;
+      for (auto &[i, name] : vectors) {
         aligned += (aligned.empty() ? "" : " | ") + std::string("(unsigned long long)") +
                    ctx.resultNames[i];
+        const std::string &ld = ctx.resultStrides[i];
+        rowAt[i] = "r * " + (ld.empty() ? H : ld);
+        if (!ld.empty())
+          rowOf += " && " + ld + " % " + V + " == 0";
+      }
+      if (h % vec != 0)
+        rowOf += " && j0 + " + V + " <= " + H;
       tail += "  if (" + below("j0") + ") {\n";
-      tail += "    if (((" + aligned + ") & 15) == 0) {\n";
+      tail += "    if (((" + aligned + ") & 15) == 0" + rowOf + ") {\n";
       for (auto &[i, name] : vectors) {
         Type et = cast<RankedTensorType>(ctx.yieldValue(i).getType()).getElementType();
         std::string vt = "ls2_vec<" + storageType(et) + ", " + V + ">";
-        tail += "      *reinterpret_cast<" + vt + " *>(" + ctx.resultNames[i] + " + r * " +
-                H + " + j0) = " + name + ";\n";
+        tail += "      *reinterpret_cast<" + vt + " *>(" + ctx.resultNames[i] + " + " +
+                rowAt[i] + " + j0) = " + name + ";\n";
       }
       tail += "    } else {\n";
       tail += "#pragma unroll\n      for (int u = 0; u < " + V + "; ++u) {\n";
+      tail += "        if (" + below("j0 + u") + ") {\n";
       for (auto &[i, name] : vectors)
-        tail += "        " + ctx.resultNames[i] + "[r * " + H + " + j0 + u] = " + name +
+        tail += "          " + ctx.resultNames[i] + "[" + rowAt[i] + " + j0 + u] = " + name +
                 ".v[u];\n";
-      tail += "      }\n    }\n  }\n}";
+      tail += "        }\n      }\n    }\n  }\n}";
       em.lines(tail);
     }
   }
