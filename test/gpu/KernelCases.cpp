@@ -587,8 +587,9 @@ int run(const Options &o) {
       c["then"] = then;
     }
     // Tensors whose row stride the kernel takes are laid out with 8 more
-    // elements a row than they hold (strided views of fused projections,
-    // in-place concat pieces).
+    // elements a row than they hold, rounded up to 8 (strided views of fused
+    // projections, in-place concat pieces; rows padded to 16 bytes, which
+    // generated kernels read as vectors).
     auto rowStride = [&](unsigned index, bool ofResult) -> int64_t {
       for (const codegen::ParamBinding &pb : use.bindings)
         if (pb.kind == codegen::ParamBinding::Kind::RowStride && pb.index == index &&
@@ -598,7 +599,7 @@ int run(const Options &o) {
           int64_t width = 1;
           for (int64_t d = 1; d < type.getRank(); ++d)
             width *= type.getDimSize(d);
-          return width + 8;
+          return (width + 7) / 8 * 8 + 8;
         }
       return 0;
     };
