@@ -38,14 +38,14 @@ namespace {
 
 constexpr uint32_t kMaxBlocks = 8192;
 
-/// `text` with `spaces` more spaces before each line.
+/// `text` with `spaces` more spaces before each line (not before pragmas).
 std::string indentLines(const std::string &text, int spaces) {
   std::string out, pad(static_cast<size_t>(spaces), ' ');
   size_t at = 0;
   while (at < text.size()) {
     size_t end = text.find('\n', at);
     end = end == std::string::npos ? text.size() : end + 1;
-    out += pad + text.substr(at, end - at);
+    out += (text[at] == '#' ? std::string() : pad) + text.substr(at, end - at);
     at = end;
   }
   return out;
