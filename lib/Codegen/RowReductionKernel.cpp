@@ -243,11 +243,15 @@ void emitRowReductionKernel(KernelContext &ctx) {
   int64_t threads = ((h + 8 * 32 - 1) / (8 * 32)) * 32;
   threads = std::max<int64_t>(32, std::min<int64_t>(1024, threads));
   int64_t chunks = (h + threads * vec - 1) / (threads * vec);
-  // Rows of 1,024 threads stream past 16 elements a thread: held in
-  // registers (64 of them, one block a multiprocessor) the cross entropy of
-  // Transformer-base's 32,000 logits took 0.27 ms a step, streamed as
-  // vectors (two blocks at 32) 0.22; BERT-base's 30,522, 0.31 and 0.22.
-  bool registers = chunks * vec <= (threads == 1024 ? 16 : 32);
+  // A softmax over rows of 1,024 threads streams past 16 elements a thread:
+  // held in registers (64 of them, one block a multiprocessor) the cross
+  // entropy of Transformer-base's 32,000 logits took 0.27 ms a step,
+  // streamed as vectors (two blocks at 32) 0.22; BERT-base's 30,522, 0.31
+  // and 0.22. (Column sums need the registers: wide LayerNorms keep them.)
+  const bool online = llvm::any_of(body, [](Operation &op) {
+    return isa<ls2::ReduceMaxOp>(op) && matchOnlineSoftmax(&op);
+  });
+  bool registers = chunks * vec <= (online && threads == 1024 ? 16 : 32);
   // Padded vectors only where rows stream (vocabularies): the register
   // caches read padded rows element by element.
   if (paddedVectors && registers) {
@@ -263,9 +267,6 @@ void emitRowReductionKernel(KernelContext &ctx) {
   int64_t rowsPerBlock = block / threads;
   std::string T = std::to_string(threads), V = std::to_string(vec),
               CH = std::to_string(chunks), H = std::to_string(h);
-  bool online = llvm::any_of(body, [](Operation &op) {
-    return isa<ls2::ReduceMaxOp>(op) && matchOnlineSoftmax(&op);
-  });
   // Floats of ls2_red (block reductions): one a warp, two for the online
   // softmax's (max, sum) pairs, more where sums share a block reduction (set
   // as the phases are emitted).
