@@ -28,11 +28,14 @@ namespace ls2c::codegen {
 namespace {
 
 constexpr int64_t kBlock = 256;
-// Eight 256-thread blocks per multiprocessor of an H200: a full occupancy
-// of loads in flight. At two per multiprocessor the bias gradient of a
-// [16384, 3072] FFN (96 tiles x 2 chunks) took 0.51 ms on an H200, 7x its
-// memory time.
-constexpr int64_t kTargetBlocks = 8 * kH200Multiprocessors;
+// Six 256-thread blocks per multiprocessor of an H200, all resident (the
+// kernel asks for them: at most 40 registers), so the grid is one wave. At
+// two per multiprocessor the bias gradient of a [16384, 3072] FFN (96 tiles
+// x 2 chunks) took 0.51 ms on an H200, 7x its memory time; sized for eight,
+// kernels of more than 32 registers ran 1.33 waves (GPT-2 medium's column
+// reductions 4.65 -> 3.83 ms a step at six; ViT-B/16's, at 32 registers,
+// 1.13 either way).
+constexpr int64_t kTargetBlocks = 6 * kH200Multiprocessors;
 
 /// A yielded reduction of the group.
 struct Reduction {
@@ -341,6 +344,7 @@ void emitColumnReductionKernel(KernelContext &ctx) {
   ctx.launch.work = {runtime::Dim{tiles * chunks, -1, 0}};
   ctx.launch.workPerBlock = 1;
   ctx.launch.maxBlocks = static_cast<uint32_t>(tiles * chunks);
+  ctx.minBlocksPerMultiprocessor = static_cast<unsigned>(kTargetBlocks / kH200Multiprocessors);
 
   if (vec > 1) {
     emitVectorColumns(ctx, VectorColumns{reductions, elementYields, lead, trail, full, columns,
