@@ -727,8 +727,10 @@ void emitRowReductionKernel(KernelContext &ctx) {
       const std::string &stride = ctx.resultStrides[i];
       if (!stride.empty() && !sameIndex(yieldIndex(i), elementIndex))
         throw EmitError{ctx.fusion, "writes padded rows of another shape than the rows"};
+      // (Streamed, a contiguous output's rows must be whole vectors too: a
+      // padded input's rows alone may be.)
       if (vec > 1 && (vec * elementBytes(et)) % 16 == 0 &&
-          (registers ? stride.empty() : streamVectors)) {
+          (registers ? stride.empty() : streamVectors && (!stride.empty() || h % vec == 0))) {
         std::string name = "ov" + std::to_string(i);
         vectors[i] = name;
         if (Value stored = storedValue(ctx.yieldValue(i)); stored != ctx.yieldValue(i))
