@@ -249,8 +249,11 @@ private:
     if (offsets && index < offsets.size() && offsets[index] >= 0) {
       Resolved r{{BufferRef::Space::Arena, 0, static_cast<uint64_t>(offsets[index]), bytes(v)},
                  paddedRowStride(v)};
+      // Padded rows: the whole planned buffer, the last row's padding too
+      // (row reductions read it as part of their 16-byte vectors).
       if (r.rowStride)
-        r.ref.maxBytes = stridedExtent(v, r.rowStride);
+        r.ref.maxBytes = static_cast<uint64_t>(bounds.shape(v)[0] * r.rowStride *
+                                               elementBytes(tensorType(v).getElementType()));
       return r;
     }
     if (std::optional<Resolved> piece = inPlacePiece(v))

@@ -10,7 +10,9 @@
 // that touches it takes a row stride: a GEMM (as operand a or b, rank 2, or
 // as the result) or a row-reduction group that reads it element by element
 // at the rows' own index or writes it as its rows-shaped output. The N' - N
-// padding elements are never read or written. PyTorch's Inductor pads
+// padding elements are never written; a row reduction that streams the rows
+// reads them as part of its 16-byte vectors and never uses them (the buffer
+// holds every row's padding, the last one's too). PyTorch's Inductor pads
 // strides the same way (torch._inductor.config.comprehensive_padding).
 //
 // The layout is the attribute `ls2.row_strides` on the producing op: one
