@@ -35,7 +35,8 @@ constexpr int64_t kBlock = 256;
 // kernels of more than 32 registers ran 1.33 waves (GPT-2 medium's column
 // reductions 4.65 -> 3.83 ms a step at six; ViT-B/16's, at 32 registers,
 // 1.13 either way).
-constexpr int64_t kTargetBlocks = 6 * kH200Multiprocessors;
+constexpr int64_t kBlocksPerMultiprocessor = 6;
+constexpr int64_t kTargetBlocks = kBlocksPerMultiprocessor * kH200Multiprocessors;
 
 /// A yielded reduction of the group.
 struct Reduction {
@@ -353,7 +354,7 @@ void emitColumnReductionKernel(KernelContext &ctx) {
   ctx.launch.work = {runtime::Dim{tiles * chunks, -1, 0}};
   ctx.launch.workPerBlock = 1;
   ctx.launch.maxBlocks = static_cast<uint32_t>(tiles * chunks);
-  ctx.minBlocksPerMultiprocessor = static_cast<unsigned>(kTargetBlocks / kH200Multiprocessors);
+  ctx.minBlocksPerMultiprocessor = static_cast<unsigned>(kBlocksPerMultiprocessor);
 
   if (vec > 1) {
     emitVectorColumns(ctx, VectorColumns{reductions, elementYields, lead, trail, full, columns,

@@ -301,6 +301,9 @@ void emitRowReductionKernel(KernelContext &ctx) {
   // registers without spills (unrolled whole, GPT-2 medium's cross entropy
   // took 64 registers, or spilled 412 bytes at 32).
   const std::string chunkUnroll = registers ? "#pragma unroll\n" : "#pragma unroll 8\n";
+  // The first element of a thread's chunk c, in the chunk loop's body.
+  const std::string chunkFirst =
+      "  const long long j0 = ((long long)c * " + T + " + lane) * " + V + ";\n";
   auto loopHead = [&](const std::string &jName, const std::string &chunkHead = "") {
     return chunkUnroll + "for (int c = 0; c < " + CH + "; ++c) {\n" + chunkHead +
            "#pragma unroll\n  for (int u = 0; u < " + V + "; ++u) {\n" +
@@ -354,7 +357,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
         std::string vectorAt = "*reinterpret_cast<const " + vt + " *>(" + p +
                                (contiguous ? " + r * " + H : std::string()) + " + j0)";
         fill += "#pragma unroll\nfor (int c = 0; c < " + CH + "; ++c) {\n";
-        fill += "  const long long j0 = ((long long)c * " + T + " + lane) * " + V + ";\n";
+        fill += chunkFirst;
         fill += "  if (" + below("j0") + " && ((unsigned long long)" + p + " & 15) == 0) {\n";
         if (packed) {
           fill += "    " + name + "[c] = " + vectorAt + ";\n";
@@ -454,10 +457,8 @@ void emitRowReductionKernel(KernelContext &ctx) {
       return "ls2_cvt(" + name + ".v[u])";
     };
   }
-  // The chunk loop's head for a phase's vector loads: j0, the chunk's first
-  // element, then the loads; empty without streamed vectors.
-  const std::string chunkFirst =
-      "  const long long j0 = ((long long)c * " + T + " + lane) * " + V + ";\n";
+  // The chunk loop's head for a phase's vector loads: j0, then the loads;
+  // empty without streamed vectors.
   auto takeChunkLoads = [&]() -> std::string {
     if (!streamVectors)
       return "";
@@ -730,7 +731,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
       // (Streamed, a contiguous output's rows must be whole vectors too: a
       // padded input's rows alone may be.)
       if (vec > 1 && (vec * elementBytes(et)) % 16 == 0 &&
-          (registers ? stride.empty() : streamVectors && (!stride.empty() || h % vec == 0))) {
+          (registers ? stride.empty() : !stride.empty() || h % vec == 0)) {
         std::string name = "ov" + std::to_string(i);
         vectors[i] = name;
         if (Value stored = storedValue(ctx.yieldValue(i)); stored != ctx.yieldValue(i))
@@ -862,8 +863,7 @@ void emitRowReductionKernel(KernelContext &ctx) {
     // sectors there (ncu, H200).
     const bool vectorPartials = vec % 4 == 0;
     auto eachVector = [&](const std::string &values, const std::string &stores) {
-      return "#pragma unroll\n  for (int c = 0; c < " + CH + "; ++c) {\n" +
-             "    const long long j0 = ((long long)c * " + T + " + lane) * " + V + ";\n" +
+      return "#pragma unroll\n  for (int c = 0; c < " + CH + "; ++c) {\n  " + chunkFirst +
              "    if (" + below("j0") + ") {\n" + values + stores + "    }\n  }\n";
     };
     std::string writes, lanes, values, stores;
